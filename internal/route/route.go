@@ -1,0 +1,182 @@
+// Package route is the bucket table shared by the three roles: how a key maps
+// to a bucket, and which dataservers hold each bucket. A *Table is immutable
+// once published: readers load it from an atomic.Pointer and never lock.
+package route
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// DefaultBuckets is Q when none is configured (Tair's default).
+const DefaultBuckets = 1023
+
+// MaxArea is the largest area (namespace) number.
+const MaxArea = 1023
+
+// HashTag returns the part of key that is hashed: the content of the first
+// non-empty {tag}, as in Redis Cluster, or the whole key.
+func HashTag(key []byte) []byte {
+	if s := bytes.IndexByte(key, '{'); s >= 0 {
+		if e := bytes.IndexByte(key[s+1:], '}'); e > 0 {
+			return key[s+1 : s+1+e]
+		}
+	}
+	return key
+}
+
+// BucketOf returns the bucket of key in a cluster of q buckets.
+// For prefix commands key is the pkey.
+func BucketOf(key []byte, q uint32) uint32 {
+	if q == 0 {
+		q = DefaultBuckets
+	}
+	return uint32(xxhash.Sum64(HashTag(key)) % uint64(q))
+}
+
+// Move is one bucket copy moving from one dataserver to another.
+type Move struct {
+	Bucket uint32 `json:"bucket"`
+	From   string `json:"from"`
+	To     string `json:"to"`
+}
+
+// Table is the versioned bucket table (Tair's three tables in one value).
+//
+// Serving is what requests use: Serving[b][0] is bucket b's master and the
+// rest its slaves; "" marks a lost copy. Destination is where the
+// configserver wants each bucket once migrations end; Migrating lists the
+// moves in progress, which the source dataservers carry out.
+type Table struct {
+	Version     uint64     `json:"version"`
+	Buckets     uint32     `json:"buckets"`
+	Copies      int        `json:"copies"`
+	Serving     [][]string `json:"serving"`
+	Destination [][]string `json:"destination,omitempty"`
+	Migrating   []Move     `json:"migrating,omitempty"`
+}
+
+// Bucket returns the bucket of key in this table.
+func (t *Table) Bucket(key []byte) uint32 { return BucketOf(key, t.Buckets) }
+
+// Master returns bucket b's master address, or "" when it has none.
+func (t *Table) Master(b uint32) string {
+	if t == nil || int(b) >= len(t.Serving) || len(t.Serving[b]) == 0 {
+		return ""
+	}
+	return t.Serving[b][0]
+}
+
+// Slaves returns bucket b's slave addresses (lost copies left out).
+func (t *Table) Slaves(b uint32) []string {
+	if t == nil || int(b) >= len(t.Serving) || len(t.Serving[b]) < 2 {
+		return nil
+	}
+	out := make([]string, 0, len(t.Serving[b])-1)
+	for _, s := range t.Serving[b][1:] {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// IsMaster reports whether node is bucket b's master.
+func (t *Table) IsMaster(b uint32, node string) bool {
+	return node != "" && t.Master(b) == node
+}
+
+// IsSlave reports whether node holds a slave copy of bucket b.
+func (t *Table) IsSlave(b uint32, node string) bool {
+	for _, s := range t.Slaves(b) {
+		if s == node {
+			return true
+		}
+	}
+	return false
+}
+
+// MoveOf returns the move of bucket b in progress, if any.
+func (t *Table) MoveOf(b uint32) (Move, bool) {
+	for _, m := range t.Migrating {
+		if m.Bucket == b {
+			return m, true
+		}
+	}
+	return Move{}, false
+}
+
+// Nodes returns every dataserver named in the serving table, sorted.
+func (t *Table) Nodes() []string {
+	seen := map[string]bool{}
+	for _, copies := range t.Serving {
+		for _, n := range copies {
+			if n != "" {
+				seen[n] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Clone returns a deep copy, for building the next version.
+func (t *Table) Clone() *Table {
+	c := *t
+	c.Serving = cloneRows(t.Serving)
+	c.Destination = cloneRows(t.Destination)
+	c.Migrating = append([]Move(nil), t.Migrating...)
+	return &c
+}
+
+func cloneRows(rows [][]string) [][]string {
+	if rows == nil {
+		return nil
+	}
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		out[i] = append([]string(nil), r...)
+	}
+	return out
+}
+
+// Validate checks the table's shape.
+func (t *Table) Validate() error {
+	if t.Buckets == 0 || int(t.Buckets) != len(t.Serving) {
+		return fmt.Errorf("route: table has %d rows for %d buckets", len(t.Serving), t.Buckets)
+	}
+	if t.Destination != nil && len(t.Destination) != len(t.Serving) {
+		return fmt.Errorf("route: destination has %d rows for %d buckets", len(t.Destination), t.Buckets)
+	}
+	return nil
+}
+
+// String prints the table like Tair's cst_monitor: one line per bucket.
+func (t *Table) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "table version %d, %d buckets, %d copies\n", t.Version, t.Buckets, t.Copies)
+	fmt.Fprintf(&b, "%-7s %-22s %s\n", "bucket", "master", "slaves")
+	for i, row := range t.Serving {
+		m, s := "", ""
+		if len(row) > 0 {
+			m = row[0]
+			s = strings.Join(row[1:], " ")
+		}
+		if m == "" {
+			m = "-"
+		}
+		fmt.Fprintf(&b, "%-7d %-22s %s\n", i, m, s)
+	}
+	for _, mv := range t.Migrating {
+		fmt.Fprintf(&b, "migrating bucket %d: %s -> %s\n", mv.Bucket, mv.From, mv.To)
+	}
+	return b.String()
+}

@@ -1,0 +1,183 @@
+package wire
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tairkv/tair/internal/route"
+)
+
+// ErrNotModified is returned by Client.Table when no newer table came
+// before the wait ran out.
+var ErrNotModified = errors.New("wire: table not modified")
+
+// Client talks to a set of configservers, moving to the next address (or to
+// the leader a standby names) when one fails. Safe for concurrent use.
+type Client struct {
+	http *http.Client
+
+	mu    struct{ sync.Mutex }
+	addrs []string
+	cur   int
+}
+
+// NewClient returns a client for the given configserver addresses
+// ("host:port", comma-separated lists are split).
+func NewClient(addrs ...string) *Client {
+	var list []string
+	for _, a := range addrs {
+		for _, p := range strings.Split(a, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				list = append(list, p)
+			}
+		}
+	}
+	return &Client{
+		http:  &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}},
+		addrs: list,
+	}
+}
+
+// Addrs returns the configured addresses.
+func (c *Client) Addrs() []string { return append([]string(nil), c.addrs...) }
+
+func (c *Client) order() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.addrs))
+	for i := range c.addrs {
+		out = append(out, c.addrs[(c.cur+i)%len(c.addrs)])
+	}
+	return out
+}
+
+func (c *Client) prefer(addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, a := range c.addrs {
+		if a == addr {
+			c.cur = i
+			return
+		}
+	}
+}
+
+// Heartbeat sends hb to the leading configserver.
+func (c *Client) Heartbeat(ctx context.Context, hb *Heartbeat) (*HeartbeatReply, error) {
+	var reply HeartbeatReply
+	if err := c.call(ctx, http.MethodPost, "/v1/heartbeat", hb, &reply, true); err != nil {
+		return nil, err
+	}
+	return &reply, nil
+}
+
+// Admin sends a control request to the leading configserver.
+func (c *Client) Admin(ctx context.Context, req *AdminRequest) (*AdminReply, error) {
+	var reply AdminReply
+	if err := c.call(ctx, http.MethodPost, "/v1/admin", req, &reply, true); err != nil {
+		return nil, err
+	}
+	return &reply, nil
+}
+
+// Get reads a JSON document (e.g. "/v1/nodes") from any configserver.
+func (c *Client) Get(ctx context.Context, path string, out any) error {
+	return c.call(ctx, http.MethodGet, path, nil, out, false)
+}
+
+// Table returns the table when its version is above after, waiting up to
+// wait for one (long poll). It returns ErrNotModified when none came.
+func (c *Client) Table(ctx context.Context, after uint64, wait time.Duration) (*route.Table, error) {
+	var t route.Table
+	path := fmt.Sprintf("/v1/table?after=%d&wait=%d", after, wait.Milliseconds())
+	if err := c.call(ctx, http.MethodGet, path, nil, &t, false); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// call tries each configserver in turn; leaderOnly calls follow a
+// standby's NotLeader answer.
+func (c *Client) call(ctx context.Context, method, path string, in, out any, leaderOnly bool) error {
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return err
+		}
+	}
+	var lastErr error
+	tried := map[string]bool{}
+	queue := c.order()
+	for len(queue) > 0 {
+		addr := queue[0]
+		queue = queue[1:]
+		if tried[addr] {
+			continue
+		}
+		tried[addr] = true
+		status, data, err := c.do(ctx, method, "http://"+addr+path, body)
+		if err != nil {
+			lastErr = err
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			continue
+		}
+		switch {
+		case status == http.StatusOK:
+			c.prefer(addr)
+			if out == nil {
+				return nil
+			}
+			return json.Unmarshal(data, out)
+		case status == http.StatusNotModified:
+			c.prefer(addr)
+			return ErrNotModified
+		case status == http.StatusMisdirectedRequest && leaderOnly:
+			var nl NotLeader
+			if json.Unmarshal(data, &nl) == nil && nl.Leader != "" && !tried[nl.Leader] {
+				queue = append([]string{nl.Leader}, queue...)
+			}
+			lastErr = fmt.Errorf("wire: %s is not the leader", addr)
+		default:
+			lastErr = fmt.Errorf("wire: %s %s: %d %s", method, addr+path, status, strings.TrimSpace(string(data)))
+			if status >= 400 && status < 500 && status != http.StatusMisdirectedRequest {
+				return lastErr
+			}
+		}
+	}
+	if lastErr == nil {
+		lastErr = errors.New("wire: no configserver address")
+	}
+	return lastErr
+}
+
+func (c *Client) do(ctx context.Context, method, url string, body []byte) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	return resp.StatusCode, data, err
+}

@@ -1,0 +1,147 @@
+// Package wire holds the messages between dataservers, proxies and the
+// configserver, and the HTTP/JSON client that carries them. The configserver
+// serves these paths on its --listen address:
+//
+//	POST /v1/heartbeat        Heartbeat -> HeartbeatReply        (leader only)
+//	GET  /v1/table?after=V&wait=MS                               (any configserver)
+//	     200 + Table when the table's version is above V; 304 when the wait
+//	     ran out first (long poll, so proxies learn a new table at once)
+//	GET  /v1/nodes            []NodeStatus
+//	GET  /v1/migrations       MigrationStatus
+//	GET  /v1/areas            map[area]AreaConfig
+//	POST /v1/admin            AdminRequest -> AdminReply         (leader only)
+//
+// A standby configserver answers leader-only calls with 421 and a
+// NotLeader body naming the leader, so clients move on.
+package wire
+
+import (
+	"github.com/tairkv/tair/internal/route"
+)
+
+// Heartbeat is what a dataserver reports every interval.
+type Heartbeat struct {
+	// Addr is the dataserver's RESP address, its identity in the table.
+	Addr string `json:"addr"`
+	// HTTP is its metrics/status address.
+	HTTP string `json:"http,omitempty"`
+	Zone string `json:"zone,omitempty"`
+	Rack string `json:"rack,omitempty"`
+	// Incarnation changes each time the process starts; with Persistent
+	// false a new incarnation means the node lost its data.
+	Incarnation int64 `json:"incarnation"`
+	Persistent  bool  `json:"persistent"`
+	Engine      string `json:"engine,omitempty"`
+	// TableVersion is the version the dataserver is serving with.
+	TableVersion uint64 `json:"table_version"`
+	// Migrations reports the moves this node is the source of.
+	Migrations []MigrationProgress `json:"migrations,omitempty"`
+	// UnreachableSlaves lists slaves the node could not replicate to
+	// within its timeout (degraded mode).
+	UnreachableSlaves []string `json:"unreachable_slaves,omitempty"`
+	// Stats are per-area counters.
+	Stats map[uint16]AreaStats `json:"stats,omitempty"`
+	// Load is requests per second over the last interval.
+	Load float64 `json:"load"`
+	// DrainRequested is set by `tair ctl node drain` through the configserver;
+	// dataservers leave it false.
+	DrainRequested bool `json:"drain_requested,omitempty"`
+}
+
+// MigrationProgress is one move as the source dataserver sees it.
+type MigrationProgress struct {
+	Bucket   uint32 `json:"bucket"`
+	To       string `json:"to"`
+	KeysSent int64  `json:"keys_sent"`
+	Done     bool   `json:"done"`
+	Failed   string `json:"failed,omitempty"`
+}
+
+// AreaStats are per-area counters, summed over a node's buckets.
+type AreaStats struct {
+	Keys      int64 `json:"keys"`
+	Bytes     int64 `json:"bytes"`
+	Gets      int64 `json:"gets"`
+	Puts      int64 `json:"puts"`
+	Hits      int64 `json:"hits"`
+	Misses    int64 `json:"misses"`
+	Evictions int64 `json:"evictions"`
+}
+
+// AreaConfig is the tenant configuration of one area, applied by every
+// dataserver without a restart.
+type AreaConfig struct {
+	QuotaBytes  int64 `json:"quota_bytes,omitempty"`
+	OpsLimit    int64 `json:"ops_limit,omitempty"`
+	BytesLimit  int64 `json:"bytes_limit,omitempty"`
+	ReadOnly    bool  `json:"read_only,omitempty"`
+}
+
+// HeartbeatReply carries what the dataserver must apply.
+type HeartbeatReply struct {
+	// Table is set when the configserver's table is newer than the
+	// heartbeat's TableVersion.
+	Table *route.Table `json:"table,omitempty"`
+	// Areas is the full area configuration (sent every time; small).
+	Areas map[uint16]AreaConfig `json:"areas,omitempty"`
+	// Hooks names the hooks to switch on (e.g. "audit"); nil keeps them.
+	Hooks []string `json:"hooks,omitempty"`
+}
+
+// NotLeader is the body of a 421 reply from a standby configserver.
+type NotLeader struct {
+	Leader string `json:"leader"`
+}
+
+// NodeStatus is one dataserver as the configserver sees it.
+type NodeStatus struct {
+	Addr          string  `json:"addr"`
+	Zone          string  `json:"zone,omitempty"`
+	Rack          string  `json:"rack,omitempty"`
+	Alive         bool    `json:"alive"`
+	Draining      bool    `json:"draining,omitempty"`
+	LastHeartbeat int64   `json:"last_heartbeat_ms"`
+	TableVersion  uint64  `json:"table_version"`
+	Masters       int     `json:"masters"`
+	Slaves        int     `json:"slaves"`
+	Load          float64 `json:"load"`
+}
+
+// MigrationStatus is the configserver's view of the migration plan.
+type MigrationStatus struct {
+	Paused    bool                `json:"paused"`
+	Pending   []route.Move        `json:"pending"`
+	Running   []MigrationProgress `json:"running"`
+	Completed int                 `json:"completed"`
+	Total     int                 `json:"total"`
+}
+
+// AdminRequest is a control command for the leader.
+//
+// Op is one of: "node-add", "node-remove", "node-drain", "rebalance",
+// "migrations-pause", "migrations-resume", "migrations-cancel",
+// "area-set" (Area + AreaConfig), "hooks-set" (Hooks).
+type AdminRequest struct {
+	Op     string     `json:"op"`
+	Node   string     `json:"node,omitempty"`
+	Area   uint16     `json:"area,omitempty"`
+	Config AreaConfig `json:"config,omitempty"`
+	Hooks  []string   `json:"hooks,omitempty"`
+}
+
+// AdminReply answers an AdminRequest.
+type AdminReply struct {
+	OK      bool   `json:"ok"`
+	Message string `json:"message,omitempty"`
+}
+
+// Status is the body of GET /status on every process's HTTP address.
+type Status struct {
+	Kind         string   `json:"kind"`
+	Role         string   `json:"role,omitempty"`
+	Addr         string   `json:"addr"`
+	TableVersion uint64   `json:"table_version"`
+	Masters      []uint32 `json:"masters,omitempty"`
+	Slaves       []uint32 `json:"slaves,omitempty"`
+	Leader       string   `json:"leader,omitempty"`
+}
