@@ -29,8 +29,8 @@ type Heartbeat struct {
 	Rack string `json:"rack,omitempty"`
 	// Incarnation changes each time the process starts; with Persistent
 	// false a new incarnation means the node lost its data.
-	Incarnation int64 `json:"incarnation"`
-	Persistent  bool  `json:"persistent"`
+	Incarnation int64  `json:"incarnation"`
+	Persistent  bool   `json:"persistent"`
 	Engine      string `json:"engine,omitempty"`
 	// TableVersion is the version the dataserver is serving with.
 	TableVersion uint64 `json:"table_version"`
@@ -71,10 +71,10 @@ type AreaStats struct {
 // AreaConfig is the tenant configuration of one area, applied by every
 // dataserver without a restart.
 type AreaConfig struct {
-	QuotaBytes  int64 `json:"quota_bytes,omitempty"`
-	OpsLimit    int64 `json:"ops_limit,omitempty"`
-	BytesLimit  int64 `json:"bytes_limit,omitempty"`
-	ReadOnly    bool  `json:"read_only,omitempty"`
+	QuotaBytes int64 `json:"quota_bytes,omitempty"`
+	OpsLimit   int64 `json:"ops_limit,omitempty"`
+	BytesLimit int64 `json:"bytes_limit,omitempty"`
+	ReadOnly   bool  `json:"read_only,omitempty"`
 }
 
 // HeartbeatReply carries what the dataserver must apply.

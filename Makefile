@@ -1,0 +1,62 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+GO      ?= go
+BIN     := bin/tair
+PKGS    := ./...
+# Packages whose tests run with the race detector (concurrent code).
+RACE_PKGS := ./internal/... ./resp/... ./engines/... ./proxy/... ./dataserver/... ./configserver/... ./hotkey/...
+
+.PHONY: all build run test test-unit test-race test-integration fuzz lint bench deps tools clean
+
+all: build
+
+deps:
+	$(GO) mod download
+
+build: deps
+	$(GO) build -o $(BIN) ./cmd/tair
+
+# A whole cluster on this machine: embedded etcd, a configserver,
+# 3 dataservers (copy count 2) and a proxy on 127.0.0.1:6379.
+run: build tools
+	./$(BIN) up $(ARGS)
+
+# Debian packages the tests and benchmarks drive (redis-cli, redis-benchmark,
+# redis-server and twemproxy as anchors). Installed only when missing.
+tools:
+	@command -v redis-cli >/dev/null && command -v redis-benchmark >/dev/null && \
+	  command -v redis-server >/dev/null && command -v nutcracker >/dev/null || { \
+	  echo "installing redis-tools, redis-server, nutcracker"; \
+	  (apt-get update -qq || true) >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-tools redis-server nutcracker >/dev/null; }
+
+# Every test: vet, unit tests with the race detector, integration and fault
+# tests on real processes, and a short bounded fuzz run.
+test: deps tools lint-vet test-race test-integration fuzz
+
+lint-vet:
+	$(GO) vet $(PKGS)
+
+test-unit:
+	$(GO) test -count=1 -timeout 10m $(PKGS)
+
+test-race:
+	$(GO) test -race -count=1 -timeout 15m $$($(GO) list $(RACE_PKGS) 2>/dev/null)
+
+test-integration: build
+	$(GO) test -count=1 -timeout 15m -p 1 ./tests/...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzRESPReader$$' -fuzztime 15s ./resp/
+	$(GO) test -run '^$$' -fuzz '^FuzzProxy$$' -fuzztime 15s ./proxy/
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	$(GO) vet $(PKGS)
+
+# Benchmarks: the cluster beside a plain redis-server and twemproxy, as
+# interleaved ratios; Go benchmarks of the engines. Results: bench/RESULTS.md.
+bench: build tools
+	bash bench/run.sh
+
+clean:
+	rm -rf bin

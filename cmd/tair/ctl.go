@@ -1,0 +1,350 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/tairkv/tair/internal/wire"
+)
+
+// ctlCmd is the administration tool (Tair's cst_monitor and tairclient).
+func ctlCmd() *cobra.Command {
+	var csAddrs []string
+	var proxyAddr, password string
+	client := func() *wire.Client { return wire.NewClient(csAddrs...) }
+	ctx := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), 10*time.Second)
+	}
+	cmd := &cobra.Command{Use: "ctl", Short: "administer a running cluster"}
+	cmd.PersistentFlags().StringSliceVar(&csAddrs, "configserver", []string{"127.0.0.1:5198"}, "configserver addresses")
+	cmd.PersistentFlags().StringVar(&proxyAddr, "proxy", "127.0.0.1:6379", "proxy address (stat, shell)")
+	cmd.PersistentFlags().StringVar(&password, "password", "", "proxy password")
+
+	status := &cobra.Command{
+		Use: "status", Short: "cluster summary", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, cancel := ctx()
+			defer cancel()
+			t, err := client().Table(c, 0, 0)
+			if err != nil {
+				return err
+			}
+			var nodes []wire.NodeStatus
+			if err := client().Get(c, "/v1/nodes", &nodes); err != nil {
+				return err
+			}
+			var mig wire.MigrationStatus
+			_ = client().Get(c, "/v1/migrations", &mig)
+			alive := 0
+			for _, n := range nodes {
+				if n.Alive {
+					alive++
+				}
+			}
+			lost := 0
+			for _, row := range t.Serving {
+				for _, n := range row {
+					if n == "" {
+						lost++
+					}
+				}
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "table version   %d\nbuckets         %d\ncopies          %d\n", t.Version, t.Buckets, t.Copies)
+			fmt.Fprintf(w, "dataservers     %d alive of %d\nlost copies     %d\n", alive, len(nodes), lost)
+			fmt.Fprintf(w, "migrations      %d running, %d pending, %d/%d done, paused=%v\n",
+				len(mig.Running), len(mig.Pending), mig.Completed, mig.Total, mig.Paused)
+			return nil
+		},
+	}
+	table := &cobra.Command{
+		Use: "table", Short: "print the bucket table (bucket, master, slaves)", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, cancel := ctx()
+			defer cancel()
+			t, err := client().Table(c, 0, 0)
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(cmd.OutOrStdout(), t.String())
+			return nil
+		},
+	}
+	nodes := &cobra.Command{
+		Use: "nodes", Short: "list dataservers", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, cancel := ctx()
+			defer cancel()
+			var list []wire.NodeStatus
+			if err := client().Get(c, "/v1/nodes", &list); err != nil {
+				return err
+			}
+			sort.Slice(list, func(i, j int) bool { return list[i].Addr < list[j].Addr })
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ADDR\tZONE\tALIVE\tDRAINING\tMASTERS\tSLAVES\tTABLE\tLOAD")
+			for _, n := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.0f\n", n.Addr, n.Zone, n.Alive, n.Draining, n.Masters, n.Slaves, n.TableVersion, n.Load)
+			}
+			return tw.Flush()
+		},
+	}
+	migrations := &cobra.Command{
+		Use: "migrations", Short: "show migrations with progress", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, cancel := ctx()
+			defer cancel()
+			var m wire.MigrationStatus
+			if err := client().Get(c, "/v1/migrations", &m); err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			pct := 100.0
+			if m.Total > 0 {
+				pct = 100 * float64(m.Completed) / float64(m.Total)
+			}
+			fmt.Fprintf(w, "progress %d/%d moves (%.1f%%), paused=%v\n", m.Completed, m.Total, pct, m.Paused)
+			for _, r := range m.Running {
+				fmt.Fprintf(w, "running bucket %d -> %s: %d keys sent, done=%v %s\n", r.Bucket, r.To, r.KeysSent, r.Done, r.Failed)
+			}
+			for _, p := range m.Pending {
+				fmt.Fprintf(w, "pending bucket %d: %s -> %s\n", p.Bucket, p.From, p.To)
+			}
+			return nil
+		},
+	}
+	admin := func(op string, nodeArg bool) *cobra.Command {
+		use := op
+		if nodeArg {
+			use += " ADDR"
+		}
+		return &cobra.Command{
+			Use: use, Args: cobra.ExactArgs(map[bool]int{true: 1, false: 0}[nodeArg]),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				c, cancel := ctx()
+				defer cancel()
+				req := &wire.AdminRequest{Op: op}
+				if nodeArg {
+					req.Op = "node-" + op
+					req.Node = args[0]
+				}
+				return printAdmin(cmd.OutOrStdout(), client(), c, req)
+			},
+		}
+	}
+	node := &cobra.Command{Use: "node", Short: "add, remove or drain a dataserver"}
+	node.AddCommand(admin("add", true), admin("remove", true), admin("drain", true))
+	rebalance := &cobra.Command{
+		Use: "rebalance", Short: "plan moves that rebalance the table", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, cancel := ctx()
+			defer cancel()
+			return printAdmin(cmd.OutOrStdout(), client(), c, &wire.AdminRequest{Op: "rebalance"})
+		},
+	}
+	migrate := &cobra.Command{Use: "migrate", Short: "pause, resume or cancel migrations"}
+	for _, op := range []string{"pause", "resume", "cancel"} {
+		op := op
+		migrate.AddCommand(&cobra.Command{
+			Use: op, Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				c, cancel := ctx()
+				defer cancel()
+				return printAdmin(cmd.OutOrStdout(), client(), c, &wire.AdminRequest{Op: "migrations-" + op})
+			},
+		})
+	}
+	var quota, opsLimit, bytesLimit int64
+	var readOnly bool
+	area := &cobra.Command{Use: "area", Short: "per-area settings"}
+	areaSet := &cobra.Command{
+		Use: "set AREA", Short: "set an area's quota, flow limits and read-only switch", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := strconv.ParseUint(args[0], 10, 16)
+			if err != nil || n > 1023 {
+				return fmt.Errorf("area must be 0..1023")
+			}
+			c, cancel := ctx()
+			defer cancel()
+			return printAdmin(cmd.OutOrStdout(), client(), c, &wire.AdminRequest{Op: "area-set", Area: uint16(n),
+				Config: wire.AreaConfig{QuotaBytes: quota, OpsLimit: opsLimit, BytesLimit: bytesLimit, ReadOnly: readOnly}})
+		},
+	}
+	areaSet.Flags().Int64Var(&quota, "quota", 0, "byte quota (0 = none)")
+	areaSet.Flags().Int64Var(&opsLimit, "ops", 0, "ops/s limit (0 = none)")
+	areaSet.Flags().Int64Var(&bytesLimit, "bytes", 0, "bytes/s limit (0 = none)")
+	areaSet.Flags().BoolVar(&readOnly, "read-only", false, "refuse writes")
+	areaList := &cobra.Command{
+		Use: "list", Short: "print every area's settings", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, cancel := ctx()
+			defer cancel()
+			var areas map[uint16]wire.AreaConfig
+			if err := client().Get(c, "/v1/areas", &areas); err != nil {
+				return err
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(areas)
+		},
+	}
+	area.AddCommand(areaSet, areaList)
+
+	rdb := func() *redis.Client {
+		return redis.NewClient(&redis.Options{Addr: proxyAddr, Password: password, Protocol: 2})
+	}
+	stat := &cobra.Command{
+		Use: "stat [AREA]", Short: "per-area statistics (TAIR.STAT)", Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, cancel := ctx()
+			defer cancel()
+			r := rdb()
+			defer r.Close()
+			a := []any{"tair.stat"}
+			for _, s := range args {
+				a = append(a, s)
+			}
+			res, err := r.Do(c, a...).Result()
+			if err != nil {
+				return err
+			}
+			printReply(cmd.OutOrStdout(), res)
+			return nil
+		},
+	}
+	shell := &cobra.Command{
+		Use: "shell", Short: "tairclient-style shell: put/get/remove/incr/stat/delall, or any Redis command", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r := rdb()
+			defer r.Close()
+			return runShell(cmd.InOrStdin(), cmd.OutOrStdout(), r)
+		},
+	}
+	cmd.AddCommand(status, table, nodes, migrations, node, rebalance, migrate, area, stat, shell)
+	return cmd
+}
+
+func printAdmin(w io.Writer, cl *wire.Client, ctx context.Context, req *wire.AdminRequest) error {
+	reply, err := cl.Admin(ctx, req)
+	if err != nil {
+		return err
+	}
+	if !reply.OK {
+		return fmt.Errorf("%s", reply.Message)
+	}
+	fmt.Fprintln(w, "OK", reply.Message)
+	return nil
+}
+
+// tairclient verbs mapped onto proxy commands.
+var shellVerbs = map[string]string{
+	"put": "tair.putv", "get": "tair.getv", "remove": "del", "incr": "tair.incr",
+	"decr": "tair.decr", "stat": "tair.stat", "delall": "tair.delall",
+}
+
+func runShell(in io.Reader, out io.Writer, r *redis.Client) error {
+	sc := bufio.NewScanner(in)
+	area := 0
+	prompt := func() { fmt.Fprintf(out, "tair[%d]> ", area) }
+	prompt()
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 {
+			prompt()
+			continue
+		}
+		verb := strings.ToLower(fields[0])
+		switch verb {
+		case "quit", "exit":
+			return nil
+		case "help":
+			fmt.Fprintln(out, "put KEY VALUE [VERSION [EXPIRE]] | get KEY | remove KEY | incr KEY [N] | decr KEY [N] | stat | delall | area N | any Redis command")
+			prompt()
+			continue
+		case "area":
+			if len(fields) == 2 {
+				if n, err := strconv.Atoi(fields[1]); err == nil {
+					area = n
+				}
+			}
+			prompt()
+			continue
+		}
+		args := []any{}
+		if m, ok := shellVerbs[verb]; ok {
+			args = append(args, m)
+			rest := fields[1:]
+			switch verb {
+			case "put":
+				if len(rest) == 2 {
+					rest = append(rest, "0")
+				}
+				if len(rest) == 4 {
+					rest = []string{rest[0], rest[1], rest[2], "EX", rest[3]}
+				}
+			case "incr", "decr":
+				if len(rest) == 1 {
+					rest = append(rest, "1")
+				}
+			case "delall":
+				rest = []string{strconv.Itoa(area)}
+			case "stat":
+				rest = []string{strconv.Itoa(area)}
+			}
+			for _, f := range rest {
+				args = append(args, f)
+			}
+		} else {
+			for _, f := range fields {
+				args = append(args, f)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		// Each line runs on a pinned connection in the chosen area.
+		conn := r.Conn()
+		if area != 0 {
+			conn.Do(ctx, "select", area)
+		}
+		res, err := conn.Do(ctx, args...).Result()
+		conn.Close()
+		cancel()
+		switch {
+		case err == redis.Nil:
+			fmt.Fprintln(out, "(nil)")
+		case err != nil:
+			fmt.Fprintln(out, "(error)", err)
+		default:
+			printReply(out, res)
+		}
+		prompt()
+	}
+	return sc.Err()
+}
+
+func printReply(w io.Writer, v any) {
+	switch x := v.(type) {
+	case []any:
+		for i, e := range x {
+			fmt.Fprintf(w, "%d) %v\n", i+1, e)
+		}
+	case map[any]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, fmt.Sprint(k))
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "%s: %v\n", k, x[k])
+		}
+	default:
+		fmt.Fprintln(w, v)
+	}
+}

@@ -1,0 +1,119 @@
+// Command tair is the one binary of the cluster: `tair up` runs a whole
+// cluster on one machine; `tair configserver|dataserver|proxy` run one role;
+// `tair ctl` administers a running cluster. Configuration comes from
+// --config FILE (YAML), TAIR_* environment variables and flags, in
+// increasing precedence, read with viper here and nowhere else.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+func main() {
+	root := &cobra.Command{
+		Use:           "tair",
+		Short:         "Tair: a distributed key/value store behind Redis-protocol proxies",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(upCmd(), configserverCmd(), dataserverCmd(), proxyCmd(), ctlCmd())
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "tair:", err)
+		os.Exit(1)
+	}
+}
+
+// settings reads one subcommand's configuration: defaults (the flags'),
+// then --config FILE, then TAIR_* environment variables, then flags that
+// were set on the command line.
+func settings(cmd *cobra.Command) (*viper.Viper, error) {
+	v := viper.New()
+	v.SetEnvPrefix("TAIR")
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	v.AutomaticEnv()
+	var bindErr error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Name == "config" {
+			return
+		}
+		if err := v.BindPFlag(f.Name, f); err != nil {
+			bindErr = err
+		}
+	})
+	if bindErr != nil {
+		return nil, bindErr
+	}
+	if file, _ := cmd.Flags().GetString("config"); file != "" {
+		v.SetConfigFile(file)
+		if err := v.ReadInConfig(); err != nil {
+			return nil, fmt.Errorf("config %s: %w", file, err)
+		}
+		// Unknown keys in the file are an error, not a silent no-op.
+		for _, k := range v.AllKeys() {
+			if cmd.Flags().Lookup(k) == nil && v.InConfig(k) {
+				return nil, fmt.Errorf("config %s: unknown setting %q", file, k)
+			}
+		}
+	}
+	return v, nil
+}
+
+func addConfigFlag(cmd *cobra.Command) {
+	cmd.Flags().String("config", "", "YAML config file (TAIR_* env vars and flags override it)")
+	cmd.Flags().String("log-level", "info", "log level: debug, info, warn, error")
+}
+
+func newLogger(v *viper.Viper, component string) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(v.GetString("log-level"))); err != nil {
+		level = slog.LevelInfo
+	}
+	h := slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})
+	return slog.New(h).With("component", component)
+}
+
+// splitList splits "a,b" flag values.
+func splitList(s []string) []string {
+	var out []string
+	for _, e := range s {
+		for _, p := range strings.Split(e, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// untilSignal returns a context cancelled by SIGINT or SIGTERM.
+func untilSignal() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+type closer interface{ Close() error }
+
+// runUntilSignal waits for a signal, then closes the parts in order.
+func runUntilSignal(log *slog.Logger, parts ...closer) error {
+	ctx, cancel := untilSignal()
+	defer cancel()
+	<-ctx.Done()
+	log.Info("stopping")
+	var errList []error
+	for _, p := range parts {
+		if err := p.Close(); err != nil {
+			errList = append(errList, err)
+		}
+	}
+	return errors.Join(errList...)
+}

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+
+	"github.com/tairkv/tair/configserver"
+	"github.com/tairkv/tair/dataserver"
+	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/proxy"
+)
+
+func configserverFlags(cmd *cobra.Command) {
+	d := configserver.DefaultConfig()
+	f := cmd.Flags()
+	f.String("listen", "127.0.0.1:5198", "address of the cluster API (heartbeats, table)")
+	f.String("http", "127.0.0.1:8198", "address of /metrics, /healthz and /status")
+	f.StringSlice("etcd", nil, "external etcd endpoints host:port,...; empty embeds a single-node etcd")
+	f.String("etcd-dir", "", "data directory of the embedded etcd (a temporary one when empty)")
+	f.Int("copies", d.Copies, "copies of each bucket (master + slaves)")
+	f.Int("buckets", int(d.Buckets), "number of buckets Q, fixed for the cluster's life")
+	f.String("strategy", d.Strategy, "table strategy: balance or position-safe")
+	f.String("name", "", "this configserver's name in the election (default: its listen address)")
+}
+
+func configserverConfig(v *viper.Viper) configserver.Config {
+	c := configserver.DefaultConfig()
+	c.Listen = v.GetString("listen")
+	c.HTTP = v.GetString("http")
+	c.Etcd = splitList(v.GetStringSlice("etcd"))
+	c.EtcdDir = v.GetString("etcd-dir")
+	c.Copies = v.GetInt("copies")
+	c.Buckets = uint32(v.GetInt("buckets"))
+	c.Strategy = v.GetString("strategy")
+	if n := v.GetString("name"); n != "" {
+		c.Name = n
+	}
+	return c
+}
+
+func configserverCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "configserver",
+		Short: "run the control plane: bucket table, heartbeats, migrations",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v, err := settings(cmd)
+			if err != nil {
+				return err
+			}
+			log := newLogger(v, "configserver")
+			cs, err := configserver.New(configserverConfig(v), log)
+			if err != nil {
+				return err
+			}
+			if err := cs.Start(); err != nil {
+				return fmt.Errorf("configserver: %w", err)
+			}
+			log.Info("configserver serving", "listen", cs.Addr(), "http", cs.HTTPAddr())
+			return runUntilSignal(log, cs)
+		},
+	}
+	addConfigFlag(cmd)
+	configserverFlags(cmd)
+	return cmd
+}
+
+func dataserverFlags(cmd *cobra.Command) {
+	d := dataserver.DefaultConfig()
+	f := cmd.Flags()
+	f.String("listen", "127.0.0.1:5191", "RESP address; also this node's identity in the table")
+	f.String("http", "127.0.0.1:8191", "address of /metrics, /healthz and /status")
+	f.StringSlice("configserver", []string{"127.0.0.1:5198"}, "configserver addresses host:port,...")
+	f.String("engine", d.Engine, fmt.Sprintf("storage engine: one of %v", engines.Names()))
+	f.String("dir", "", "data directory (persistent engines)")
+	f.String("sync", string(d.Sync), "durability of persistent engines: always, group or none")
+	f.String("zone", "", "zone label for position-safe tables")
+	f.String("rack", "", "rack label for position-safe tables")
+	f.String("replication", d.ReplicationMode, "when a slave is unreachable: degraded (carry on) or strict (fail writes)")
+}
+
+func dataserverConfig(v *viper.Viper) dataserver.Config {
+	c := dataserver.DefaultConfig()
+	c.Listen = v.GetString("listen")
+	c.HTTP = v.GetString("http")
+	c.ConfigServers = splitList(v.GetStringSlice("configserver"))
+	c.Engine = v.GetString("engine")
+	c.Dir = v.GetString("dir")
+	c.Sync = engines.SyncPolicy(v.GetString("sync"))
+	c.Zone = v.GetString("zone")
+	c.Rack = v.GetString("rack")
+	c.ReplicationMode = v.GetString("replication")
+	return c
+}
+
+func dataserverCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dataserver",
+		Short: "run one storage node",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v, err := settings(cmd)
+			if err != nil {
+				return err
+			}
+			log := newLogger(v, "dataserver")
+			ds, err := dataserver.New(dataserverConfig(v), log)
+			if err != nil {
+				return err
+			}
+			if err := ds.Start(); err != nil {
+				return fmt.Errorf("dataserver: %w", err)
+			}
+			log.Info("dataserver serving", "listen", ds.Addr(), "http", ds.HTTPAddr())
+			return runUntilSignal(log, ds)
+		},
+	}
+	addConfigFlag(cmd)
+	dataserverFlags(cmd)
+	return cmd
+}
+
+func proxyFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.String("listen", "127.0.0.1:6379", "RESP address clients connect to")
+	f.String("http", "127.0.0.1:8379", "address of /metrics, /healthz and /status")
+	f.StringSlice("configserver", []string{"127.0.0.1:5198"}, "configserver addresses host:port,...")
+	f.String("requirepass", "", "password clients must AUTH with")
+	f.Bool("read-from-slave", false, "send reads to slaves too (they may lag the master by in-flight writes)")
+}
+
+func proxyConfig(v *viper.Viper) proxy.Config {
+	c := proxy.DefaultConfig()
+	c.Listen = v.GetString("listen")
+	c.HTTP = v.GetString("http")
+	c.ConfigServers = splitList(v.GetStringSlice("configserver"))
+	c.RequirePass = v.GetString("requirepass")
+	c.ReadFromSlave = v.GetBool("read-from-slave")
+	return c
+}
+
+func proxyCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "proxy",
+		Short: "run one stateless RESP proxy",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v, err := settings(cmd)
+			if err != nil {
+				return err
+			}
+			log := newLogger(v, "proxy")
+			p, err := proxy.New(proxyConfig(v), log)
+			if err != nil {
+				return err
+			}
+			if err := p.Start(); err != nil {
+				return fmt.Errorf("proxy: %w", err)
+			}
+			log.Info("proxy serving", "listen", p.Addr(), "http", p.HTTPAddr())
+			return runUntilSignal(log, p)
+		},
+	}
+	addConfigFlag(cmd)
+	proxyFlags(cmd)
+	return cmd
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tairkv/tair/configserver"
+	"github.com/tairkv/tair/dataserver"
+	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/cluster"
+)
+
+func upCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "run a whole cluster on this machine: etcd, a configserver, N dataservers and a proxy",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v, err := settings(cmd)
+			if err != nil {
+				return err
+			}
+			log := newLogger(v, "up")
+			engine := v.GetString("engine")
+			dir := v.GetString("dir")
+			if dir != "" {
+				if dir, err = filepath.Abs(dir); err != nil {
+					return err
+				}
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return err
+				}
+			}
+			opts := cluster.Options{
+				Dir:         dir,
+				DataServers: v.GetInt("dataservers"),
+				Copies:      v.GetInt("copies"),
+				Buckets:     uint32(v.GetInt("buckets")),
+				Engine:      engine,
+				Host:        v.GetString("host"),
+				ProxyPort:   v.GetInt("port"),
+				BasePort:    v.GetInt("base-port"),
+				Log:         log,
+				ConfigServer: func(_ int, c *configserver.Config) {
+					c.Strategy = v.GetString("strategy")
+				},
+				DataServer: func(_ int, c *dataserver.Config) {
+					c.Sync = engines.SyncPolicy(v.GetString("sync"))
+				},
+			}
+			if dir != "" && opts.BasePort == 0 {
+				// A cluster kept on disk must find its nodes at the same
+				// addresses when it is started again.
+				opts.BasePort = 5100
+			}
+			if opts.DataServers < 1 {
+				return fmt.Errorf("--dataservers must be at least 1")
+			}
+			fmt.Fprintf(os.Stderr, "starting %d dataservers (engine %s, %d copies, %d buckets)...\n",
+				opts.DataServers, engine, opts.Copies, opts.Buckets)
+			c, err := cluster.Start(opts)
+			if err != nil {
+				return err
+			}
+			cs := c.ConfigServers[0]
+			fmt.Printf("configserver  %s  (http %s, embedded etcd %v)\n", cs.Addr(), cs.HTTPAddr(), cs.EtcdEndpoints())
+			for i, ds := range c.DataServers {
+				fmt.Printf("dataserver %d  %s  (http %s)\n", i, ds.Addr(), ds.HTTPAddr())
+			}
+			for _, p := range c.Proxies {
+				fmt.Printf("proxy         %s  (http %s)\n", p.Addr(), p.HTTPAddr())
+			}
+			fmt.Printf("data in %s\nready: redis-cli -p %d   (Ctrl-C stops)\n", c.Opts.Dir, opts.ProxyPort)
+			return runUntilSignal(log, c)
+		},
+	}
+	addConfigFlag(cmd)
+	f := cmd.Flags()
+	f.Int("port", 6379, "proxy port")
+	f.String("host", "127.0.0.1", "interface every part listens on")
+	f.Int("dataservers", 3, "number of dataservers")
+	f.Int("copies", 2, "copies of each bucket")
+	f.String("engine", "rdb", "storage engine: mdb, rdb, ldb or kdb")
+	f.String("dir", "", "data directory for etcd and persistent engines (temporary when empty)")
+	f.Int("buckets", 1023, "number of buckets Q")
+	f.String("strategy", "balance", "table strategy: balance or position-safe")
+	f.String("sync", "group", "durability of persistent engines: always, group or none")
+	f.Int("base-port", 0, "when set, stable ports: configserver BASE+8, dataserver i BASE+100+i (needed to restart on the same --dir)")
+	return cmd
+}

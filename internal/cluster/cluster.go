@@ -1,0 +1,310 @@
+// Package cluster starts a whole cluster inside one process: configservers
+// (the first embedding etcd unless endpoints are given), dataservers and
+// proxies, all on loopback. `tair up` runs one for users; the test harness
+// (internal/testcluster) runs them for integration tests.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/tairkv/tair/configserver"
+	"github.com/tairkv/tair/dataserver"
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/internal/wire"
+	"github.com/tairkv/tair/proxy"
+
+	// Every engine, so that any can be chosen by name.
+	_ "github.com/tairkv/tair/engines/kdb"
+	_ "github.com/tairkv/tair/engines/ldb"
+	_ "github.com/tairkv/tair/engines/mdb"
+	_ "github.com/tairkv/tair/engines/rdb"
+)
+
+// Options describe the cluster.
+type Options struct {
+	// Dir holds etcd's and the persistent engines' data; a temporary
+	// directory (removed by Close) when empty.
+	Dir           string
+	ConfigServers int    // default 1
+	DataServers   int    // default 3
+	Proxies       int    // default 1
+	Copies        int    // default 2
+	Buckets       uint32 // default 1023
+	Engine        string // default "rdb"
+	// Host is the interface everything listens on (default 127.0.0.1).
+	Host string
+	// ProxyPort is the first proxy's port (0 = any free port); later
+	// proxies take any free port.
+	ProxyPort int
+	// BasePort, when non-zero, gives stable addresses: configserver i at
+	// BasePort+8+i*10 (http +3000), dataserver i at BasePort+100+i (http +3000),
+	// so a cluster restarted on the same Dir finds its nodes again.
+	BasePort int
+	// Zones labels dataserver i with Zones[i % len(Zones)] when set.
+	Zones []string
+	// ConfigServer, DataServer and Proxy adjust each role's config.
+	ConfigServer func(i int, c *configserver.Config)
+	DataServer   func(i int, c *dataserver.Config)
+	Proxy        func(i int, c *proxy.Config)
+	// Log receives every component's logs (discarded when nil).
+	Log *slog.Logger
+}
+
+func (o *Options) adjust() {
+	if o.ConfigServers == 0 {
+		o.ConfigServers = 1
+	}
+	if o.DataServers == 0 {
+		o.DataServers = 3
+	}
+	if o.Proxies == 0 {
+		o.Proxies = 1
+	}
+	if o.Copies == 0 {
+		o.Copies = 2
+	}
+	if o.Buckets == 0 {
+		o.Buckets = route.DefaultBuckets
+	}
+	if o.Engine == "" {
+		o.Engine = "rdb"
+	}
+	if o.Host == "" {
+		o.Host = "127.0.0.1"
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// Cluster is a running in-process cluster.
+type Cluster struct {
+	Opts          Options
+	ConfigServers []*configserver.Server
+	DataServers   []*dataserver.Server
+	Proxies       []*proxy.Server
+
+	tempDir string
+}
+
+// Start brings the cluster up and waits until the proxies hold a table
+// that covers every dataserver.
+func Start(o Options) (c *Cluster, err error) {
+	o.adjust()
+	c = &Cluster{Opts: o}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	if o.Dir == "" {
+		if c.tempDir, err = os.MkdirTemp("", "tair-up-"); err != nil {
+			return nil, err
+		}
+		c.Opts.Dir = c.tempDir
+	}
+	for i := 0; i < o.ConfigServers; i++ {
+		if _, err := c.StartConfigServer(i); err != nil {
+			return nil, err
+		}
+	}
+	for i := 0; i < o.DataServers; i++ {
+		if _, err := c.StartDataServer(i); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.WaitTable(o.DataServers, 30*time.Second); err != nil {
+		return nil, err
+	}
+	for i := 0; i < o.Proxies; i++ {
+		if _, err := c.StartProxy(i); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *Cluster) addr(port int) string {
+	return net.JoinHostPort(c.Opts.Host, strconv.Itoa(port))
+}
+
+// ConfigServerConfig is configserver i's config.
+func (c *Cluster) ConfigServerConfig(i int) configserver.Config {
+	cfg := configserver.DefaultConfig()
+	cfg.Listen, cfg.HTTP = c.addr(0), c.addr(0)
+	if c.Opts.BasePort != 0 {
+		cfg.Listen = c.addr(c.Opts.BasePort + 8 + i*10)
+		cfg.HTTP = c.addr(c.Opts.BasePort + 3008 + i*10)
+	}
+	cfg.Copies = c.Opts.Copies
+	cfg.Buckets = c.Opts.Buckets
+	cfg.EtcdDir = filepath.Join(c.Opts.Dir, "etcd")
+	if i > 0 && len(c.ConfigServers) > 0 {
+		// Standbys share the first configserver's embedded etcd.
+		cfg.Etcd = c.ConfigServers[0].EtcdEndpoints()
+		cfg.EtcdDir = ""
+	}
+	if c.Opts.ConfigServer != nil {
+		c.Opts.ConfigServer(i, &cfg)
+	}
+	return cfg
+}
+
+// StartConfigServer starts configserver i (appended, or replacing a
+// stopped one at index i).
+func (c *Cluster) StartConfigServer(i int) (*configserver.Server, error) {
+	cs, err := configserver.New(c.ConfigServerConfig(i), c.Opts.Log.With("component", "configserver", "i", i))
+	if err != nil {
+		return nil, err
+	}
+	if err := cs.Start(); err != nil {
+		return nil, fmt.Errorf("configserver %d: %w", i, err)
+	}
+	c.ConfigServers = setAt(c.ConfigServers, i, cs)
+	return cs, nil
+}
+
+// ConfigServerAddrs lists the configservers' API addresses.
+func (c *Cluster) ConfigServerAddrs() []string {
+	var out []string
+	for _, cs := range c.ConfigServers {
+		if cs != nil {
+			out = append(out, cs.Addr())
+		}
+	}
+	return out
+}
+
+// DataServerConfig is dataserver i's config.
+func (c *Cluster) DataServerConfig(i int) dataserver.Config {
+	cfg := dataserver.DefaultConfig()
+	cfg.Listen, cfg.HTTP = c.addr(0), c.addr(0)
+	if c.Opts.BasePort != 0 {
+		cfg.Listen = c.addr(c.Opts.BasePort + 100 + i)
+		cfg.HTTP = c.addr(c.Opts.BasePort + 3100 + i)
+	}
+	cfg.ConfigServers = c.ConfigServerAddrs()
+	cfg.Engine = c.Opts.Engine
+	cfg.Dir = filepath.Join(c.Opts.Dir, fmt.Sprintf("ds%d", i))
+	if len(c.Opts.Zones) > 0 {
+		cfg.Zone = c.Opts.Zones[i%len(c.Opts.Zones)]
+	}
+	if c.Opts.DataServer != nil {
+		c.Opts.DataServer(i, &cfg)
+	}
+	return cfg
+}
+
+// StartDataServer starts dataserver i.
+func (c *Cluster) StartDataServer(i int) (*dataserver.Server, error) {
+	ds, err := dataserver.New(c.DataServerConfig(i), c.Opts.Log.With("component", "dataserver", "i", i))
+	if err != nil {
+		return nil, err
+	}
+	if err := ds.Start(); err != nil {
+		return nil, fmt.Errorf("dataserver %d: %w", i, err)
+	}
+	c.DataServers = setAt(c.DataServers, i, ds)
+	return ds, nil
+}
+
+// ProxyConfig is proxy i's config.
+func (c *Cluster) ProxyConfig(i int) proxy.Config {
+	cfg := proxy.DefaultConfig()
+	cfg.Listen, cfg.HTTP = c.addr(0), c.addr(0)
+	if i == 0 && c.Opts.ProxyPort != 0 {
+		cfg.Listen = c.addr(c.Opts.ProxyPort)
+		cfg.HTTP = c.addr(c.Opts.ProxyPort + 2000)
+	}
+	cfg.ConfigServers = c.ConfigServerAddrs()
+	if c.Opts.Proxy != nil {
+		c.Opts.Proxy(i, &cfg)
+	}
+	return cfg
+}
+
+// StartProxy starts proxy i.
+func (c *Cluster) StartProxy(i int) (*proxy.Server, error) {
+	p, err := proxy.New(c.ProxyConfig(i), c.Opts.Log.With("component", "proxy", "i", i))
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Start(); err != nil {
+		return nil, fmt.Errorf("proxy %d: %w", i, err)
+	}
+	c.Proxies = setAt(c.Proxies, i, p)
+	return p, nil
+}
+
+// Table fetches the current table from the configservers.
+func (c *Cluster) Table(ctx context.Context) (*route.Table, error) {
+	return wire.NewClient(c.ConfigServerAddrs()...).Table(ctx, 0, 0)
+}
+
+// WaitTable waits until the table names n dataservers and has no
+// migration in progress.
+func (c *Cluster) WaitTable(n int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cl := wire.NewClient(c.ConfigServerAddrs()...)
+	var last *route.Table
+	for {
+		t, err := cl.Table(ctx, 0, 0)
+		if err == nil {
+			last = t
+			if len(t.Nodes()) >= n && len(t.Migrating) == 0 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return fmt.Errorf("cluster: table has %d of %d dataservers and %d moves after %v",
+					len(last.Nodes()), n, len(last.Migrating), timeout)
+			}
+			return fmt.Errorf("cluster: no table after %v: %v", timeout, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Close stops proxies, dataservers and configservers, in that order.
+func (c *Cluster) Close() error {
+	var list []error
+	for _, p := range c.Proxies {
+		if p != nil {
+			list = append(list, p.Close())
+		}
+	}
+	for _, ds := range c.DataServers {
+		if ds != nil {
+			list = append(list, ds.Close())
+		}
+	}
+	for i := len(c.ConfigServers) - 1; i >= 0; i-- {
+		if cs := c.ConfigServers[i]; cs != nil {
+			list = append(list, cs.Close())
+		}
+	}
+	if c.tempDir != "" {
+		list = append(list, os.RemoveAll(c.tempDir))
+	}
+	return errors.Join(list...)
+}
+
+func setAt[T any](s []*T, i int, v *T) []*T {
+	for len(s) <= i {
+		s = append(s, nil)
+	}
+	s[i] = v
+	return s
+}

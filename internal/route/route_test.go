@@ -1,0 +1,80 @@
+package route
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestHashTag(t *testing.T) {
+	cases := []struct{ key, tag string }{
+		{"user:1", "user:1"},
+		{"{user}:1", "user"},
+		{"a{user}b", "user"},
+		{"{}x", "{}x"},   // empty tag: whole key, as Redis
+		{"{a}{b}", "a"},  // first tag wins
+		{"x{y", "x{y"},   // unterminated
+		{"x}y{", "x}y{"}, // no tag
+	}
+	for _, c := range cases {
+		if got := string(HashTag([]byte(c.key))); got != c.tag {
+			t.Errorf("HashTag(%q) = %q, want %q", c.key, got, c.tag)
+		}
+	}
+}
+
+func TestBucketOf(t *testing.T) {
+	if BucketOf([]byte("{user}:1"), 1023) != BucketOf([]byte("{user}:2"), 1023) {
+		t.Fatal("keys with one hash tag must share a bucket")
+	}
+	// Spread: 100k keys over 1023 buckets, each bucket within 40% of the mean.
+	counts := make([]int, 1023)
+	for i := 0; i < 100000; i++ {
+		counts[BucketOf([]byte(fmt.Sprintf("key:%d", i)), 1023)]++
+	}
+	mean := 100000.0 / 1023
+	for b, n := range counts {
+		if float64(n) < mean*0.6 || float64(n) > mean*1.4 {
+			t.Fatalf("bucket %d has %d keys, mean %.1f", b, n, mean)
+		}
+	}
+	if BucketOf([]byte("k"), 0) != BucketOf([]byte("k"), DefaultBuckets) {
+		t.Fatal("q=0 must mean the default")
+	}
+}
+
+func TestTable(t *testing.T) {
+	tb := &Table{Version: 7, Buckets: 3, Copies: 2, Serving: [][]string{{"a", "b"}, {"b", ""}, {"c", "a"}},
+		Migrating: []Move{{Bucket: 2, From: "c", To: "b"}}}
+	if err := tb.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if tb.Master(0) != "a" || tb.Master(5) != "" {
+		t.Fatal("Master")
+	}
+	if got := tb.Slaves(1); len(got) != 0 {
+		t.Fatalf("lost copies must not be slaves: %v", got)
+	}
+	if !tb.IsSlave(2, "a") || tb.IsSlave(2, "c") || !tb.IsMaster(2, "c") {
+		t.Fatal("IsSlave/IsMaster")
+	}
+	if m, ok := tb.MoveOf(2); !ok || m.To != "b" {
+		t.Fatal("MoveOf")
+	}
+	if got := strings.Join(tb.Nodes(), ","); got != "a,b,c" {
+		t.Fatalf("Nodes = %s", got)
+	}
+	c := tb.Clone()
+	c.Serving[0][0] = "z"
+	c.Migrating[0].To = "z"
+	if tb.Serving[0][0] != "a" || tb.Migrating[0].To != "b" {
+		t.Fatal("Clone must be deep")
+	}
+	if !strings.Contains(tb.String(), "migrating bucket 2: c -> b") {
+		t.Fatalf("String:\n%s", tb.String())
+	}
+	bad := &Table{Buckets: 2, Serving: [][]string{{"a"}}}
+	if bad.Validate() == nil {
+		t.Fatal("Validate must refuse a short table")
+	}
+}
