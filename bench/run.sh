@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# bench/run.sh - `make bench`: the cluster side by side with what users would
+# pick instead, measured in one run as interleaved ratios (the only figures
+# worth quoting on a noisy 2-core machine).
+#
+#   1. anchors: a plain redis-server, and twemproxy (nutcracker) in front of
+#      a redis-server, both from Debian packages;
+#   2. tair up with 1 dataserver, copy count 1 (the proxy's own cost);
+#   3. tair up with 3 dataservers, copy count 2 (the default cluster);
+#   4. bench/anchors/compare.sh for each pair, bench/anchors/rb.sh matrix;
+#   5. Go benchmarks of the engines.
+# Output goes to bench/out/ and to stdout; bench/RESULTS.md records a run.
+#
+# Knobs: ROUNDS (3), TARGET_SECS (3), SKIP_GO=1 to skip Go benchmarks,
+# SKIP_MATRIX=1 to skip the rb.sh matrix.
+set -u
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUT=$ROOT/bench/out
+mkdir -p "$OUT"
+BIN=$ROOT/bin/tair
+[ -x "$BIN" ] || go build -o "$BIN" ./cmd/tair
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+
+PIDS=()
+TMP=$(mktemp -d)
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+wait_ping() {
+  for _ in $(seq 1 200); do
+    redis-cli -p "$1" PING 2>/dev/null | grep -q PONG && return 0
+    sleep 0.1
+  done
+  echo "port $1 does not answer PING" >&2
+  return 1
+}
+
+REDIS_PORT=$(free_port)
+TWEM_PORT=$(free_port)
+TWEM_STATS=$(free_port)
+TAIR1_PORT=$(free_port)
+TAIR3_PORT=$(free_port)
+
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no >"$TMP/redis.log" 2>&1 &
+PIDS+=($!)
+printf 'alpha:\n  listen: 127.0.0.1:%s\n  redis: true\n  servers:\n   - 127.0.0.1:%s:1\n' "$TWEM_PORT" "$REDIS_PORT" >"$TMP/nutcracker.yml"
+nutcracker -c "$TMP/nutcracker.yml" -a 127.0.0.1 -s "$TWEM_STATS" >"$TMP/nutcracker.log" 2>&1 &
+PIDS+=($!)
+"$BIN" up --port "$TAIR1_PORT" --dataservers 1 --copies 1 --log-level warn >"$TMP/tair1.log" 2>&1 &
+PIDS+=($!)
+wait_ping "$REDIS_PORT" && wait_ping "$TWEM_PORT" && wait_ping "$TAIR1_PORT" || { cat "$TMP"/*.log; exit 1; }
+
+STAMP=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+REPORT=$OUT/report-$STAMP.md
+{
+  echo "# make bench, $STAMP, $(nproc) cores"
+  echo
+  echo "## tair (1 dataserver, copy count 1) vs twemproxy in front of redis-server"
+  bash bench/anchors/compare.sh "127.0.0.1:$TAIR1_PORT" "127.0.0.1:$TWEM_PORT" tair-1ds twemproxy
+  echo
+  echo "## tair (1 dataserver, copy count 1) vs plain redis-server"
+  bash bench/anchors/compare.sh "127.0.0.1:$TAIR1_PORT" "127.0.0.1:$REDIS_PORT" tair-1ds redis
+  echo
+} | tee "$REPORT"
+
+# The default cluster: 3 dataservers, copy count 2 (synchronous replication).
+kill "${PIDS[-1]}" 2>/dev/null
+"$BIN" up --port "$TAIR3_PORT" --dataservers 3 --copies 2 --log-level warn >"$TMP/tair3.log" 2>&1 &
+PIDS+=($!)
+wait_ping "$TAIR3_PORT" || { cat "$TMP/tair3.log"; exit 1; }
+"$BIN" up --port "$TAIR1_PORT" --dataservers 3 --copies 1 --log-level warn >"$TMP/tair1c.log" 2>&1 &
+PIDS+=($!)
+wait_ping "$TAIR1_PORT" || { cat "$TMP/tair1c.log"; exit 1; }
+{
+  echo "## tair 3 dataservers: copy count 2 vs copy count 1"
+  bash bench/anchors/compare.sh "127.0.0.1:$TAIR3_PORT" "127.0.0.1:$TAIR1_PORT" tair-3ds-c2 tair-3ds-c1
+  echo
+  echo "## tair 3 dataservers copy count 2 vs plain redis-server"
+  bash bench/anchors/compare.sh "127.0.0.1:$TAIR3_PORT" "127.0.0.1:$REDIS_PORT" tair-3ds-c2 redis
+  echo
+  if [ -z "${SKIP_MATRIX:-}" ]; then
+    echo "## redis-benchmark matrix (rb.sh)"
+    TARGET_SECS=2 bash bench/anchors/rb.sh 127.0.0.1 "$TAIR3_PORT" tair-3ds-c2
+    TARGET_SECS=2 bash bench/anchors/rb.sh 127.0.0.1 "$REDIS_PORT" redis
+    echo
+  fi
+  if [ -z "${SKIP_GO:-}" ]; then
+    echo "## engines (go test -bench, one run)"
+    echo '```'
+    go test -run '^$' -bench . -benchtime 1s ./engines/... 2>&1 | grep -E '^(Benchmark|ok|PASS|goos|cpu)'
+    echo '```'
+  fi
+} | tee -a "$REPORT"
+echo "report: $REPORT"
