@@ -2,6 +2,7 @@ package testcluster
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -184,4 +185,104 @@ func (p *Proc) Status() (wire.Status, error) {
 	}
 	err = json.Unmarshal(data, &st)
 	return st, err
+}
+
+// ProcCluster is a cluster of child processes: configservers, dataservers
+// and proxies of the tair binary.
+type ProcCluster struct {
+	ConfigServers []*Proc
+	DataServers   []*Proc
+	Proxies       []*Proc
+	Dir           string
+}
+
+// ProcOptions describe a ProcCluster.
+type ProcOptions struct {
+	ConfigServers int // default 1; the others share the first's embedded etcd
+	DataServers   int // default 3
+	Proxies       int // default 1
+	Copies        int // default 2
+	Buckets       int // default 1023
+	Engine        string
+	// DataServerArgs are extra flags for every dataserver.
+	DataServerArgs []string
+	ProxyArgs      []string
+}
+
+// StartProcs starts a ProcCluster and waits until its table covers every
+// dataserver.
+func StartProcs(t testing.TB, o ProcOptions) *ProcCluster {
+	t.Helper()
+	if o.ConfigServers == 0 {
+		o.ConfigServers = 1
+	}
+	if o.DataServers == 0 {
+		o.DataServers = 3
+	}
+	if o.Proxies == 0 {
+		o.Proxies = 1
+	}
+	if o.Copies == 0 {
+		o.Copies = 2
+	}
+	if o.Buckets == 0 {
+		o.Buckets = 1023
+	}
+	if o.Engine == "" {
+		o.Engine = "rdb"
+	}
+	pc := &ProcCluster{Dir: t.TempDir()}
+	common := []string{"--copies", strconv.Itoa(o.Copies), "--buckets", strconv.Itoa(o.Buckets)}
+	first := StartProc(t, "configserver", append([]string{"--etcd-dir", filepath.Join(pc.Dir, "etcd")}, common...)...)
+	pc.ConfigServers = append(pc.ConfigServers, first)
+	for i := 1; i < o.ConfigServers; i++ {
+		var st struct {
+			Etcd []string `json:"etcd_endpoints"`
+		}
+		resp, err := http.Get("http://" + first.HTTP + "/status")
+		if err == nil {
+			_ = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+		}
+		if len(st.Etcd) == 0 {
+			t.Fatalf("configserver /status names no etcd_endpoints")
+		}
+		pc.ConfigServers = append(pc.ConfigServers,
+			StartProc(t, "configserver", append([]string{"--etcd", strings.Join(st.Etcd, ",")}, common...)...))
+	}
+	cs := strings.Join(pc.ConfigServerAddrs(), ",")
+	for i := 0; i < o.DataServers; i++ {
+		args := append([]string{"--configserver", cs, "--engine", o.Engine,
+			"--dir", filepath.Join(pc.Dir, fmt.Sprintf("ds%d", i))}, o.DataServerArgs...)
+		pc.DataServers = append(pc.DataServers, StartProc(t, "dataserver", args...))
+	}
+	pc.WaitNodes(t, o.DataServers, 30*time.Second)
+	for i := 0; i < o.Proxies; i++ {
+		pc.Proxies = append(pc.Proxies, StartProc(t, "proxy", append([]string{"--configserver", cs}, o.ProxyArgs...)...))
+	}
+	return pc
+}
+
+// ConfigServerAddrs lists the configservers' API addresses.
+func (pc *ProcCluster) ConfigServerAddrs() []string {
+	var out []string
+	for _, p := range pc.ConfigServers {
+		out = append(out, p.Addr)
+	}
+	return out
+}
+
+// Client returns a wire client of the configservers.
+func (pc *ProcCluster) Client() *wire.Client { return wire.NewClient(pc.ConfigServerAddrs()...) }
+
+// WaitNodes waits until the table names n dataservers with no move running.
+func (pc *ProcCluster) WaitNodes(t testing.TB, n int, timeout time.Duration) {
+	t.Helper()
+	cl := pc.Client()
+	testutil.Eventually(t, timeout, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		tb, err := cl.Table(ctx, 0, 0)
+		return err == nil && len(tb.Nodes()) >= n && len(tb.Migrating) == 0
+	}, "table never named %d dataservers", n)
 }

@@ -144,4 +144,7 @@ type Status struct {
 	Masters      []uint32 `json:"masters,omitempty"`
 	Slaves       []uint32 `json:"slaves,omitempty"`
 	Leader       string   `json:"leader,omitempty"`
+	// EtcdEndpoints are a configserver's etcd client URLs (host:port), so
+	// standbys can be pointed at an embedded etcd.
+	EtcdEndpoints []string `json:"etcd_endpoints,omitempty"`
 }
