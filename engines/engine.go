@@ -148,6 +148,11 @@ func TairExpire(e int64, now time.Time) Expire {
 	}
 }
 
+// Expired reports whether a record expiring at expireAt (unix ms, 0 =
+// never) has expired at nowMs. As in Redis, a record lives up to and
+// including its expiry millisecond. Every engine uses this one rule.
+func Expired(expireAt, nowMs int64) bool { return expireAt != 0 && nowMs > expireAt }
+
 // Apply returns the expiry a record gets when it had cur.
 func (x Expire) Apply(cur int64) int64 {
 	switch x.Mode {
@@ -159,7 +164,9 @@ func (x Expire) Apply(cur int64) int64 {
 	return 0
 }
 
-// Cond is a write's existence condition (Redis NX/XX).
+// Cond is a write's existence condition (Redis NX/XX). A write whose
+// condition does not hold changes nothing and is not an error: Put returns
+// version 0 (a stored record is always at version 1 or more).
 type Cond uint8
 
 const (

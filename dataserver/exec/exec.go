@@ -31,6 +31,9 @@ type Options struct {
 	Buckets uint32
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// MaxValueSize is SPEC's value limit (default 1 MiB), checked by
+	// commands that grow a value (APPEND, SETRANGE) before building it.
+	MaxValueSize int
 }
 
 // Handler runs one command. It appends exactly one reply to c.Out.

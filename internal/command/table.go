@@ -40,6 +40,14 @@ func init() {
 		&Spec{Name: "expiretime", Arity: 2, Flags: r, FirstKey: 1, LastKey: 1, Step: 1},
 		&Spec{Name: "pexpiretime", Arity: 2, Flags: r, FirstKey: 1, LastKey: 1, Step: 1},
 		&Spec{Name: "persist", Arity: 2, Flags: w, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "touch", Arity: -2, Flags: r | MultiKey, FirstKey: 1, LastKey: -1, Step: 1},
+		&Spec{Name: "copy", Arity: -3, Flags: w | Atomic, FirstKey: 1, LastKey: 2, Step: 1},
+		&Spec{Name: "rename", Arity: 3, Flags: w | Atomic, FirstKey: 1, LastKey: 2, Step: 1},
+		&Spec{Name: "renamenx", Arity: 3, Flags: w | Atomic, FirstKey: 1, LastKey: 2, Step: 1},
+		// OBJECT ENCODING|FREQ|IDLETIME|REFCOUNT key, OBJECT HELP (no key)
+		&Spec{Name: "object", Arity: -2, Flags: r, FirstKey: 2, LastKey: 2, Step: 1},
+		// MEMORY USAGE key [SAMPLES n], MEMORY HELP (no key)
+		&Spec{Name: "memory", Arity: -2, Flags: r, FirstKey: 2, LastKey: 2, Step: 1},
 
 		// strings
 		&Spec{Name: "get", Arity: 2, Flags: r, FirstKey: 1, LastKey: 1, Step: 1},
@@ -62,5 +70,46 @@ func init() {
 		&Spec{Name: "strlen", Arity: 2, Flags: r, FirstKey: 1, LastKey: 1, Step: 1},
 		&Spec{Name: "getrange", Arity: 4, Flags: r, FirstKey: 1, LastKey: 1, Step: 1},
 		&Spec{Name: "setrange", Arity: 4, Flags: w, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "substr", Arity: 4, Flags: r, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "lcs", Arity: -3, Flags: r | Atomic, FirstKey: 1, LastKey: 2, Step: 1},
+
+		// Tair commands (SPEC §4)
+		&Spec{Name: "tair.putv", Arity: -4, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "tair.getv", Arity: 2, Flags: r | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "tair.delv", Arity: 3, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "tair.incr", Arity: -3, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "tair.decr", Arity: -3, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "tair.pput", Arity: -4, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "tair.pget", Arity: 3, Flags: r | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "tair.pdel", Arity: 3, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "tair.prange", Arity: -4, Flags: r | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "tair.itemadd", Arity: -4, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "tair.itemget", Arity: 4, Flags: r | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "tair.itemdel", Arity: 4, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "tair.itemgetdel", Arity: 4, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "tair.itemcount", Arity: 2, Flags: r | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "tair.hide", Arity: 2, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "tair.unhide", Arity: 2, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "tair.gethidden", Arity: 2, Flags: r | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "tair.lock", Arity: 3, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "tair.unlock", Arity: 3, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "tair.invalid", Arity: -2, Flags: w | Tair | MultiKey, FirstKey: 1, LastKey: -1, Step: 1},
+		// per dataserver; the proxy sends them to every dataserver (and sums STAT)
+		&Spec{Name: "tair.stat", Arity: -1, Flags: r | Tair | NoKey | Admin},
+		&Spec{Name: "tair.delall", Arity: 2, Flags: w | Tair | NoKey | Admin},
+
+		// TairString (Alibaba Cloud Tair's published syntax)
+		&Spec{Name: "exset", Arity: -3, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "exget", Arity: -2, Flags: r | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "exsetver", Arity: 3, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "exincrby", Arity: -3, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "exincrbyfloat", Arity: -3, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "excas", Arity: -4, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "excad", Arity: 3, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "exappend", Arity: -3, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "exprepend", Arity: -3, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "exgae", Arity: -4, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "cas", Arity: -4, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
+		&Spec{Name: "cad", Arity: 3, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
 	)
 }

@@ -1,0 +1,294 @@
+package configserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tairkv/tair/configserver/schedule"
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/internal/wire"
+)
+
+// maxTableWait bounds a table long poll.
+const maxTableWait = time.Minute
+
+// apiHandler serves the wire API on --listen (see package wire).
+func (s *Server) apiHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/heartbeat", s.leaderOnly(s.handleHeartbeat))
+	mux.HandleFunc("GET /v1/table", s.handleTable)
+	mux.HandleFunc("GET /v1/nodes", s.leaderOnly(s.handleNodes))
+	mux.HandleFunc("GET /v1/migrations", s.leaderOnly(s.handleMigrations))
+	mux.HandleFunc("GET /v1/areas", s.handleAreas)
+	mux.HandleFunc("GET /v1/stats", s.leaderOnly(s.handleStats))
+	mux.HandleFunc("POST /v1/admin", s.leaderOnly(s.handleAdmin))
+	// The status endpoints answer here too, for tools given only --listen.
+	mux.HandleFunc("GET /status", s.handleStatus)
+	mux.HandleFunc("GET /healthz", s.handleHealthz)
+	return mux
+}
+
+// httpHandler serves /metrics, /healthz and /status on --http.
+func (s *Server) httpHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", s.handleHealthz)
+	mux.HandleFunc("GET /status", s.handleStatus)
+	return mux
+}
+
+// leaderOnly answers 421 + NotLeader on a standby, so wire.Client moves
+// on to the leader it names.
+func (s *Server) leaderOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.IsLeader() {
+			writeJSON(w, http.StatusMisdirectedRequest, wire.NotLeader{Leader: s.Leader()})
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
+	var hb wire.Heartbeat
+	if err := json.NewDecoder(r.Body).Decode(&hb); err != nil || hb.Addr == "" {
+		http.Error(w, fmt.Sprintf("bad heartbeat: %v", err), http.StatusBadRequest)
+		return
+	}
+	s.metrics.heartbeats.Inc()
+	if s.nodes.heartbeat(&hb, time.Now(), s.cfg.downAfter()) {
+		s.poke()
+	}
+	m := s.metaState.Load()
+	reply := wire.HeartbeatReply{Areas: m.Areas, Hooks: m.Hooks}
+	if t := s.Table(); t != nil && t.Version > hb.TableVersion {
+		reply.Table = t
+	}
+	writeJSON(w, http.StatusOK, reply)
+}
+
+// handleTable serves the table, long-polling up to wait ms for a version
+// above after; 304 when none came.
+func (s *Server) handleTable(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	after, _ := strconv.ParseUint(q.Get("after"), 10, 64)
+	waitMS, _ := strconv.ParseInt(q.Get("wait"), 10, 64)
+	wait := min(time.Duration(waitMS)*time.Millisecond, maxTableWait)
+	var timer <-chan time.Time
+	if wait > 0 {
+		tm := time.NewTimer(wait)
+		defer tm.Stop()
+		timer = tm.C
+	}
+	for {
+		t, changed := s.tableWait()
+		if t != nil && t.Version > after {
+			writeJSON(w, http.StatusOK, t)
+			return
+		}
+		if timer == nil {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		select {
+		case <-changed:
+		case <-timer:
+			w.WriteHeader(http.StatusNotModified)
+			return
+		case <-r.Context().Done():
+			return
+		case <-s.ctx.Done():
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+	}
+}
+
+func (s *Server) handleNodes(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.nodeStatus())
+}
+
+// nodeStatus lists every known dataserver with its share of the table.
+func (s *Server) nodeStatus() []wire.NodeStatus {
+	now := time.Now()
+	view, _ := s.nodes.snapshot(now, s.cfg.downAfter())
+	m := s.metaState.Load()
+	t := s.Table()
+	masters, slaves := map[string]int{}, map[string]int{}
+	if t != nil {
+		for _, row := range t.Serving {
+			for k, a := range row {
+				if a == "" {
+					continue
+				}
+				if k == 0 {
+					masters[a]++
+				} else {
+					slaves[a]++
+				}
+			}
+		}
+	}
+	addrs := map[string]bool{}
+	for a := range m.Nodes {
+		addrs[a] = true
+	}
+	for a := range view {
+		addrs[a] = true
+	}
+	out := []wire.NodeStatus{}
+	for _, a := range sortedKeys(addrs) {
+		v := view[a]
+		st := wire.NodeStatus{Addr: a, Alive: v.alive && v.heard, Masters: masters[a], Slaves: slaves[a],
+			TableVersion: v.hb.TableVersion, Load: v.hb.Load, Zone: v.hb.Zone, Rack: v.hb.Rack}
+		if !v.lastSeen.IsZero() && v.heard {
+			st.LastHeartbeat = v.lastSeen.UnixMilli()
+		}
+		if nm := m.Nodes[a]; nm != nil {
+			if st.Zone == "" && st.Rack == "" {
+				st.Zone, st.Rack = nm.Zone, nm.Rack
+			}
+			st.Draining = nm.Draining
+			if nm.Removed {
+				continue
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+func (s *Server) handleMigrations(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.migrationStatus())
+}
+
+func (s *Server) migrationStatus() wire.MigrationStatus {
+	m := s.metaState.Load()
+	// Completed and Total count the current plan (since the destination was
+	// last rebuilt), so Completed/Total is its progress.
+	st := wire.MigrationStatus{Paused: m.Paused, Completed: m.PlanDone, Pending: []route.Move{}, Running: []wire.MigrationProgress{}}
+	t := s.Table()
+	if t == nil {
+		return st
+	}
+	st.Pending = pendingMoves(t)
+	view, _ := s.nodes.snapshot(time.Now(), s.cfg.downAfter())
+	for _, mv := range t.Migrating {
+		p := wire.MigrationProgress{Bucket: mv.Bucket, To: mv.To}
+		if r, ok := view[mv.From].reports[moveKey{mv.Bucket, mv.To}]; ok {
+			p = r.MigrationProgress
+		}
+		st.Running = append(st.Running, p)
+	}
+	st.Total = st.Completed + len(st.Running) + len(st.Pending)
+	return st
+}
+
+// pendingMoves are the planned moves not running yet.
+func pendingMoves(t *route.Table) []route.Move {
+	out := []route.Move{}
+	if t.Destination == nil {
+		return out
+	}
+	running := map[route.Move]bool{}
+	for _, mv := range t.Migrating {
+		running[mv] = true
+	}
+	for _, p := range schedule.Diff(t.Serving, t.Destination) {
+		if !running[p.Move] {
+			out = append(out, p.Move)
+		}
+	}
+	return out
+}
+
+// handleAreas serves the area configuration; a standby reads it from etcd.
+func (s *Server) handleAreas(w http.ResponseWriter, r *http.Request) {
+	m := s.metaState.Load()
+	if !s.IsLeader() {
+		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		_, stored, _, err := s.store.load(ctx)
+		cancel()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		m = stored
+	}
+	areas := m.Areas
+	if areas == nil {
+		areas = map[uint16]wire.AreaConfig{}
+	}
+	writeJSON(w, http.StatusOK, areas)
+}
+
+// handleStats serves each live dataserver's per-area counters from its
+// last heartbeat: map[node]map[area]AreaStats. Counters cover every copy a
+// node holds, so summing nodes counts slaves too.
+func (s *Server) handleStats(w http.ResponseWriter, _ *http.Request) {
+	view, _ := s.nodes.snapshot(time.Now(), s.cfg.downAfter())
+	out := map[string]map[uint16]wire.AreaStats{}
+	for addr, v := range view {
+		if v.alive && v.heard {
+			out[addr] = v.hb.Stats
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleAdmin(w http.ResponseWriter, r *http.Request) {
+	var req wire.AdminRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, fmt.Sprintf("bad admin request: %v", err), http.StatusBadRequest)
+		return
+	}
+	call := adminCall{req: req, reply: make(chan wire.AdminReply, 1)}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	select {
+	case s.admin <- call:
+	case <-ctx.Done():
+		http.Error(w, "leader busy", http.StatusServiceUnavailable)
+		return
+	}
+	select {
+	case reply := <-call.reply:
+		writeJSON(w, http.StatusOK, reply)
+	case <-ctx.Done():
+		http.Error(w, "leader did not answer", http.StatusServiceUnavailable)
+	}
+}
+
+func (s *Server) handleStatus(w http.ResponseWriter, _ *http.Request) {
+	st := wire.Status{Kind: "configserver", Role: "standby", Addr: s.Addr(), Leader: s.Leader(), EtcdEndpoints: s.EtcdEndpoints()}
+	if s.IsLeader() {
+		st.Role = "leader"
+	}
+	if t := s.Table(); t != nil {
+		st.TableVersion = t.Version
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// handleHealthz is 200 while the server runs and etcd answers.
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+	defer cancel()
+	if _, err := s.cli.Get(ctx, s.store.tableKey(), clientv3CountOnly()...); err != nil {
+		http.Error(w, "etcd unreachable: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.Write([]byte("ok\n"))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

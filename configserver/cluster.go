@@ -1,0 +1,143 @@
+package configserver
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/tairkv/tair/internal/wire"
+)
+
+// moveKey names a move as its source reports it.
+type moveKey struct {
+	Bucket uint32
+	To     string
+}
+
+// report is the last progress a source sent for one move.
+type report struct {
+	wire.MigrationProgress
+	At time.Time
+}
+
+// nodeState is the live view of one dataserver, from its heartbeats.
+type nodeState struct {
+	hb       wire.Heartbeat // last heartbeat, Migrations cleared
+	lastSeen time.Time
+	// heard is false for nodes given a grace period by a new leader and
+	// not heard from yet.
+	heard   bool
+	reports map[moveKey]report
+}
+
+// cluster is the leader's view of the dataservers: who is alive, how they
+// are labelled, what their moves report. Heartbeat handlers write it; the
+// leader loop reads snapshots. It is not persisted: a new leader rebuilds
+// it from heartbeats.
+type cluster struct {
+	mu struct {
+		sync.Mutex
+		nodes    map[string]*nodeState
+		lastJoin time.Time
+	}
+}
+
+func newCluster() *cluster {
+	c := &cluster{}
+	c.mu.nodes = map[string]*nodeState{}
+	return c
+}
+
+// reset starts a leadership term: every node of the table counts as last
+// heard at seen (the caller passes a moment ahead, so a new leader does
+// not fail the whole cluster before the first heartbeats reach it), with
+// its stored incarnation, so the first heartbeat of an unchanged process
+// is no restart.
+func (c *cluster) reset(seen time.Time, grace []string, m *meta) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.nodes = map[string]*nodeState{}
+	c.mu.lastJoin = time.Time{}
+	for _, addr := range grace {
+		st := &nodeState{lastSeen: seen, reports: map[moveKey]report{}}
+		st.hb.Addr = addr
+		if nm := m.Nodes[addr]; nm != nil {
+			st.hb.Zone, st.hb.Rack = nm.Zone, nm.Rack
+			st.hb.Incarnation, st.hb.Persistent = nm.Incarnation, nm.Persistent
+		}
+		c.mu.nodes[addr] = st
+	}
+}
+
+// heartbeat records hb and reports whether the leader loop should look at
+// the cluster now rather than at its next tick: a node joined or came
+// back, restarted, or a move finished or failed.
+func (c *cluster) heartbeat(hb *wire.Heartbeat, now time.Time, downAfter time.Duration) (urgent bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.mu.nodes[hb.Addr]
+	if st == nil {
+		st = &nodeState{reports: map[moveKey]report{}}
+		c.mu.nodes[hb.Addr] = st
+		c.mu.lastJoin = now
+		urgent = true
+	} else if !st.heard || now.Sub(st.lastSeen) >= downAfter || st.hb.Incarnation != hb.Incarnation {
+		if now.Sub(st.lastSeen) >= downAfter {
+			c.mu.lastJoin = now
+		}
+		urgent = true
+	}
+	st.hb = *hb
+	st.hb.Migrations = nil
+	st.lastSeen = now
+	st.heard = true
+	for _, p := range hb.Migrations {
+		k := moveKey{p.Bucket, p.To}
+		if (p.Done || p.Failed != "") && !(st.reports[k].Done || st.reports[k].Failed != "") {
+			urgent = true
+		}
+		st.reports[k] = report{MigrationProgress: p, At: now}
+	}
+	return urgent
+}
+
+// forget drops a removed node.
+func (c *cluster) forget(addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.mu.nodes, addr)
+}
+
+// nodeView is a node in a snapshot.
+type nodeView struct {
+	hb       wire.Heartbeat
+	alive    bool
+	heard    bool
+	lastSeen time.Time
+	reports  map[moveKey]report
+}
+
+// snapshot copies the view; alive means heard from within downAfter.
+func (c *cluster) snapshot(now time.Time, downAfter time.Duration) (map[string]nodeView, time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]nodeView, len(c.mu.nodes))
+	for addr, st := range c.mu.nodes {
+		v := nodeView{hb: st.hb, alive: now.Sub(st.lastSeen) < downAfter, heard: st.heard, lastSeen: st.lastSeen,
+			reports: make(map[moveKey]report, len(st.reports))}
+		for k, r := range st.reports {
+			v.reports[k] = r
+		}
+		out[addr] = v
+	}
+	return out, c.mu.lastJoin
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,154 @@
+package configserver
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tairkv/tair/configserver/schedule"
+	"github.com/tairkv/tair/internal/route"
+)
+
+// Config configures a configserver. Zero values are replaced by the
+// defaults of DefaultConfig when the server is created.
+type Config struct {
+	// Name identifies this configserver in the election; its Listen
+	// address when empty.
+	Name string
+	// Listen is the address of the cluster API (heartbeats, table long
+	// poll, admin); "127.0.0.1:0" picks a free port.
+	Listen string
+	// HTTP is the address of /metrics, /healthz and /status.
+	HTTP string
+	// Etcd lists external etcd client endpoints (host:port). Empty: run an
+	// embedded single-node etcd in EtcdDir.
+	Etcd []string
+	// EtcdDir is the embedded etcd's data directory; a temporary directory
+	// (removed by Close) when empty.
+	EtcdDir string
+	// Copies is the number of copies of each bucket (master + slaves).
+	// Default 2.
+	Copies int
+	// Buckets is Q, fixed for the cluster's life. Default 1023. A cluster
+	// found in etcd keeps its own Q and copy count.
+	Buckets uint32
+	// HeartbeatInterval is how often dataservers report. Default 500ms.
+	HeartbeatInterval time.Duration
+	// DownAfter is the number of missed heartbeat intervals after which a
+	// dataserver is down. Default 4.
+	DownAfter int
+	// Settle is how long the first table waits after the last dataserver
+	// joined, so that a cluster starting together gets one table. Default 1s.
+	Settle time.Duration
+	// Strategy is "balance" (default) or "position-safe".
+	Strategy string
+	// BuildDiffRatio bounds how unequal zones may be for a position-safe
+	// table (Tair's _build_diff_ratio). Default 0.6.
+	BuildDiffRatio float64
+	// MovesPerNode caps the moves running with the same source node.
+	// Default 1.
+	MovesPerNode int
+	// MaxMoves caps the moves running in the whole cluster. Default 8.
+	MaxMoves int
+	// MoveStall is how long a running move may go unmentioned in its
+	// source's heartbeats before it is restarted (the source restarted or
+	// never saw it). Default 10s.
+	MoveStall time.Duration
+	// LeaseTTL is the election lease; a standby takes over within about
+	// this long after the leader dies. Whole seconds, default 2s.
+	LeaseTTL time.Duration
+	// EtcdPrefix is the key prefix of this cluster's state. Default "/tair".
+	EtcdPrefix string
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		Listen:            "127.0.0.1:5198",
+		HTTP:              "127.0.0.1:8198",
+		Copies:            2,
+		Buckets:           route.DefaultBuckets,
+		HeartbeatInterval: 500 * time.Millisecond,
+		DownAfter:         4,
+		Settle:            time.Second,
+		Strategy:          string(schedule.Balance),
+		BuildDiffRatio:    schedule.DefaultDiffRatio,
+		MovesPerNode:      1,
+		MaxMoves:          8,
+		MoveStall:         10 * time.Second,
+		LeaseTTL:          2 * time.Second,
+		EtcdPrefix:        "/tair",
+	}
+}
+
+// adjust fills zero values with the defaults.
+func (c *Config) adjust() {
+	d := DefaultConfig()
+	if c.Copies == 0 {
+		c.Copies = d.Copies
+	}
+	if c.Buckets == 0 {
+		c.Buckets = d.Buckets
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = d.HeartbeatInterval
+	}
+	if c.DownAfter == 0 {
+		c.DownAfter = d.DownAfter
+	}
+	if c.Settle == 0 {
+		c.Settle = d.Settle
+	}
+	if c.Strategy == "" {
+		c.Strategy = d.Strategy
+	}
+	if c.BuildDiffRatio == 0 {
+		c.BuildDiffRatio = d.BuildDiffRatio
+	}
+	if c.MovesPerNode == 0 {
+		c.MovesPerNode = d.MovesPerNode
+	}
+	if c.MaxMoves == 0 {
+		c.MaxMoves = d.MaxMoves
+	}
+	if c.MoveStall == 0 {
+		c.MoveStall = d.MoveStall
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = d.LeaseTTL
+	}
+	if c.EtcdPrefix == "" {
+		c.EtcdPrefix = d.EtcdPrefix
+	}
+}
+
+// Validate reports a config the server cannot run with.
+func (c *Config) Validate() error {
+	var errList []error
+	if c.Listen == "" {
+		errList = append(errList, errors.New("configserver: listen address is empty"))
+	}
+	if c.Copies < 1 {
+		errList = append(errList, fmt.Errorf("configserver: copies %d < 1", c.Copies))
+	}
+	if c.Buckets < 1 {
+		errList = append(errList, fmt.Errorf("configserver: buckets %d < 1", c.Buckets))
+	}
+	switch schedule.Strategy(c.Strategy) {
+	case schedule.Balance, schedule.PositionSafe:
+	default:
+		errList = append(errList, fmt.Errorf("configserver: unknown strategy %q (balance or position-safe)", c.Strategy))
+	}
+	if c.LeaseTTL < time.Second {
+		errList = append(errList, fmt.Errorf("configserver: lease TTL %v < 1s", c.LeaseTTL))
+	}
+	if c.DownAfter < 1 || c.HeartbeatInterval <= 0 {
+		errList = append(errList, fmt.Errorf("configserver: heartbeat interval %v x %d does not detect failures", c.HeartbeatInterval, c.DownAfter))
+	}
+	return errors.Join(errList...)
+}
+
+// downAfter is how long a silent dataserver stays alive.
+func (c *Config) downAfter() time.Duration {
+	return c.HeartbeatInterval * time.Duration(c.DownAfter)
+}

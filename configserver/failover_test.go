@@ -1,0 +1,193 @@
+package configserver
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/internal/testutil"
+	"github.com/tairkv/tair/internal/wire"
+)
+
+// TestFailover: a dead master's buckets get a promoted slave in the next
+// table; the lost copies are then rebuilt from the masters by recovery
+// moves, and the moves' Done reports switch the table.
+func TestFailover(t *testing.T) {
+	s := startServer(t, testConfig())
+	waitLeader(t, s, 5*time.Second)
+	var dss []*fakeDS
+	for _, a := range dsAddrs[:3] {
+		dss = append(dss, newFakeDS(t, a, s.Addr()))
+	}
+	first := waitTable(t, s, 5*time.Second, func(*route.Table) bool { return true }, "any")
+	dead := dsAddrs[2]
+	dss[2].stop()
+
+	// The next version strips the dead node: every bucket keeps a master,
+	// which is the old slave where the dead node was master.
+	promoted := waitTable(t, s, 3*time.Second, func(tb *route.Table) bool { return tb.Version > first.Version }, "a newer version")
+	if promoted.Version != first.Version+1 {
+		t.Fatalf("version %d after failure, want %d", promoted.Version, first.Version+1)
+	}
+	for b, row := range promoted.Serving {
+		old := first.Serving[b]
+		switch {
+		case slices.Contains(row, dead):
+			t.Fatalf("bucket %d still on the dead node: %v", b, row)
+		case old[0] == dead && row[0] != old[1]:
+			t.Fatalf("bucket %d: master %s, want promoted slave %s (was %v)", b, row[0], old[1], old)
+		case old[0] != dead && row[0] != old[0]:
+			t.Fatalf("bucket %d: master changed %v -> %v", b, old, row)
+		}
+	}
+	// Recovery moves copy from the bucket's master to the other survivor.
+	if len(promoted.Migrating) == 0 {
+		t.Fatal("no recovery moves planned")
+	}
+	perSource := map[string]int{}
+	for _, mv := range promoted.Migrating {
+		row := promoted.Serving[mv.Bucket]
+		if mv.From != row[0] || slices.Contains(row, mv.To) || mv.To == dead {
+			t.Fatalf("move %+v for row %v", mv, row)
+		}
+		perSource[mv.From]++
+	}
+	for src, n := range perSource {
+		if n > 1 {
+			t.Fatalf("%d moves from %s at once, limit 1", n, src)
+		}
+	}
+
+	for _, d := range dss[:2] {
+		d.migrate.Store(true)
+	}
+	final := waitTable(t, s, 20*time.Second, func(tb *route.Table) bool {
+		return len(tb.Migrating) == 0 && len(pendingMoves(tb)) == 0
+	}, "all moves done")
+	checkBalanced(t, final, dsAddrs[:2])
+	lost := 0
+	for _, row := range first.Serving {
+		if slices.Contains(row, dead) {
+			lost++
+		}
+	}
+	// The table may be seen (through the watch) a moment before the
+	// leader's counters: poll.
+	var ms wire.MigrationStatus
+	testutil.Eventually(t, 2*time.Second, func() bool {
+		if err := wire.NewClient(s.Addr()).Get(context.Background(), "/v1/migrations", &ms); err != nil {
+			t.Fatal(err)
+		}
+		return ms.Completed == lost && ms.Total == lost && len(ms.Pending) == 0 && len(ms.Running) == 0
+	}, "migrations %+v, want %d completed", &ms, lost)
+}
+
+// TestJoinMigrates: a node joining a built cluster gets its buckets
+// through moves; the old nodes keep serving until each move is done.
+func TestJoinMigrates(t *testing.T) {
+	s := startServer(t, testConfig())
+	waitLeader(t, s, 5*time.Second)
+	var dss []*fakeDS
+	for _, a := range dsAddrs[:2] {
+		dss = append(dss, newFakeDS(t, a, s.Addr()))
+	}
+	first := waitTable(t, s, 5*time.Second, func(*route.Table) bool { return true }, "any")
+	newcomer := dsAddrs[2]
+	dss = append(dss, newFakeDS(t, newcomer, s.Addr()))
+	plan := waitTable(t, s, 3*time.Second, func(tb *route.Table) bool { return len(tb.Migrating) > 0 }, "moves")
+	if !rowsEqual(plan.Serving, first.Serving) {
+		t.Fatal("joining changed the serving table before any move finished")
+	}
+	for _, mv := range plan.Migrating {
+		if mv.To != newcomer || !slices.Contains(plan.Serving[mv.Bucket], mv.From) {
+			t.Fatalf("move %+v", mv)
+		}
+	}
+	moves := len(schedule_Diff(plan))
+	// 64 buckets x 2 copies over 3 nodes: the newcomer takes 42 or 43.
+	if moves != 42 && moves != 43 {
+		t.Fatalf("%d moves planned, want 42 or 43", moves)
+	}
+	// One Done report switches exactly that bucket.
+	dss[0].migrate.Store(true)
+	mv := plan.Migrating[0]
+	if mv.From != dsAddrs[0] {
+		mv = plan.Migrating[1]
+	}
+	next := waitTable(t, s, 3*time.Second, func(tb *route.Table) bool {
+		return slices.Contains(tb.Serving[mv.Bucket], newcomer)
+	}, "bucket moved")
+	old := plan.Serving[mv.Bucket]
+	want := slices.Clone(old)
+	want[slices.Index(old, mv.From)] = newcomer
+	if got := next.Serving[mv.Bucket]; !slices.Equal(got, want) && !slices.Equal(got, []string{want[1], want[0]}) {
+		t.Fatalf("bucket %d: %v -> %v, want %v", mv.Bucket, old, got, want)
+	}
+	dss[1].migrate.Store(true)
+	final := waitTable(t, s, 20*time.Second, func(tb *route.Table) bool {
+		return len(tb.Migrating) == 0 && len(pendingMoves(tb)) == 0
+	}, "all moves done")
+	checkBalanced(t, final, dsAddrs[:3])
+	moved := 0
+	for b := range final.Serving {
+		for _, a := range final.Serving[b] {
+			if !slices.Contains(first.Serving[b], a) {
+				moved++
+			}
+		}
+	}
+	if moved != moves {
+		t.Fatalf("%d copies moved, planned %d", moved, moves)
+	}
+}
+
+func schedule_Diff(tb *route.Table) []route.Move {
+	return append(pendingMoves(tb), tb.Migrating...)
+}
+
+// TestLastCopyWaitsForItsNode: with one copy, a down node keeps its
+// buckets (unavailable, not emptied) until it comes back with its data.
+func TestLastCopyWaitsForItsNode(t *testing.T) {
+	cfg := testConfig()
+	cfg.Copies = 1
+	s := startServer(t, cfg)
+	waitLeader(t, s, 5*time.Second)
+	var dss []*fakeDS
+	for _, a := range dsAddrs[:2] {
+		dss = append(dss, newFakeDS(t, a, s.Addr()))
+	}
+	first := waitTable(t, s, 5*time.Second, func(*route.Table) bool { return true }, "any")
+	b := dsAddrs[1]
+	dss[1].stop()
+	time.Sleep(cfg.downAfter() + 5*testInterval)
+	down := s.Table()
+	if !rowsEqual(down.Serving, first.Serving) {
+		t.Fatal("serving changed although no bucket had a second copy")
+	}
+	for _, mv := range down.Migrating {
+		if mv.From == b {
+			t.Fatalf("move %+v started from a down node", mv)
+		}
+	}
+	dss[1].start()
+	back := waitTable(t, s, 3*time.Second, func(tb *route.Table) bool {
+		return len(tb.Migrating) == 0 && len(pendingMoves(tb)) == 0 && tb.Version > down.Version
+	}, "node back, nothing to move")
+	if !rowsEqual(back.Serving, first.Serving) {
+		t.Fatal("serving changed when the node came back")
+	}
+
+	// Restart without data: b's buckets are lost and recreated empty where
+	// the destination puts them, which (balanced) is b again; nothing to move.
+	dss[1].mu.Lock()
+	dss[1].hb.Incarnation++
+	dss[1].mu.Unlock()
+	time.Sleep(5 * testInterval)
+	after := s.Table()
+	checkBalanced(t, after, dsAddrs[:2])
+	if len(after.Migrating) != 0 || len(pendingMoves(after)) != 0 {
+		t.Fatalf("moves after a data-losing restart with one copy: %v", after.Migrating)
+	}
+}

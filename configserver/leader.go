@@ -1,0 +1,705 @@
+package configserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tairkv/tair/configserver/schedule"
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/internal/wire"
+)
+
+// leaderState is owned by the leader loop goroutine for one term.
+type leaderState struct {
+	fence fence
+	// table and meta are the last committed state (table nil before the
+	// first table).
+	table *route.Table
+	meta  *meta
+	// members is the member set the destination was built for; a
+	// different set triggers a rebuild.
+	members []string
+	// dirty forces a destination rebuild (admin rebalance, node reset).
+	dirty bool
+	// started is when each running move began in this term; reports from
+	// before are stale.
+	started map[route.Move]time.Time
+	// failed holds moves that failed or stalled, with when they may start
+	// again.
+	failed map[route.Move]time.Time
+	// buildErr is the last refusal of the table builder, logged once.
+	buildErr string
+	// reload is set after a commit failed with an unknown outcome.
+	reload bool
+}
+
+// reloadState replaces the leader's state with etcd's.
+func (s *Server) reloadState(ctx context.Context, ls *leaderState) error {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	t, m, _, err := s.store.load(cctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	ls.table, ls.meta, ls.reload = t, m, false
+	s.setMeta(m)
+	if t != nil {
+		s.publish(t)
+	}
+	return nil
+}
+
+// errNoMembers is logged (once) when no dataserver could take a copy.
+const errNoMembers = "no dataserver alive; keeping the table"
+
+// adminCall is an AdminRequest handed to the leader loop.
+type adminCall struct {
+	req   wire.AdminRequest
+	reply chan wire.AdminReply
+}
+
+// lead runs one leadership term until ctx ends or a write is fenced off.
+// Every table change happens here, in one goroutine, so changes are
+// serial and each is committed to etcd before anyone sees it.
+func (s *Server) lead(ctx context.Context, f fence) error {
+	start := time.Now()
+	t, m, _, err := s.store.load(ctx)
+	if err != nil {
+		return err
+	}
+	if t != nil && (t.Buckets != s.cfg.Buckets || t.Copies != s.cfg.Copies) {
+		s.log.Warn("stored table keeps its own shape", "buckets", t.Buckets, "copies", t.Copies,
+			"config_buckets", s.cfg.Buckets, "config_copies", s.cfg.Copies)
+	}
+	ls := &leaderState{fence: f, table: t, meta: m, started: map[route.Move]time.Time{}, failed: map[route.Move]time.Time{}}
+	if t != nil {
+		// Moves of the previous term go on; their clock starts now.
+		for _, mv := range t.Migrating {
+			ls.started[mv] = time.Now()
+		}
+	}
+	var grace []string
+	if t != nil {
+		grace = tableNodes(t)
+		s.publish(t)
+	}
+	// Dataservers may still be talking to the old leader, which accepts
+	// heartbeats until its own lease check fails: count them alive for a
+	// lease TTL more before failing anyone.
+	s.nodes.reset(time.Now().Add(s.cfg.LeaseTTL), grace, m)
+	ls.members = s.members(ls.meta, func(addr string) bool { return slices.Contains(grace, addr) })
+	s.setMeta(m)
+	s.leader.Store(true)
+	s.metrics.leader.Set(1)
+	defer func() {
+		s.leader.Store(false)
+		s.metrics.leader.Set(0)
+	}()
+	ver := uint64(0)
+	if t != nil {
+		ver = t.Version
+	}
+	s.log.Info("leading", "table_version", ver, "nodes", len(grace), "took", time.Since(start))
+
+	tick := time.NewTicker(s.tick())
+	defer tick.Stop()
+	var lastErr string
+	var lastLog time.Time
+	for {
+		if ls.reload {
+			// A failed commit may have applied anyway: continue from what
+			// etcd holds, never from a version it may already have used.
+			if err := s.reloadState(ctx, ls); err != nil && ctx.Err() == nil {
+				s.log.Warn("reload after a failed commit", "err", err)
+			}
+		}
+		if err := s.reconcile(ctx, ls); err != nil {
+			if errors.Is(err, errFenced) {
+				return err
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			ls.reload = true
+			if msg := err.Error(); msg != lastErr || time.Since(lastLog) > 5*time.Second {
+				s.log.Warn("reconcile failed", "err", err)
+				lastErr, lastLog = msg, time.Now()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		case <-s.kick:
+		case call := <-s.admin:
+			call.reply <- s.applyAdmin(ctx, ls, call.req)
+		}
+	}
+}
+
+// tick is the leader loop's period: fine enough that a failure is acted on
+// soon after DownAfter, and a Done report switches the table quickly even
+// if the kick was missed.
+func (s *Server) tick() time.Duration {
+	return max(s.cfg.HeartbeatInterval/5, 20*time.Millisecond)
+}
+
+// members are the nodes that should hold copies: known, alive, not
+// draining or removed.
+func (s *Server) members(m *meta, alive func(string) bool) []string {
+	var out []string
+	for _, addr := range sortedKeys(m.Nodes) {
+		nm := m.Nodes[addr]
+		if alive(addr) && !nm.Draining && !nm.Removed {
+			out = append(out, addr)
+		}
+	}
+	return out
+}
+
+// reconcile moves the cluster one step towards its destination:
+//
+//  1. fold heartbeats into meta (joins, labels, restarts that lost data);
+//  2. strip down nodes from the table: slaves promoted at once;
+//  3. first table once the joining nodes settle, else rebuild the
+//     destination when the member set changed;
+//  4. apply move reports: Done switches the serving row, Failed retries;
+//  5. settle buckets without running moves (trim, master order, lost data);
+//  6. start moves up to the limits, recovery before rebalance;
+//  7. commit (fenced), then publish.
+func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
+	now := time.Now()
+	view, lastJoin := s.nodes.snapshot(now, s.cfg.downAfter())
+	m := ls.meta.clone()
+	metaChanged := false
+	var t *route.Table
+	if ls.table != nil {
+		t = ls.table.Clone()
+	}
+	dirty := ls.dirty
+
+	// 1. Heartbeats -> meta.
+	for _, addr := range sortedKeys(view) {
+		v := view[addr]
+		if !v.heard {
+			continue
+		}
+		nm := m.Nodes[addr]
+		if nm == nil {
+			m.Nodes[addr] = &nodeMeta{Zone: v.hb.Zone, Rack: v.hb.Rack, Incarnation: v.hb.Incarnation, Persistent: v.hb.Persistent}
+			metaChanged = true
+			s.log.Info("dataserver joined", "node", addr, "zone", v.hb.Zone, "rack", v.hb.Rack)
+			continue
+		}
+		if nm.Incarnation != v.hb.Incarnation {
+			if !v.hb.Persistent && t != nil && strip(t, addr, false) {
+				s.log.Warn("dataserver restarted without its data; its copies are lost", "node", addr,
+					"old_incarnation", nm.Incarnation, "incarnation", v.hb.Incarnation)
+				dirty = true
+			}
+			nm.Incarnation = v.hb.Incarnation
+			metaChanged = true
+		}
+		if v.hb.DrainRequested && !nm.Draining {
+			nm.Draining = true
+			metaChanged, dirty = true, true
+			s.log.Info("dataserver asked to be drained", "node", addr)
+		}
+		if nm.Zone != v.hb.Zone || nm.Rack != v.hb.Rack || nm.Persistent != v.hb.Persistent {
+			nm.Zone, nm.Rack, nm.Persistent = v.hb.Zone, v.hb.Rack, v.hb.Persistent
+			metaChanged, dirty = true, true
+		}
+	}
+	alive := func(addr string) bool { return view[addr].alive }
+
+	// 2. Failures.
+	if t != nil {
+		for _, addr := range tableNodes(t) {
+			if !alive(addr) && strip(t, addr, true) {
+				s.log.Warn("dataserver down; slaves promoted", "node", addr, "last_heartbeat", view[addr].lastSeen)
+				dirty = true
+			}
+		}
+	}
+
+	// 3. Destination. ls.members follows only a committed rebuild, so a
+	// failed commit rebuilds again next time.
+	members := s.members(m, alive)
+	builtFor := ls.members
+	switch {
+	case t == nil:
+		if len(members) == 0 || now.Sub(lastJoin) < s.cfg.Settle {
+			break
+		}
+		rows, err := s.build(nil, members, m, int(s.cfg.Buckets), s.cfg.Copies, ls)
+		if err != nil {
+			break
+		}
+		t = &route.Table{Buckets: s.cfg.Buckets, Copies: s.cfg.Copies, Serving: rows, Destination: cloneRows(rows)}
+		builtFor = members
+		s.log.Info("first table built", "nodes", members, "buckets", t.Buckets, "copies", t.Copies)
+	case dirty || !slices.Equal(members, ls.members):
+		if len(members) == 0 {
+			if ls.buildErr != errNoMembers {
+				s.log.Error(errNoMembers)
+				ls.buildErr = errNoMembers
+			}
+			break
+		}
+		rows, err := s.build(t.Serving, members, m, int(t.Buckets), t.Copies, ls)
+		if err != nil {
+			// Keep serving; plan nothing until the cluster changes.
+			t.Destination = cloneRows(t.Serving)
+		} else {
+			t.Destination = rows
+		}
+		builtFor = members
+		dirty = false
+		m.PlanDone = 0
+		metaChanged = true
+		s.log.Info("destination rebuilt", "members", members, "moves", len(schedule.Diff(t.Serving, t.Destination)))
+	}
+
+	if t != nil && t.Destination != nil {
+		// 4. Reports.
+		if s.applyReports(t, m, view, ls, now) > 0 {
+			metaChanged = true // Completed
+		}
+		// 5. Settle.
+		s.settle(t)
+		// 6. Start moves.
+		if !m.Paused {
+			s.startMoves(t, ls, now, alive)
+		}
+	}
+
+	// 7. Commit.
+	tableChanged := t != nil && (ls.table == nil || !tableEqual(t, ls.table))
+	if !tableChanged && !metaChanged {
+		ls.dirty = dirty
+		ls.members = builtFor
+		s.observe(t, m, view)
+		return nil
+	}
+	var saveT *route.Table
+	var saveM *meta
+	if tableChanged {
+		t.Version = 1
+		if ls.table != nil {
+			t.Version = ls.table.Version + 1
+		}
+		if err := t.Validate(); err != nil {
+			return fmt.Errorf("configserver: built an invalid table: %w", err)
+		}
+		saveT = t
+	}
+	if metaChanged {
+		saveM = m
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err := s.store.save(cctx, ls.fence, saveT, saveM)
+	cancel()
+	if err != nil {
+		return err
+	}
+	ls.dirty = dirty
+	ls.members = builtFor
+	ls.meta = m
+	s.setMeta(m)
+	if tableChanged {
+		ls.table = t
+		s.publish(t)
+		s.log.Info("table committed", "table_version", t.Version, "migrating", len(t.Migrating))
+	}
+	s.observe(ls.table, m, view)
+	return nil
+}
+
+// build runs the table builder for members and logs a refusal once.
+func (s *Server) build(serving [][]string, members []string, m *meta, buckets, copies int, ls *leaderState) ([][]string, error) {
+	nodes := make([]schedule.Node, len(members))
+	for i, addr := range members {
+		nodes[i] = schedule.Node{Addr: addr}
+		if nm := m.Nodes[addr]; nm != nil {
+			nodes[i].Zone, nodes[i].Rack = nm.Zone, nm.Rack
+		}
+	}
+	rows, err := schedule.Build(serving, nodes, schedule.Options{
+		Buckets: buckets, Copies: copies,
+		Strategy: schedule.Strategy(s.cfg.Strategy), DiffRatio: s.cfg.BuildDiffRatio,
+	})
+	if err != nil {
+		if err.Error() != ls.buildErr {
+			s.log.Error("table builder refused", "err", err)
+			ls.buildErr = err.Error()
+		}
+		s.metrics.buildRefused.Set(1)
+		return nil, err
+	}
+	ls.buildErr = ""
+	s.metrics.buildRefused.Set(0)
+	return rows, nil
+}
+
+// applyReports switches the table for moves whose source reported Done,
+// drops failed moves (retried after a pause) and cancels moves the
+// destination no longer wants.
+func (s *Server) applyReports(t *route.Table, m *meta, view map[string]nodeView, ls *leaderState, now time.Time) (done int) {
+	keep := t.Migrating[:0]
+	for _, mv := range t.Migrating {
+		b := mv.Bucket
+		r, ok := view[mv.From].reports[moveKey{b, mv.To}]
+		fresh := ok && !r.At.Before(ls.started[mv])
+		switch {
+		case fresh && r.Done:
+			applyDone(t, mv)
+			m.Completed++
+			m.PlanDone++
+			done++
+			delete(ls.started, mv)
+			s.metrics.movesDone.Inc()
+			s.log.Info("move done", "bucket", b, "from", mv.From, "to", mv.To, "keys", r.KeysSent)
+			continue
+		case fresh && r.Failed != "":
+			ls.failed[mv] = now.Add(time.Second)
+			delete(ls.started, mv)
+			s.log.Warn("move failed; will retry", "bucket", b, "from", mv.From, "to", mv.To, "err", r.Failed)
+			continue
+		case now.Sub(lastWord(ls.started[mv], r, ok)) > s.cfg.MoveStall:
+			s.log.Warn("move stalled: its source stopped reporting it; will retry", "bucket", b,
+				"from", mv.From, "to", mv.To, "silent_for", now.Sub(lastWord(ls.started[mv], r, ok)).Round(time.Millisecond))
+			ls.failed[mv] = now.Add(time.Second)
+			delete(ls.started, mv)
+			continue
+		case !wanted(t, mv):
+			delete(ls.started, mv)
+			s.log.Info("move cancelled: no longer planned", "bucket", b, "from", mv.From, "to", mv.To)
+			continue
+		}
+		keep = append(keep, mv)
+	}
+	t.Migrating = keep
+	return done
+}
+
+// lastWord is when the source last spoke of a move: its last report, or
+// the move's start in this term (a new leader counts from its takeover).
+func lastWord(started time.Time, r report, ok bool) time.Time {
+	if ok && r.At.After(started) {
+		return r.At
+	}
+	return started
+}
+
+// wanted reports whether a running move still serves the destination: its
+// target must still be an added copy and its source must still hold one.
+func wanted(t *route.Table, mv route.Move) bool {
+	b := mv.Bucket
+	return slices.Contains(t.Destination[b], mv.To) && !slices.Contains(t.Serving[b], mv.To) &&
+		slices.Contains(t.Serving[b], mv.From)
+}
+
+// applyDone installs a finished move in the serving row. A rebalance move
+// (source not in the destination) hands the source's slot to the target,
+// so a moving master stays master on its new node; a recovery move (the
+// source, the master, keeps its copy) fills a lost slot.
+func applyDone(t *route.Table, mv route.Move) {
+	row := t.Serving[mv.Bucket]
+	if slices.Contains(row, mv.To) {
+		return
+	}
+	if k := slices.Index(row, mv.From); k >= 0 && !slices.Contains(t.Destination[mv.Bucket], mv.From) {
+		row[k] = mv.To
+		return
+	}
+	if k := slices.Index(row, ""); k >= 0 {
+		row[k] = mv.To
+	} else {
+		row = append(row, mv.To)
+	}
+	t.Serving[mv.Bucket] = row
+	promote(row)
+}
+
+// settle finishes the plan. A bucket with no copy left is recreated empty
+// where the destination puts it, at once. Once no copy needs moving any
+// more, serving rows become destination rows: extra copies dropped and the
+// planned masters in front. Masters switch only then, in one table, so a
+// degraded cluster does not reshuffle roles while it recovers.
+func (s *Server) settle(t *route.Table) {
+	done := len(t.Migrating) == 0 && len(schedule.Diff(t.Serving, t.Destination)) == 0
+	var lost []int
+	defer func() {
+		if len(lost) > 0 {
+			s.log.Error("buckets lost every copy; recreated empty", "count", len(lost), "buckets", compactList(lost, 16))
+		}
+	}()
+	for b := range t.Serving {
+		if b >= len(t.Destination) {
+			continue
+		}
+		row, dest := t.Serving[b], t.Destination[b]
+		if len(dest) == 0 || slices.Equal(row, dest) {
+			continue
+		}
+		if firstCopy(row) == "" {
+			lost = append(lost, b)
+			t.Serving[b] = slices.Clone(dest)
+			continue
+		}
+		if done {
+			t.Serving[b] = slices.Clone(dest)
+		}
+	}
+}
+
+// startMoves starts planned moves: recovery first, then rebalance, each
+// bucket one move at a time, at most MovesPerNode per source node and
+// MaxMoves in all.
+func (s *Server) startMoves(t *route.Table, ls *leaderState, now time.Time, alive func(string) bool) {
+	busy := map[uint32]bool{}
+	perSource := map[string]int{}
+	for _, mv := range t.Migrating {
+		busy[mv.Bucket] = true
+		perSource[mv.From]++
+	}
+	for mv, until := range ls.failed {
+		if now.After(until) {
+			delete(ls.failed, mv)
+		}
+	}
+	plan := schedule.Diff(t.Serving, t.Destination)
+	sort.SliceStable(plan, func(i, j int) bool { return plan[i].Recovery && !plan[j].Recovery })
+	for _, p := range plan {
+		if len(t.Migrating) >= s.cfg.MaxMoves {
+			break
+		}
+		mv := p.Move
+		if busy[mv.Bucket] || perSource[mv.From] >= s.cfg.MovesPerNode || !alive(mv.From) {
+			continue
+		}
+		if _, ok := ls.failed[mv]; ok {
+			continue
+		}
+		busy[mv.Bucket] = true
+		perSource[mv.From]++
+		t.Migrating = append(t.Migrating, mv)
+		ls.started[mv] = now
+		s.log.Info("move started", "bucket", mv.Bucket, "from", mv.From, "to", mv.To, "recovery", p.Recovery)
+	}
+}
+
+// strip removes addr from the table: its serving copies become holes (a
+// slave is promoted where it was master) and moves from or to it end.
+// With keepLast, a bucket's last copy stays: a down node may come back with
+// its data (Tair keeps such buckets on the dead node rather than empty
+// them); the bucket is unavailable meanwhile.
+func strip(t *route.Table, addr string, keepLast bool) bool {
+	changed := false
+	for _, row := range t.Serving {
+		if k := slices.Index(row, addr); k >= 0 {
+			if keepLast && copiesIn(row) == 1 {
+				continue
+			}
+			row[k] = ""
+			promote(row)
+			changed = true
+		}
+	}
+	keep := t.Migrating[:0]
+	for _, mv := range t.Migrating {
+		if mv.From == addr || mv.To == addr {
+			changed = true
+			continue
+		}
+		keep = append(keep, mv)
+	}
+	t.Migrating = keep
+	for b, row := range t.Destination {
+		if slices.Contains(row, addr) {
+			// Until the rebuild, the destination must not name the node.
+			t.Destination[b] = slices.DeleteFunc(slices.Clone(row), func(a string) bool { return a == addr })
+			changed = true
+		}
+	}
+	return changed
+}
+
+func copiesIn(row []string) int {
+	n := 0
+	for _, a := range row {
+		if a != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// promote moves the first surviving copy to the master slot.
+func promote(row []string) {
+	if len(row) == 0 || row[0] != "" {
+		return
+	}
+	for k := 1; k < len(row); k++ {
+		if row[k] != "" {
+			row[0], row[k] = row[k], ""
+			return
+		}
+	}
+}
+
+// tableNodes lists every node the table names: serving, destination and
+// move targets.
+func tableNodes(t *route.Table) []string {
+	seen := map[string]bool{}
+	for _, rows := range [][][]string{t.Serving, t.Destination} {
+		for _, row := range rows {
+			for _, a := range row {
+				if a != "" {
+					seen[a] = true
+				}
+			}
+		}
+	}
+	for _, mv := range t.Migrating {
+		seen[mv.From], seen[mv.To] = true, true
+	}
+	return sortedKeys(seen)
+}
+
+func tableEqual(a, b *route.Table) bool {
+	return a.Buckets == b.Buckets && a.Copies == b.Copies &&
+		rowsEqual(a.Serving, b.Serving) && rowsEqual(a.Destination, b.Destination) &&
+		slices.Equal(a.Migrating, b.Migrating)
+}
+
+func rowsEqual(a, b [][]string) bool {
+	return slices.EqualFunc(a, b, func(x, y []string) bool { return slices.Equal(x, y) })
+}
+
+func cloneRows(rows [][]string) [][]string {
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		out[i] = slices.Clone(r)
+	}
+	return out
+}
+
+// applyAdmin applies an admin request inside the leader loop and commits
+// the result before answering.
+func (s *Server) applyAdmin(ctx context.Context, ls *leaderState, req wire.AdminRequest) wire.AdminReply {
+	m := ls.meta.clone()
+	var t *route.Table
+	if ls.table != nil {
+		t = ls.table.Clone()
+	}
+	msg := ""
+	switch req.Op {
+	case "node-add":
+		nm := m.Nodes[req.Node]
+		if nm == nil {
+			return wire.AdminReply{OK: true, Message: "the node joins when it sends its first heartbeat"}
+		}
+		nm.Draining, nm.Removed = false, false
+		ls.dirty = true
+	case "node-drain":
+		nm := m.Nodes[req.Node]
+		if nm == nil {
+			return wire.AdminReply{Message: fmt.Sprintf("unknown node %q", req.Node)}
+		}
+		nm.Draining = true
+		ls.dirty = true
+		msg = "draining; remove the node once it holds no copy"
+	case "node-remove":
+		nm := m.Nodes[req.Node]
+		if nm == nil {
+			return wire.AdminReply{Message: fmt.Sprintf("unknown node %q", req.Node)}
+		}
+		if t != nil && slices.Contains(tableNodes(t), req.Node) && s.isAlive(req.Node) {
+			return wire.AdminReply{Message: fmt.Sprintf("node %s still holds copies: drain it first", req.Node)}
+		}
+		nm.Removed, nm.Draining = true, false
+		if t != nil && strip(t, req.Node, false) {
+			ls.dirty = true
+		}
+		s.nodes.forget(req.Node)
+	case "rebalance":
+		ls.dirty = true
+	case "migrations-pause":
+		m.Paused = true
+	case "migrations-resume":
+		m.Paused = false
+	case "migrations-cancel":
+		if t != nil {
+			t.Migrating = nil
+			t.Destination = cloneRows(t.Serving)
+			clear(ls.started)
+			m.PlanDone = 0
+		}
+		msg = "plan dropped; the next cluster change or rebalance plans again"
+	case "area-set":
+		if req.Area > route.MaxArea {
+			return wire.AdminReply{Message: fmt.Sprintf("area %d out of range 0..%d", req.Area, route.MaxArea)}
+		}
+		if m.Areas == nil {
+			m.Areas = map[uint16]wire.AreaConfig{}
+		}
+		m.Areas[req.Area] = req.Config
+	case "hooks-set":
+		m.Hooks = slices.Clone(req.Hooks)
+	default:
+		return wire.AdminReply{Message: fmt.Sprintf("unknown op %q", req.Op)}
+	}
+	var saveT *route.Table
+	if t != nil && !tableEqual(t, ls.table) {
+		t.Version = ls.table.Version + 1
+		saveT = t
+	}
+	if err := s.store.save(ctx, ls.fence, saveT, m); err != nil {
+		ls.reload = !errors.Is(err, errFenced)
+		return wire.AdminReply{Message: err.Error()}
+	}
+	ls.meta = m
+	s.setMeta(m)
+	if saveT != nil {
+		ls.table = saveT
+		s.publish(saveT)
+	}
+	s.log.Info("admin request applied", "op", req.Op, "node", req.Node, "area", req.Area)
+	// Act on it now (rebuild, start moves) rather than at the next tick.
+	if err := s.reconcile(ctx, ls); err != nil && !errors.Is(err, context.Canceled) {
+		s.log.Warn("reconcile after admin request failed", "err", err)
+	}
+	if ls.buildErr != "" && (req.Op == "rebalance" || strings.HasPrefix(req.Op, "node-")) {
+		return wire.AdminReply{Message: ls.buildErr}
+	}
+	return wire.AdminReply{OK: true, Message: msg}
+}
+
+func (s *Server) isAlive(addr string) bool {
+	view, _ := s.nodes.snapshot(time.Now(), s.cfg.downAfter())
+	return view[addr].alive
+}
+
+// compactList prints at most n numbers, then how many more.
+func compactList(xs []int, n int) string {
+	if len(xs) <= n {
+		return fmt.Sprint(xs)
+	}
+	return fmt.Sprintf("%v and %d more", xs[:n], len(xs)-n)
+}
+
+// firstCopy returns the row's first surviving copy, "" when none is left.
+func firstCopy(row []string) string {
+	for _, a := range row {
+		if a != "" {
+			return a
+		}
+	}
+	return ""
+}

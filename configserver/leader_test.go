@@ -1,0 +1,97 @@
+package configserver
+
+import (
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tairkv/tair/internal/route"
+)
+
+func TestStripPromotes(t *testing.T) {
+	tb := &route.Table{
+		Buckets:     3,
+		Serving:     [][]string{{"a", "b"}, {"b", "a"}, {"a", ""}},
+		Destination: [][]string{{"a", "b"}, {"b", "c"}, {"a", "c"}},
+		Migrating:   []route.Move{{Bucket: 1, From: "a", To: "c"}, {Bucket: 2, From: "a", To: "c"}},
+	}
+	if !strip(tb, "a", true) {
+		t.Fatal("strip changed nothing")
+	}
+	want := [][]string{{"b", ""}, {"b", ""}, {"a", ""}} // bucket 2's last copy stays
+	if !rowsEqual(tb.Serving, want) || len(tb.Migrating) != 0 {
+		t.Fatalf("serving %v moves %v, want %v and none", tb.Serving, tb.Migrating, want)
+	}
+	if !rowsEqual(tb.Destination, [][]string{{"b"}, {"b", "c"}, {"c"}}) {
+		t.Fatalf("destination %v", tb.Destination)
+	}
+	strip(tb, "a", false)
+	if !slices.Equal(tb.Serving[2], []string{"", ""}) {
+		t.Fatalf("bucket 2 = %v, want lost", tb.Serving[2])
+	}
+}
+
+func TestApplyDone(t *testing.T) {
+	tb := &route.Table{
+		Buckets:     3,
+		Serving:     [][]string{{"a", "b"}, {"a", ""}, {"a", "b"}},
+		Destination: [][]string{{"c", "b"}, {"a", "c"}, {"a", "c"}},
+	}
+	applyDone(tb, route.Move{Bucket: 0, From: "a", To: "c"}) // master moves: c is master
+	applyDone(tb, route.Move{Bucket: 1, From: "a", To: "c"}) // recovery fills the hole
+	applyDone(tb, route.Move{Bucket: 2, From: "b", To: "c"}) // slave moves
+	want := [][]string{{"c", "b"}, {"a", "c"}, {"a", "c"}}
+	if !rowsEqual(tb.Serving, want) {
+		t.Fatalf("serving %v, want %v", tb.Serving, want)
+	}
+}
+
+// TestStartMovesOrder: recovery moves go first; at most MovesPerNode per
+// source and MaxMoves in all; one move per bucket.
+func TestStartMovesOrder(t *testing.T) {
+	s := &Server{cfg: DefaultConfig(), log: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: newMetrics()}
+	s.cfg.MovesPerNode, s.cfg.MaxMoves = 1, 2
+	tb := &route.Table{
+		Buckets: 4,
+		// Buckets 0 and 1 rebalance (a's copy to d); 2 and 3 lost a copy.
+		Serving:     [][]string{{"a", "b"}, {"b", "a"}, {"b", ""}, {"c", ""}},
+		Destination: [][]string{{"d", "b"}, {"b", "d"}, {"b", "d"}, {"c", "a"}},
+	}
+	ls := &leaderState{started: map[route.Move]time.Time{}, failed: map[route.Move]time.Time{}}
+	s.startMoves(tb, ls, time.Now(), func(string) bool { return true })
+	want := []route.Move{{Bucket: 2, From: "b", To: "d"}, {Bucket: 3, From: "c", To: "a"}}
+	if !slices.Equal(tb.Migrating, want) {
+		t.Fatalf("started %v, want %v", tb.Migrating, want)
+	}
+	s.cfg.MaxMoves = 8
+	s.startMoves(tb, ls, time.Now(), func(string) bool { return true })
+	want = append(want, route.Move{Bucket: 0, From: "a", To: "d"}) // b is busy with bucket 2
+	if !slices.Equal(tb.Migrating, want) {
+		t.Fatalf("started %v, want %v", tb.Migrating, want)
+	}
+}
+
+// TestStalledMoveRestarts: a move its source never mentions is dropped
+// after MoveStall and started again after a pause.
+func TestStalledMoveRestarts(t *testing.T) {
+	cfg := testConfig()
+	cfg.MoveStall = 300 * time.Millisecond
+	s := startServer(t, cfg)
+	waitLeader(t, s, 5*time.Second)
+	for _, a := range dsAddrs[:2] {
+		newFakeDS(t, a, s.Addr())
+	}
+	waitTable(t, s, 5*time.Second, func(*route.Table) bool { return true }, "any")
+	newFakeDS(t, dsAddrs[2], s.Addr())
+	first := waitTable(t, s, 3*time.Second, func(tb *route.Table) bool { return len(tb.Migrating) > 0 }, "moves")
+	// Nobody reports: the move is dropped, then started again.
+	mv := first.Migrating[0]
+	start := time.Now()
+	waitTable(t, s, 3*time.Second, func(tb *route.Table) bool { return !slices.Contains(tb.Migrating, mv) }, "move dropped")
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Fatalf("move dropped after %v, before MoveStall", d)
+	}
+	waitTable(t, s, 5*time.Second, func(tb *route.Table) bool { return slices.Contains(tb.Migrating, mv) }, "move restarted")
+}

@@ -1,0 +1,46 @@
+package configserver
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics live in a registry per Server, so several configservers can run
+// in one process (tests, `tair up`).
+type metrics struct {
+	reg          *prometheus.Registry
+	leader       prometheus.Gauge
+	tableVersion prometheus.Gauge
+	nodesAlive   prometheus.Gauge
+	nodesKnown   prometheus.Gauge
+	movesPending prometheus.Gauge
+	movesRunning prometheus.Gauge
+	movesDone    prometheus.Counter
+	heartbeats   prometheus.Counter
+	buildRefused prometheus.Gauge
+}
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	g := func(name, help string) prometheus.Gauge {
+		x := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tair", Subsystem: "configserver", Name: name, Help: help})
+		m.reg.MustRegister(x)
+		return x
+	}
+	c := func(name, help string) prometheus.Counter {
+		x := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tair", Subsystem: "configserver", Name: name, Help: help})
+		m.reg.MustRegister(x)
+		return x
+	}
+	m.leader = g("leader", "1 while this configserver leads.")
+	m.tableVersion = g("table_version", "Version of the bucket table this configserver serves.")
+	m.nodesAlive = g("nodes_alive", "Dataservers heard from within the down timeout (leader only).")
+	m.nodesKnown = g("nodes_known", "Dataservers known to the cluster, alive or not (leader only).")
+	m.movesPending = g("migrations_pending", "Planned bucket moves not started yet (leader only).")
+	m.movesRunning = g("migrations_running", "Bucket moves in progress (leader only).")
+	m.movesDone = c("migrations_done_total", "Bucket moves completed by this configserver.")
+	m.buildRefused = g("build_refused", "1 while the table builder refuses the member set (see the log for why).")
+	m.heartbeats = c("heartbeats_total", "Dataserver heartbeats received.")
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}

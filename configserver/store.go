@@ -1,0 +1,154 @@
+package configserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/internal/wire"
+)
+
+// errFenced reports that a leader write found the leader key gone or
+// re-created: another configserver leads now, and this one must stop.
+var errFenced = errors.New("configserver: not leader any more (fenced write failed)")
+
+// meta is the cluster state kept beside the table: what the configserver
+// must remember across restarts and leader changes that the table does
+// not say.
+type meta struct {
+	Nodes  map[string]*nodeMeta       `json:"nodes"`
+	Areas  map[uint16]wire.AreaConfig `json:"areas,omitempty"`
+	Hooks  []string                   `json:"hooks,omitempty"`
+	Paused bool                       `json:"paused,omitempty"`
+	// Completed counts moves finished over the cluster's life; PlanDone
+	// those finished since the destination was last rebuilt (what
+	// `tair ctl` shows as progress).
+	Completed int `json:"completed"`
+	PlanDone  int `json:"plan_done"`
+}
+
+// nodeMeta is one known dataserver.
+type nodeMeta struct {
+	Zone        string `json:"zone,omitempty"`
+	Rack        string `json:"rack,omitempty"`
+	Incarnation int64  `json:"incarnation"`
+	Persistent  bool   `json:"persistent,omitempty"`
+	// Draining nodes get no copies; their copies move away.
+	Draining bool `json:"draining,omitempty"`
+	// Removed nodes are out of the cluster until node-add.
+	Removed bool `json:"removed,omitempty"`
+}
+
+func newMeta() *meta { return &meta{Nodes: map[string]*nodeMeta{}} }
+
+func (m *meta) clone() *meta {
+	c := *m
+	c.Nodes = make(map[string]*nodeMeta, len(m.Nodes))
+	for k, v := range m.Nodes {
+		nv := *v
+		c.Nodes[k] = &nv
+	}
+	c.Areas = maps.Clone(m.Areas)
+	c.Hooks = slices.Clone(m.Hooks)
+	return &c
+}
+
+// fence identifies this configserver's leadership: the election key and
+// the revision that created it (pd's LeaderTxn condition).
+type fence struct {
+	key string
+	rev int64
+}
+
+// store reads and writes the cluster state in etcd under prefix.
+type store struct {
+	cli    *clientv3.Client
+	prefix string
+}
+
+func (s *store) tableKey() string    { return s.prefix + "/table" }
+func (s *store) metaKey() string     { return s.prefix + "/meta" }
+func (s *store) electionKey() string { return s.prefix + "/election" }
+
+// load returns the stored table (nil before the first one), the meta
+// (empty when none) and the revision they were read at.
+func (s *store) load(ctx context.Context) (*route.Table, *meta, int64, error) {
+	resp, err := s.cli.Txn(ctx).Then(
+		clientv3.OpGet(s.tableKey()),
+		clientv3.OpGet(s.metaKey()),
+	).Commit()
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("configserver: load state: %w", err)
+	}
+	var t *route.Table
+	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+		if t, err = decodeTable(kvs[0].Value); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	m := newMeta()
+	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
+		if err := json.Unmarshal(kvs[0].Value, m); err != nil {
+			return nil, nil, 0, fmt.Errorf("configserver: decode meta: %w", err)
+		}
+		if m.Nodes == nil {
+			m.Nodes = map[string]*nodeMeta{}
+		}
+	}
+	return t, m, resp.Header.Revision, nil
+}
+
+func decodeTable(data []byte) (*route.Table, error) {
+	var t route.Table
+	if err := json.Unmarshal(data, &t); err != nil {
+		return nil, fmt.Errorf("configserver: decode table: %w", err)
+	}
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("configserver: stored table: %w", err)
+	}
+	return &t, nil
+}
+
+// save writes the table and/or the meta (nil: unchanged) in one
+// transaction that only applies while f's leader key still exists with the
+// revision we created it at. A leader that lost its key (lease expired,
+// resigned, a new leader elected) gets errFenced and changes nothing.
+func (s *store) save(ctx context.Context, f fence, t *route.Table, m *meta) error {
+	var ops []clientv3.Op
+	if t != nil {
+		data, err := json.Marshal(t)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, clientv3.OpPut(s.tableKey(), string(data)))
+	}
+	if m != nil {
+		data, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, clientv3.OpPut(s.metaKey(), string(data)))
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	resp, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(f.key), "=", f.rev)).
+		Then(ops...).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("configserver: save state: %w", err)
+	}
+	if !resp.Succeeded {
+		return errFenced
+	}
+	return nil
+}
+
+func clientv3CountOnly() []clientv3.OpOption { return []clientv3.OpOption{clientv3.WithCountOnly()} }

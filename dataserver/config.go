@@ -1,0 +1,158 @@
+package dataserver
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tairkv/tair/engines"
+)
+
+// Replication modes (Config.ReplicationMode).
+const (
+	// ReplicationStrict fails a write with TIMEOUT when a slave has not
+	// applied it within ReplicationTimeout.
+	ReplicationStrict = "strict"
+	// ReplicationDegraded acknowledges the write anyway, reports the slave
+	// in the heartbeat's UnreachableSlaves and stops waiting for it until it
+	// has caught up again.
+	ReplicationDegraded = "degraded"
+)
+
+// Config configures one dataserver. Zero fields take DefaultConfig's values
+// (Adjust).
+type Config struct {
+	// Listen is the RESP address; the bound address ("127.0.0.1:0" picks a
+	// port) is the node's identity in the bucket table.
+	Listen string
+	// HTTP is the address of /metrics, /healthz and /status ("" = none).
+	HTTP string
+	// ConfigServers are the configservers' API addresses.
+	ConfigServers []string
+	// Engine is the storage engine's registered name (default "rdb").
+	Engine string
+	// Dir is the data directory of persistent engines.
+	Dir string
+	// Sync is the durability policy of persistent engines.
+	Sync engines.SyncPolicy
+	// MemoryLimit bounds an in-memory engine's bytes (0 = none).
+	MemoryLimit int64
+	// Zone and Rack label the node for position-safe tables.
+	Zone, Rack string
+
+	// HeartbeatInterval is the period of heartbeats (default 500ms).
+	HeartbeatInterval time.Duration
+	// LeaseTimeout: the node acknowledges requests as master only while
+	// its last successful heartbeat was sent less than this long ago. It
+	// must be shorter than the configserver's down detection (4 heartbeat
+	// intervals). Default 1.5s.
+	LeaseTimeout time.Duration
+
+	// ReplicationMode is "strict" or "degraded" (default).
+	ReplicationMode string
+	// ReplicationTimeout is how long a write waits for its slaves
+	// (default 1s).
+	ReplicationTimeout time.Duration
+	// ReplicationBacklog is the most bytes kept for one unreachable slave
+	// before it is given up (it then needs a rebuild). Default 256 MiB.
+	ReplicationBacklog int64
+
+	// ForwardGrace is how long requests for a bucket that moved away are
+	// forwarded to its new master; the local copy is deleted after it.
+	// Default 5s.
+	ForwardGrace time.Duration
+	// MigrateBatchMax is the ceiling of the adaptive migration batch
+	// (records per message, default 2048).
+	MigrateBatchMax int
+	// MigrateBytesPerSec caps the migration rate (0 = no cap).
+	MigrateBytesPerSec int64
+	// MigrateParallel is how many buckets this node moves at once (default 2).
+	MigrateParallel int
+
+	// MaxKeySize and MaxValueSize are SPEC's limits (1024, 1 MiB).
+	MaxKeySize   int
+	MaxValueSize int
+	// ReadFromSlave lets TAIR.XR reads be served from a slave copy
+	// (default true).
+	ReadFromSlave bool
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		Listen:             "127.0.0.1:5191",
+		Engine:             "rdb",
+		Sync:               engines.SyncGroup,
+		HeartbeatInterval:  500 * time.Millisecond,
+		LeaseTimeout:       1500 * time.Millisecond,
+		ReplicationMode:    ReplicationDegraded,
+		ReplicationTimeout: time.Second,
+		ReplicationBacklog: 256 << 20,
+		ForwardGrace:       5 * time.Second,
+		MigrateBatchMax:    2048,
+		MigrateParallel:    2,
+		MaxKeySize:         1024,
+		MaxValueSize:       1 << 20,
+		ReadFromSlave:      true,
+	}
+}
+
+// Adjust fills zero fields with defaults.
+func (c *Config) Adjust() {
+	d := DefaultConfig()
+	if c.Listen == "" {
+		c.Listen = d.Listen
+	}
+	if c.Engine == "" {
+		c.Engine = d.Engine
+	}
+	if c.Sync == "" {
+		c.Sync = d.Sync
+	}
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = d.HeartbeatInterval
+	}
+	if c.LeaseTimeout <= 0 {
+		c.LeaseTimeout = 3 * c.HeartbeatInterval
+	}
+	if c.ReplicationMode == "" {
+		c.ReplicationMode = d.ReplicationMode
+	}
+	if c.ReplicationTimeout <= 0 {
+		c.ReplicationTimeout = d.ReplicationTimeout
+	}
+	if c.ReplicationBacklog <= 0 {
+		c.ReplicationBacklog = d.ReplicationBacklog
+	}
+	if c.ForwardGrace <= 0 {
+		c.ForwardGrace = d.ForwardGrace
+	}
+	if c.MigrateBatchMax <= 0 {
+		c.MigrateBatchMax = d.MigrateBatchMax
+	}
+	if c.MigrateParallel <= 0 {
+		c.MigrateParallel = d.MigrateParallel
+	}
+	if c.MaxKeySize <= 0 {
+		c.MaxKeySize = d.MaxKeySize
+	}
+	if c.MaxValueSize <= 0 {
+		c.MaxValueSize = d.MaxValueSize
+	}
+}
+
+// Validate checks the config.
+func (c *Config) Validate() error {
+	switch c.ReplicationMode {
+	case ReplicationStrict, ReplicationDegraded:
+	default:
+		return fmt.Errorf("dataserver: replication mode %q is neither strict nor degraded", c.ReplicationMode)
+	}
+	if len(c.ConfigServers) == 0 {
+		return fmt.Errorf("dataserver: no configserver address")
+	}
+	if c.LeaseTimeout >= 4*c.HeartbeatInterval {
+		return fmt.Errorf("dataserver: lease timeout %v must be shorter than 4 heartbeat intervals (%v)",
+			c.LeaseTimeout, 4*c.HeartbeatInterval)
+	}
+	return nil
+}

@@ -1,0 +1,454 @@
+package dataserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/internal/testutil"
+	"github.com/tairkv/tair/internal/wire"
+)
+
+const q = 16
+
+// cluster2 starts two nodes under a fake configserver with a ring table
+// (copies 2: each bucket's slave is the other node).
+func cluster2(t *testing.T, mut func(i int, c *Config)) (*fakeCS, []*Server) {
+	cs := newFakeCS(t)
+	var nodes []*Server
+	for i := 0; i < 2; i++ {
+		c := testConfig(cs.addr())
+		if mut != nil {
+			mut(i, &c)
+		}
+		nodes = append(nodes, startNode(t, c))
+	}
+	cs.setTable(ringTable(1, q, 2, nodes[0].Addr(), nodes[1].Addr()))
+	waitVersion(t, 1, nodes...)
+	return cs, nodes
+}
+
+func engineGet(s *Server, key string) (string, bool) {
+	k := engines.Key{Bucket: route.BucketOf([]byte(key), q), Area: 0, Key: []byte(key)}
+	e, err := s.Engine().Get(k)
+	if err != nil {
+		return "", false
+	}
+	return string(e.Value), true
+}
+
+func TestNotMaster(t *testing.T) {
+	_, nodes := cluster2(t, nil)
+	a, b := nodes[0], nodes[1]
+	// bucket 0: master a, slave b.
+	k := keyIn("nm", 0, q, 0)
+	cb := dial(t, b.Addr())
+	got := cb.do(x(1, "SET", k, "v")...)
+	want := "-NOTMASTER bucket 0 table 1 (tair -3986)"
+	if got != want {
+		t.Fatalf("write on the slave: got %q, want %q", got, want)
+	}
+	// A plain command is area 0, master only as well.
+	if got := cb.do("SET", k, "v"); got != want {
+		t.Fatalf("plain write on the slave: got %q", got)
+	}
+	// TAIR.X read on the slave: NOTMASTER; TAIR.XR read: served.
+	if got := cb.do(x(1, "GET", k)...); got != want {
+		t.Fatalf("TAIR.X read on the slave: got %q", got)
+	}
+	ca := dial(t, a.Addr())
+	if got := ca.do(x(1, "SET", k, "v")...); got != "+OK" {
+		t.Fatalf("write on the master: %q", got)
+	}
+	xr := append([]string{"TAIR.XR", "0", "1", "2"}, "GET", k)
+	if got := cb.do(xr...); got != "$1\r\nv" {
+		t.Fatalf("TAIR.XR read on the slave: %q", got)
+	}
+	// A proxy with a stale table (version 0) still gets the node's version.
+	if got := cb.do(x(0, "SET", k, "w")...); got != want {
+		t.Fatalf("stale proxy: %q", got)
+	}
+	// Writes whose keys span buckets are refused.
+	k1 := keyIn("nm", 2, q, 1)
+	if got := ca.do(x(1, "MSET", k, "1", k1, "2")...); !strings.HasPrefix(got, "-CROSSSLOT") {
+		t.Fatalf("cross-bucket MSET: %q", got)
+	}
+}
+
+func TestSyncReplication(t *testing.T) {
+	_, nodes := cluster2(t, nil)
+	a, b := nodes[0], nodes[1]
+	ca, cb := dial(t, a.Addr()), dial(t, b.Addr())
+	for i := 0; i < 50; i++ {
+		// alternate masters: bucket 0 on a, bucket 1 on b
+		bk := uint32(i % 2)
+		k := keyIn("sync", bk, q, i)
+		c, slave := ca, b
+		if bk == 1 {
+			c, slave = cb, a
+		}
+		v := fmt.Sprintf("v%d", i)
+		if got := c.do(x(1, "SET", k, v)...); got != "+OK" {
+			t.Fatalf("SET: %q", got)
+		}
+		// The ack means the slave has it, now.
+		if got, ok := engineGet(slave, k); !ok || got != v {
+			t.Fatalf("slave after ack: %q %v, want %q", got, ok, v)
+		}
+	}
+	// A pipeline of writes: one wait for the batch, every write on the slave.
+	var cmds [][]string
+	var keys []string
+	for i := 0; i < 500; i++ {
+		k := keyIn("pipe", 0, q, i)
+		keys = append(keys, k)
+		cmds = append(cmds, x(1, "SET", k, k))
+	}
+	for i, r := range ca.pipeline(cmds) {
+		if r != "+OK" {
+			t.Fatalf("pipelined SET %d: %q", i, r)
+		}
+	}
+	for _, k := range keys {
+		if got, ok := engineGet(b, k); !ok || got != k {
+			t.Fatalf("slave misses %s after the pipeline's ack", k)
+		}
+	}
+	// INCR replays exactly once.
+	k := keyIn("ctr", 0, q, 0)
+	for i := 0; i < 20; i++ {
+		ca.do(x(1, "INCR", k)...)
+	}
+	if got, _ := engineGet(b, k); got != "20" {
+		t.Fatalf("slave counter %q, want 20", got)
+	}
+}
+
+func TestStrictAndDegraded(t *testing.T) {
+	for _, mode := range []string{ReplicationStrict, ReplicationDegraded} {
+		t.Run(mode, func(t *testing.T) {
+			cs, nodes := cluster2(t, func(_ int, c *Config) { c.ReplicationMode = mode })
+			a, b := nodes[0], nodes[1]
+			ca := dial(t, a.Addr())
+			k := keyIn("sd", 0, q, 0)
+			if got := ca.do(x(1, "SET", k, "1")...); got != "+OK" {
+				t.Fatalf("healthy SET: %q", got)
+			}
+			_ = b.Close() // the slave dies
+			start := time.Now()
+			got := ca.do(x(1, "SET", k, "2")...)
+			took := time.Since(start)
+			switch mode {
+			case ReplicationStrict:
+				if !strings.HasPrefix(got, "-TIMEOUT ") || !strings.HasSuffix(got, "(tair -3989)") {
+					t.Fatalf("strict with a dead slave: %q", got)
+				}
+			case ReplicationDegraded:
+				if got != "+OK" {
+					t.Fatalf("degraded with a dead slave: %q", got)
+				}
+				// Later writes do not wait for the dead slave.
+				start2 := time.Now()
+				if got := ca.do(x(1, "SET", k, "3")...); got != "+OK" {
+					t.Fatalf("second degraded write: %q", got)
+				}
+				if d := time.Since(start2); d > 100*time.Millisecond {
+					t.Fatalf("degraded write waited %v for a known-dead slave", d)
+				}
+				testutil.Eventually(t, 2*time.Second, func() bool {
+					hb := cs.lastHB(a.Addr())
+					return len(hb.UnreachableSlaves) == 1 && hb.UnreachableSlaves[0] == b.Addr()
+				}, "heartbeat does not report the unreachable slave")
+			}
+			if took > 2*time.Second {
+				t.Fatalf("write took %v", took)
+			}
+		})
+	}
+}
+
+func TestLease(t *testing.T) {
+	cs, nodes := cluster2(t, shortLease)
+	a := nodes[0]
+	ca := dial(t, a.Addr())
+	k := keyIn("lease", 0, q, 0)
+	if got := ca.do(x(1, "SET", k, "1")...); got != "+OK" {
+		t.Fatalf("SET: %q", got)
+	}
+	cs.down.Store(true)
+	time.Sleep(a.cfg.LeaseTimeout + 100*time.Millisecond)
+	got := ca.do(x(1, "SET", k, "2")...)
+	if !strings.HasPrefix(got, "-NOTMASTER bucket 0 table 1") {
+		t.Fatalf("write with an expired lease: %q", got)
+	}
+	if v, _ := engineGet(a, k); v != "1" {
+		t.Fatalf("refused write applied: %q", v)
+	}
+	if got := ca.do(x(1, "GET", k)...); !strings.HasPrefix(got, "-NOTMASTER") {
+		t.Fatalf("read with an expired lease: %q", got)
+	}
+	cs.down.Store(false)
+	testutil.Eventually(t, 2*time.Second, func() bool {
+		return ca.do(x(1, "SET", k, "3")...) == "+OK"
+	}, "writes do not resume after the configserver is back")
+}
+
+// A write that is in flight when the lease runs out is not acknowledged.
+func TestLeaseExpiresDuringWrite(t *testing.T) {
+	cs, nodes := cluster2(t, func(i int, c *Config) {
+		shortLease(i, c)
+		c.ReplicationMode = ReplicationStrict
+		c.ReplicationTimeout = 2 * time.Second
+	})
+	a, b := nodes[0], nodes[1]
+	ca := dial(t, a.Addr())
+	k := keyIn("lease2", 0, q, 0)
+	// Freeze the slave's apply path by holding its bucket lock: the
+	// master's write waits for replication while its lease runs out.
+	bk := b.bucket(0)
+	bk.mu.Lock()
+	cs.down.Store(true)
+	go func() {
+		time.Sleep(a.cfg.LeaseTimeout + 100*time.Millisecond)
+		bk.mu.Unlock()
+	}()
+	got := ca.do(x(1, "SET", k, "1")...)
+	if !strings.HasPrefix(got, "-TIMEOUT lease expired") {
+		t.Fatalf("write acknowledged past the lease: %q", got)
+	}
+}
+
+func TestStatusAndDBSize(t *testing.T) {
+	_, nodes := cluster2(t, nil)
+	a := nodes[0]
+	ca := dial(t, a.Addr())
+	for i := 0; i < 10; i++ {
+		ca.do(x(1, "SET", keyIn("db", 0, q, i), "v")...)
+	}
+	if got := ca.do(x(1, "DBSIZE")...); got != ":10" {
+		t.Fatalf("DBSIZE on the master: %q", got)
+	}
+	if got := dial(t, nodes[1].Addr()).do(x(1, "DBSIZE")...); got != ":0" {
+		t.Fatalf("DBSIZE on the slave: %q", got)
+	}
+	got := ca.do(x(1, "SCANBUCKET", "0", "0", "MATCH", "db:1:*")...)
+	if !strings.HasPrefix(got, "*2\r\n$1\r\n0\r\n*1\r\n") {
+		t.Fatalf("SCANBUCKET: %q", got)
+	}
+	resp, err := http.Get("http://" + a.HTTPAddr() + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st wire.Status
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Kind != "dataserver" || st.TableVersion != 1 || len(st.Masters) != q/2 || len(st.Slaves) != q/2 {
+		t.Fatalf("status: %+v", st)
+	}
+}
+
+func TestAreaConfig(t *testing.T) {
+	cs, nodes := cluster2(t, nil)
+	a := nodes[0]
+	ca := dial(t, a.Addr())
+	k := keyIn("area", 0, q, 0)
+	area := func(n int, args ...string) []string {
+		return append([]string{"TAIR.X", strconv.Itoa(n), "1", "2"}, args...)
+	}
+	cs.mu.Lock()
+	cs.areas = map[uint16]wire.AreaConfig{5: {ReadOnly: true}, 6: {OpsLimit: 5}}
+	cs.mu.Unlock()
+	testutil.Eventually(t, 3*time.Second, func() bool {
+		return strings.HasPrefix(ca.do(area(5, "SET", k, "v")...), "-READONLY")
+	}, "read-only area still takes writes")
+	if got := ca.do(area(5, "GET", keyIn("area", 0, q, 1))...); got != "$-1" {
+		t.Fatalf("read in a read-only area: %q", got)
+	}
+	if got := ca.do(area(0, "SET", k, "v")...); got != "+OK" {
+		t.Fatalf("other area: %q", got)
+	}
+	limited := 0
+	for i := 0; i < 20; i++ {
+		if r := ca.do(area(6, "SET", k, "v")...); strings.HasPrefix(r, "-FLOWLIMIT ") {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Fatal("flow limit never hit")
+	}
+}
+
+// Close loses nothing acknowledged: a persistent node reopened on its
+// directory has every write.
+func TestCloseKeepsAcknowledged(t *testing.T) {
+	cs := newFakeCS(t)
+	c := testConfig(cs.addr())
+	c.Engine, c.Dir = "ldb", t.TempDir()
+	c.Listen = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+	s := startNode(t, c)
+	cs.setTable(ringTable(1, q, 1, s.Addr()))
+	waitVersion(t, 1, s)
+	cl := dial(t, s.Addr())
+	var cmds [][]string
+	for i := 0; i < 1000; i++ {
+		cmds = append(cmds, x(1, "SET", fmt.Sprintf("k%d", i), strconv.Itoa(i)))
+	}
+	for _, r := range cl.pipeline(cmds) {
+		if r != "+OK" {
+			t.Fatal(r)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := startNode(t, c)
+	waitVersion(t, 1, s2)
+	cl2 := dial(t, s2.Addr())
+	for i := 0; i < 1000; i += 37 {
+		if got := cl2.do(x(1, "GET", fmt.Sprintf("k%d", i))...); got != "$"+strconv.Itoa(len(strconv.Itoa(i)))+"\r\n"+strconv.Itoa(i) {
+			t.Fatalf("k%d after restart: %q", i, got)
+		}
+	}
+}
+
+func TestMultiExecAndWatch(t *testing.T) {
+	_, nodes := cluster2(t, nil)
+	a, b := nodes[0], nodes[1]
+	ca := dial(t, a.Addr())
+	k1, k2 := keyIn("tx", 0, q, 1), keyIn("tx", 0, q, 2)
+	got := ca.do(x(1, "MULTIEXEC", "3", "3", "SET", k1, "a", "2", "INCR", k2, "2", "GET", k1)...)
+	if got != "*3\r\n+OK\r\n:1\r\n$1\r\na" {
+		t.Fatalf("MULTIEXEC: %q", got)
+	}
+	if v, _ := engineGet(b, k2); v != "1" {
+		t.Fatalf("slave after MULTIEXEC: %q", v)
+	}
+	if got := ca.do(x(1, "TAIR.KEYVER", k1, k2, keyIn("tx", 0, q, 3))...); got != "*3\r\n:1\r\n:1\r\n:0" {
+		t.Fatalf("TAIR.KEYVER: %q", got)
+	}
+	// Watch holds: runs. Then k1 changes: the next one with the old version aborts.
+	if got := ca.do(x(1, "MULTIEXEC", "1", "2", "INCR", k2, "WATCH", "1", k1, "1")...); got != "*1\r\n:2" {
+		t.Fatalf("watched MULTIEXEC: %q", got)
+	}
+	ca.do(x(1, "SET", k1, "b")...)
+	if got := ca.do(x(1, "MULTIEXEC", "1", "2", "INCR", k2, "WATCH", "1", k1, "1")...); got != "*-1" {
+		t.Fatalf("MULTIEXEC after the watched key changed: %q", got)
+	}
+	if got := ca.do(x(1, "MULTIEXEC", "2", "3", "SET", k1, "a", "3", "SET", keyIn("tx", 1, q, 0), "b")...); !strings.HasPrefix(got, "-CROSSSLOT") {
+		t.Fatalf("cross-bucket MULTIEXEC: %q", got)
+	}
+}
+
+// With no configserver process running at all, nobody can change the
+// table: the nodes keep their lease and serve on.
+func TestServesWhileNoConfigServerRuns(t *testing.T) {
+	cs, nodes := cluster2(t, shortLease)
+	ca := dial(t, nodes[0].Addr())
+	k := keyIn("csdown", 0, q, 0)
+	_ = cs.srv.Close() // connections refused from now on
+	deadline := time.Now().Add(3 * nodes[0].cfg.LeaseTimeout)
+	for i := 0; time.Now().Before(deadline); i++ {
+		if got := ca.do(x(1, "SET", k, strconv.Itoa(i))...); got != "+OK" {
+			t.Fatalf("write %d with no configserver: %q", i, got)
+		}
+		if v, _ := engineGet(nodes[1], k); v != strconv.Itoa(i) {
+			t.Fatalf("slave after write %d: %q", i, v)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestHooksAndMetrics(t *testing.T) {
+	cs, nodes := cluster2(t, nil)
+	a := nodes[0]
+	cs.mu.Lock()
+	cs.hooks = []string{"stats", "audit"}
+	cs.mu.Unlock()
+	ca := dial(t, a.Addr())
+	k := keyIn("hook", 0, q, 0)
+	testutil.Eventually(t, 3*time.Second, func() bool {
+		ca.do(x(1, "SET", k, "v")...)
+		r, err := http.Get("http://" + a.HTTPAddr() + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		return strings.Contains(string(b), `tair_dataserver_area_commands_total{area="0",kind="write"}`)
+	}, "stats hook did not count")
+	if r, err := http.Get("http://" + a.HTTPAddr() + "/healthz"); err != nil || r.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", r, err)
+	}
+}
+
+func TestFlush(t *testing.T) {
+	_, nodes := cluster2(t, nil)
+	ca := dial(t, nodes[0].Addr())
+	k := keyIn("fl", 0, q, 0)
+	in := func(area string, args ...string) []string {
+		return append([]string{"TAIR.X", area, "1", "2"}, args...)
+	}
+	ca.do(in("0", "SET", k, "a")...)
+	ca.do(in("7", "SET", k, "b")...)
+	if got := ca.do(in("7", "FLUSHDB")...); got != "+OK" {
+		t.Fatalf("FLUSHDB: %q", got)
+	}
+	if got := ca.do(in("7", "GET", k)...); got != "$-1" {
+		t.Fatalf("area 7 after FLUSHDB: %q", got)
+	}
+	if got := ca.do(in("0", "GET", k)...); got != "$1\r\na" {
+		t.Fatalf("area 0 after FLUSHDB of area 7: %q", got)
+	}
+	ca.do(in("7", "SET", k, "b")...)
+	if got := ca.do(in("0", "FLUSHALL")...); got != "+OK" {
+		t.Fatalf("FLUSHALL: %q", got)
+	}
+	for _, a := range []string{"0", "7"} {
+		if got := ca.do(in(a, "GET", k)...); got != "$-1" {
+			t.Fatalf("area %s after FLUSHALL: %q", a, got)
+		}
+	}
+}
+
+// A slave that falls further behind than the backlog allows gets a full
+// copy through a new stream once it answers again (degraded mode).
+func TestSlaveTooFarBehindIsResynced(t *testing.T) {
+	_, nodes := cluster2(t, func(_ int, c *Config) {
+		c.ReplicationBacklog = 4 << 10
+		c.ReplicationTimeout = 200 * time.Millisecond
+	})
+	a, b := nodes[0], nodes[1]
+	ca := dial(t, a.Addr())
+	bk := b.bucket(0)
+	bk.mu.Lock() // the slave stops applying bucket 0
+	var cmds [][]string
+	for i := 0; i < 300; i++ {
+		cmds = append(cmds, x(1, "SET", keyIn("far", 0, q, i), fmt.Sprint("v", i)))
+	}
+	for i, r := range ca.pipeline(cmds) {
+		if r != "+OK" {
+			bk.mu.Unlock()
+			t.Fatalf("SET %d: %q", i, r)
+		}
+	}
+	ca.do(x(1, "SET", keyIn("far", 0, q, 0), "last")...)
+	bk.mu.Unlock()
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		for i := 1; i < 300; i++ {
+			if v, _ := engineGet(b, keyIn("far", 0, q, i)); v != fmt.Sprint("v", i) {
+				return false
+			}
+		}
+		v, _ := engineGet(b, keyIn("far", 0, q, 0))
+		return v == "last"
+	}, "the slave was not resynced")
+}

@@ -1,0 +1,261 @@
+package exec
+
+// Test helpers shared by this package's tests: an executor over a fresh
+// engine with a fake clock, a command-line splitter, and step tables that
+// compare raw RESP replies.
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/engines/ldb"
+	"github.com/tairkv/tair/engines/mdb"
+	"github.com/tairkv/tair/engines/rdb"
+	"github.com/tairkv/tair/internal/command"
+)
+
+// testClock is a fake clock the engine and the executor share.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// testEpoch is the fake clock's start: 2026-01-01T00:00:00Z, whole seconds.
+var testEpoch = time.Unix(1767225600, 0)
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// harness runs commands on one executor.
+type harness struct {
+	t     *testing.T
+	x     *Executor
+	eng   engines.Engine
+	clock *testClock
+	area  uint16
+	proto int
+	// lastProp is what the last command propagated.
+	lastProp [][][]byte
+}
+
+// newHarness returns a harness over a fresh rdb engine (fake clock at
+// testEpoch, RESP2, area 0).
+func newHarness(t *testing.T) *harness { return newHarnessOn(t, rdb.Name) }
+
+// newHarnessOn is newHarness over the engine registered as name.
+func newHarnessOn(t *testing.T, name string) *harness {
+	t.Helper()
+	clk := &testClock{t: testEpoch}
+	eng := openEngine(t, name, clk)
+	return &harness{t: t, x: New(eng, Options{Now: clk.Now}), eng: eng, clock: clk, proto: 2}
+}
+
+// openEngine opens a fresh engine on clk, closed when the test ends.
+func openEngine(t *testing.T, name string, clk *testClock) engines.Engine {
+	t.Helper()
+	eng, err := engines.Open(name, engines.Options{Now: clk.Now, SweepInterval: time.Hour, Dir: t.TempDir(), Sync: engines.SyncNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	return eng
+}
+
+// testEngines are the engines the command tests run on.
+var testEngines = []string{rdb.Name, mdb.Name, ldb.Name}
+
+// onEngines runs fn as a subtest per engine.
+func onEngines(t *testing.T, fn func(t *testing.T, engine string)) {
+	for _, name := range testEngines {
+		t.Run(name, func(t *testing.T) { fn(t, name) })
+	}
+}
+
+// do runs one command and returns its raw reply.
+func (h *harness) do(args ...string) string {
+	h.t.Helper()
+	bs := make([][]byte, len(args))
+	for i, a := range args {
+		bs[i] = []byte(a)
+	}
+	out, prop := h.x.Exec(h.area, h.proto, false, bs, nil)
+	h.lastProp = prop
+	return string(out)
+}
+
+// line runs a command line (see splitLine).
+func (h *harness) line(l string) string {
+	h.t.Helper()
+	return h.do(splitLine(l)...)
+}
+
+// prop renders lastProp as command lines: "SET k v PXAT 1", one per command.
+func (h *harness) prop() []string {
+	var out []string
+	for _, cmd := range h.lastProp {
+		parts := make([]string, len(cmd))
+		for i, a := range cmd {
+			parts[i] = quoteArg(string(a))
+		}
+		out = append(out, strings.Join(parts, " "))
+	}
+	return out
+}
+
+func quoteArg(s string) string {
+	if s == "" || strings.ContainsAny(s, " \"\\\x00\r\n") {
+		return fmt.Sprintf("%q", s)
+	}
+	return s
+}
+
+// splitLine splits a command line on spaces; "double quoted" arguments may
+// hold spaces and Go escapes ("" is the empty argument).
+func splitLine(l string) []string {
+	var out []string
+	for i := 0; i < len(l); {
+		switch {
+		case l[i] == ' ':
+			i++
+		case l[i] == '"':
+			j := i + 1
+			for j < len(l) && l[j] != '"' {
+				if l[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			var s string
+			if _, err := fmt.Sscanf(l[i:j+1], "%q", &s); err != nil {
+				panic("bad quoted argument in " + l)
+			}
+			out = append(out, s)
+			i = j + 1
+		default:
+			j := i
+			for j < len(l) && l[j] != ' ' {
+				j++
+			}
+			out = append(out, l[i:j])
+			i = j
+		}
+	}
+	return out
+}
+
+// step is one command line and its exact raw reply. A want of "*" accepts
+// anything (setup steps).
+type step struct {
+	cmd, want string
+}
+
+// run runs steps in order, failing on the first mismatch of each.
+func (h *harness) run(steps []step) {
+	h.t.Helper()
+	for i, s := range steps {
+		got := h.line(s.cmd)
+		if s.want != "*" && got != s.want {
+			h.t.Errorf("step %d: %s\n got: %q\nwant: %q", i, s.cmd, got, s.want)
+		}
+	}
+}
+
+// version returns the engine version of key in the harness's area (0 when
+// missing).
+func (h *harness) version(key string) int64 {
+	h.t.Helper()
+	e, err := h.eng.Get(engines.Key{Bucket: bucketOf(key, h.x), Area: h.area, Key: []byte(key)})
+	if err != nil {
+		return 0
+	}
+	return e.Version
+}
+
+func bucketOf(key string, x *Executor) uint32 {
+	c := &Ctx{X: x, Args: [][]byte{[]byte(key)}}
+	return c.Key(0).Bucket
+}
+
+// Some RESP shorthands for tables.
+const (
+	ok     = "+OK\r\n"
+	null   = "$-1\r\n"
+	nullA  = "*-1\r\n"
+	empty  = "$0\r\n\r\n"
+	wrongT = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
+	notInt = "-ERR value is not an integer or out of range\r\n"
+	syntax = "-ERR syntax error\r\n"
+)
+
+func bulk(s string) string { return fmt.Sprintf("$%d\r\n%s\r\n", len(s), s) }
+func num(n int64) string   { return fmt.Sprintf(":%d\r\n", n) }
+func arr(items ...string) string {
+	return fmt.Sprintf("*%d\r\n", len(items)) + strings.Join(items, "")
+}
+func errReply(s string) string { return "-" + s + "\r\n" }
+
+// myFamilies are the command families this file set implements; the test
+// below checks that each of their Write/ReadOnly specs has a handler.
+func myFamily(name string) bool {
+	switch {
+	case strings.HasPrefix(name, "tair."), strings.HasPrefix(name, "ex") && !strings.HasPrefix(name, "exh") && name != "exists" && name != "expire" && name != "expireat" && name != "expiretime" && name != "exec":
+		return true
+	}
+	switch name {
+	case "del", "unlink", "exists", "touch", "type", "expire", "pexpire", "expireat", "pexpireat",
+		"ttl", "pttl", "expiretime", "pexpiretime", "persist", "copy", "rename", "renamenx", "object", "memory",
+		"get", "set", "setnx", "setex", "psetex", "getset", "getdel", "getex", "mget", "mset", "msetnx",
+		"incr", "decr", "incrby", "decrby", "incrbyfloat", "append", "strlen", "getrange", "substr", "setrange", "lcs",
+		"cas", "cad":
+		return true
+	}
+	return false
+}
+
+func TestEverySpecHasHandler(t *testing.T) {
+	var missing []string
+	for _, s := range command.All() {
+		if s.Flags&(command.Write|command.ReadOnly) == 0 || !myFamily(s.Name) {
+			continue
+		}
+		if s.Has(command.NoKey) && s.Has(command.Admin) && !strings.HasPrefix(s.Name, "tair.") {
+			continue // SCAN, KEYS, FLUSHDB ...: proxy/dataserver admin paths
+		}
+		if !Supported(s.Name) {
+			missing = append(missing, s.Name)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Fatalf("specs without a handler: %v", missing)
+	}
+	// And the other way round: every handler of these families has a spec
+	// with the right flag.
+	for name := range handlers {
+		if !myFamily(name) {
+			continue
+		}
+		s := command.Lookup([]byte(name))
+		if s == nil {
+			t.Errorf("handler %q has no spec", name)
+			continue
+		}
+		if s.Flags&(command.Write|command.ReadOnly) == 0 {
+			t.Errorf("spec %q is neither Write nor ReadOnly", name)
+		}
+	}
+}

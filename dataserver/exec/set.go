@@ -1,0 +1,533 @@
+package exec
+
+// Redis sets on *ds.Set objects. Multi-key commands (SMOVE, SINTER ...,
+// *STORE) need their keys in one bucket: the proxy answers CROSSSLOT
+// otherwise, and so does the dataserver when called directly.
+
+import (
+	"strconv"
+
+	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/engines/ds"
+)
+
+func init() {
+	Register("sadd", cmdSAdd)
+	Register("srem", cmdSRem)
+	Register("smembers", cmdSMembers)
+	Register("sismember", cmdSIsMember)
+	Register("smismember", cmdSMIsMember)
+	Register("scard", cmdSCard)
+	Register("spop", cmdSPop)
+	Register("srandmember", cmdSRandMember)
+	Register("smove", cmdSMove)
+	Register("sinter", func(c *Ctx) { setOp(c, opInter, false) })
+	Register("sunion", func(c *Ctx) { setOp(c, opUnion, false) })
+	Register("sdiff", func(c *Ctx) { setOp(c, opDiff, false) })
+	Register("sinterstore", func(c *Ctx) { setOp(c, opInter, true) })
+	Register("sunionstore", func(c *Ctx) { setOp(c, opUnion, true) })
+	Register("sdiffstore", func(c *Ctx) { setOp(c, opDiff, true) })
+	Register("sintercard", cmdSInterCard)
+	Register("sscan", cmdSScan)
+}
+
+func newSet() engines.Object { return ds.NewSet() }
+
+func cmdSAdd(c *Ctx) {
+	if err := dsCheckValues(c, 2, 1); err != nil {
+		dsFail(c, err)
+		return
+	}
+	added := 0
+	err := dsWrite(c, 1, engines.TypeSet, newSet, func(o engines.Object) (engines.Action, error) {
+		s := o.(*ds.Set)
+		for _, m := range c.Args[2:] {
+			if s.Add(string(m)) {
+				added++
+			}
+		}
+		if added == 0 {
+			return engines.Keep, nil
+		}
+		return engines.Store, nil
+	})
+	if err != nil {
+		dsFail(c, err)
+		return
+	}
+	if added == 0 {
+		c.NoPropagate()
+	}
+	c.Int(int64(added))
+}
+
+func cmdSRem(c *Ctx) {
+	n := 0
+	err := dsWrite(c, 1, engines.TypeSet, nil, func(o engines.Object) (engines.Action, error) {
+		if o == nil {
+			return engines.Keep, nil
+		}
+		s := o.(*ds.Set)
+		for _, m := range c.Args[2:] {
+			if s.Remove(string(m)) {
+				n++
+			}
+		}
+		if n == 0 {
+			return engines.Keep, nil
+		}
+		return engines.Store, nil
+	})
+	if err != nil {
+		dsFail(c, err)
+		return
+	}
+	if n == 0 {
+		c.NoPropagate()
+	}
+	c.Int(int64(n))
+}
+
+// setMembers returns the members of the set at key k (nil when missing).
+func setMembers(c *Ctx, k engines.Key) ([]string, bool, error) {
+	var out []string
+	found, err := dsReadKey(c, k, engines.TypeSet, func(o engines.Object) error {
+		out = o.(*ds.Set).Members()
+		return nil
+	})
+	return out, found, err
+}
+
+func replySet(c *Ctx, ms []string) {
+	c.Set(len(ms))
+	for _, m := range ms {
+		c.BulkString(m)
+	}
+}
+
+func cmdSMembers(c *Ctx) {
+	start := len(c.Out)
+	found, err := dsRead(c, 1, engines.TypeSet, func(o engines.Object) error {
+		s := o.(*ds.Set)
+		c.Set(s.Len())
+		s.Range(func(m string) bool { c.Out = appendBulkStr(c.Out, m); return true })
+		return nil
+	})
+	if err != nil {
+		c.Out = c.Out[:start]
+		dsFail(c, err)
+		return
+	}
+	if !found {
+		c.Set(0)
+	}
+}
+
+// setHas answers membership for args[from:].
+func setHas(c *Ctx, from int) ([]bool, error) {
+	res := make([]bool, len(c.Args)-from)
+	_, err := dsRead(c, 1, engines.TypeSet, func(o engines.Object) error {
+		s := o.(*ds.Set)
+		for i := range res {
+			res[i] = s.Has(string(c.Args[from+i]))
+		}
+		return nil
+	})
+	return res, err
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func cmdSIsMember(c *Ctx) {
+	res, err := setHas(c, 2)
+	if err != nil {
+		dsFail(c, err)
+		return
+	}
+	c.Int(boolInt(res[0]))
+}
+
+func cmdSMIsMember(c *Ctx) {
+	res, err := setHas(c, 2)
+	if err != nil {
+		dsFail(c, err)
+		return
+	}
+	c.Array(len(res))
+	for _, b := range res {
+		c.Int(boolInt(b))
+	}
+}
+
+func cmdSCard(c *Ctx) {
+	n := 0
+	_, err := dsRead(c, 1, engines.TypeSet, func(o engines.Object) error { n = o.Len(); return nil })
+	if err != nil {
+		dsFail(c, err)
+		return
+	}
+	c.Int(int64(n))
+}
+
+// cmdSPop pops random members and propagates SREM of the chosen ones.
+func cmdSPop(c *Ctx) {
+	if len(c.Args) > 3 {
+		c.SyntaxErr()
+		return
+	}
+	hasCount := len(c.Args) == 3
+	count := int64(1)
+	if hasCount {
+		n, ok := ParseInt(c.Args[2])
+		if !ok || n < 0 {
+			c.Error(errTextPositive)
+			return
+		}
+		count = n
+	}
+	var popped []string
+	err := dsWrite(c, 1, engines.TypeSet, nil, func(o engines.Object) (engines.Action, error) {
+		if o == nil || count == 0 {
+			return engines.Keep, nil
+		}
+		s := o.(*ds.Set)
+		for int64(len(popped)) < count && s.Len() > 0 {
+			m := s.Random()
+			s.Remove(m)
+			popped = append(popped, m)
+		}
+		return engines.Store, nil
+	})
+	if err != nil {
+		dsFail(c, err)
+		return
+	}
+	if len(popped) == 0 {
+		c.NoPropagate()
+	} else {
+		prop := make([][]byte, 0, len(popped)+2)
+		prop = append(prop, []byte("SREM"), c.Args[1])
+		for _, m := range popped {
+			prop = append(prop, []byte(m))
+		}
+		c.Propagate(prop...)
+	}
+	if !hasCount {
+		if len(popped) == 0 {
+			c.Null()
+		} else {
+			c.BulkString(popped[0])
+		}
+		return
+	}
+	replySet(c, popped)
+}
+
+func cmdSRandMember(c *Ctx) {
+	if len(c.Args) > 3 {
+		c.SyntaxErr()
+		return
+	}
+	hasCount := len(c.Args) == 3
+	var count int64
+	if hasCount {
+		n, ok := dsRandCount(c, 2)
+		if !ok {
+			return
+		}
+		count = n
+	}
+	var picked []string
+	_, err := dsRead(c, 1, engines.TypeSet, func(o engines.Object) error {
+		s := o.(*ds.Set)
+		if !hasCount {
+			picked = []string{s.Random()}
+			return nil
+		}
+		if count < 0 {
+			for i := int64(0); i < -count; i++ {
+				picked = append(picked, s.Random())
+			}
+			return nil
+		}
+		picked = dsRandPick(s.Members(), count)
+		return nil
+	})
+	if err != nil {
+		dsFail(c, err)
+		return
+	}
+	if !hasCount {
+		if len(picked) == 0 {
+			c.Null()
+		} else {
+			c.BulkString(picked[0])
+		}
+		return
+	}
+	c.Array(len(picked))
+	for _, m := range picked {
+		c.BulkString(m)
+	}
+}
+
+func cmdSMove(c *Ctx) {
+	if !c.SameBucket(1, 2) {
+		return
+	}
+	if err := dsCheckValues(c, 3, 1); err != nil {
+		dsFail(c, err)
+		return
+	}
+	src, dst := c.Key(1), c.Key(2)
+	m := string(c.Args[3])
+	// As Redis: a missing source answers 0, then both keys must be sets
+	// (the destination may be missing) before anything moves.
+	found, err := dsReadKey(c, src, engines.TypeSet, func(engines.Object) error { return nil })
+	if err == nil && found {
+		_, err = dsReadKey(c, dst, engines.TypeSet, func(engines.Object) error { return nil })
+	}
+	if err != nil {
+		dsFail(c, err)
+		return
+	}
+	if !found {
+		c.NoPropagate()
+		c.Int(0)
+		return
+	}
+	if string(src.Key) == string(dst.Key) {
+		res, err := setHas(c, 3)
+		if err != nil {
+			dsFail(c, err)
+			return
+		}
+		c.NoPropagate()
+		c.Int(boolInt(res[0]))
+		return
+	}
+	moved := false
+	err = dsWriteKey(c, src, engines.TypeSet, nil, func(o engines.Object) (engines.Action, error) {
+		if o == nil || !o.(*ds.Set).Remove(m) {
+			return engines.Keep, nil
+		}
+		moved = true
+		return engines.Store, nil
+	})
+	if err == nil && moved {
+		err = dsWriteKey(c, dst, engines.TypeSet, newSet, func(o engines.Object) (engines.Action, error) {
+			o.(*ds.Set).Add(m)
+			return engines.Store, nil
+		})
+	}
+	if err != nil {
+		dsFail(c, err)
+		return
+	}
+	if !moved {
+		c.NoPropagate()
+	}
+	c.Int(boolInt(moved))
+}
+
+type setOpKind int
+
+const (
+	opUnion setOpKind = iota
+	opInter
+	opDiff
+)
+
+// setCompute runs a set operation over the sets at args[idx...] (every
+// key is type-checked first, as Redis 7 does; for SINTER a missing key
+// makes the result empty).
+func setCompute(c *Ctx, idx []int, op setOpKind, limit int) ([]string, error) {
+	sets := make([][]string, 0, len(idx))
+	missing := false
+	for _, i := range idx {
+		ms, found, err := setMembers(c, c.Key(i))
+		if err != nil {
+			return nil, err
+		}
+		missing = missing || !found
+		sets = append(sets, ms)
+	}
+	if missing && op == opInter {
+		return nil, nil
+	}
+	switch op {
+	case opUnion:
+		seen := map[string]struct{}{}
+		var out []string
+		for _, s := range sets {
+			for _, m := range s {
+				if _, ok := seen[m]; !ok {
+					seen[m] = struct{}{}
+					out = append(out, m)
+				}
+			}
+		}
+		return out, nil
+	case opInter:
+		// Walk the smallest set, probing the others.
+		small := 0
+		for i, s := range sets {
+			if len(s) < len(sets[small]) {
+				small = i
+			}
+		}
+		others := make([]map[string]struct{}, 0, len(sets)-1)
+		for i, s := range sets {
+			if i == small {
+				continue
+			}
+			m := make(map[string]struct{}, len(s))
+			for _, x := range s {
+				m[x] = struct{}{}
+			}
+			others = append(others, m)
+		}
+		var out []string
+	next:
+		for _, m := range sets[small] {
+			for _, o := range others {
+				if _, ok := o[m]; !ok {
+					continue next
+				}
+			}
+			out = append(out, m)
+			if limit > 0 && len(out) >= limit {
+				break
+			}
+		}
+		return out, nil
+	default:
+		drop := map[string]struct{}{}
+		for _, s := range sets[1:] {
+			for _, m := range s {
+				drop[m] = struct{}{}
+			}
+		}
+		var out []string
+		for _, m := range sets[0] {
+			if _, ok := drop[m]; !ok {
+				out = append(out, m)
+			}
+		}
+		return out, nil
+	}
+}
+
+func setOp(c *Ctx, op setOpKind, store bool) {
+	first := 1
+	if store {
+		first = 2
+	}
+	idx := dsRange(first, len(c.Args))
+	if !c.SameBucket(dsRange(1, len(c.Args))...) {
+		return
+	}
+	res, err := setCompute(c, idx, op, 0)
+	if err != nil {
+		dsFail(c, err)
+		return
+	}
+	if !store {
+		replySet(c, res)
+		return
+	}
+	if err := storeObject(c, 1, engines.TypeSet, func() engines.Object {
+		s := ds.NewSet()
+		for _, m := range res {
+			s.Add(m)
+		}
+		return s
+	}); err != nil {
+		dsFail(c, err)
+		return
+	}
+	c.Int(int64(len(res)))
+}
+
+// storeObject replaces args[i] (whatever it held) with mk()'s object, or
+// deletes it when the object is empty (the *STORE commands).
+func storeObject(c *Ctx, i int, t engines.ValueType, mk func() engines.Object) error {
+	return storeObjectKey(c, c.Key(i), t, mk)
+}
+
+// storeObjectKey is storeObject for a key built by the caller.
+func storeObjectKey(c *Ctx, k engines.Key, t engines.ValueType, mk func() engines.Object) error {
+	o := mk()
+	_, err := c.UpdateKey(k, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		if o.Len() == 0 {
+			if !exists {
+				return cur, engines.Keep, nil
+			}
+			return cur, engines.Delete, nil
+		}
+		return engines.Entry{Type: t, Object: o}, engines.Store, nil
+	})
+	if err == nil && c.Eng.Persistent() && t != engines.TypeHash {
+		// A hash (pkey) under the same name would shadow the new value.
+		if dsHasPkey(c, k) {
+			_, err = c.Eng.PrefixRemoveAll(k)
+		}
+	}
+	return err
+}
+
+func cmdSInterCard(c *Ctx) {
+	n, ok := dsNumKeys(c, 1, true)
+	if !ok {
+		return
+	}
+	limit := int64(0)
+	rest := c.Args[2+n:]
+	for i := 0; i < len(rest); i += 2 {
+		if !EqFold(rest[i], "limit") || i+1 >= len(rest) {
+			c.SyntaxErr()
+			return
+		}
+		v, ok := ParseInt(rest[i+1])
+		if !ok {
+			c.Error(ErrTextNotInt)
+			return
+		}
+		if v < 0 {
+			c.Error("ERR LIMIT can't be negative")
+			return
+		}
+		limit = v
+	}
+	idx := dsRange(2, 2+n)
+	if !c.SameBucket(idx...) {
+		return
+	}
+	res, err := setCompute(c, idx, opInter, int(min(limit, 1<<31)))
+	if err != nil {
+		dsFail(c, err)
+		return
+	}
+	c.Int(int64(len(res)))
+}
+
+func cmdSScan(c *Ctx) {
+	cursor, match, count, ok := dsScanArgs(c, 2)
+	if !ok {
+		return
+	}
+	ms, _, err := setMembers(c, c.Key(1))
+	if err != nil {
+		dsFail(c, err)
+		return
+	}
+	picked, next := dsScan(ms, cursor, count)
+	dsReplyScan(c, next, picked, match, false)
+}
+
+var _ = strconv.Itoa

@@ -1,0 +1,791 @@
+package exec
+
+// Redis string commands. Every write goes through Engine.Update (via
+// Ctx.UpdateVisible) so that type checks, hidden keys and the version bump
+// happen atomically; relative expiries are propagated as absolute ones.
+
+import (
+	"bytes"
+	"math"
+	"math/big"
+
+	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/errs"
+)
+
+func init() {
+	Register("get", cmdGet)
+	Register("set", cmdSet)
+	Register("setnx", cmdSetNX)
+	Register("setex", func(c *Ctx) { cmdSetEx(c, 1000) })
+	Register("psetex", func(c *Ctx) { cmdSetEx(c, 1) })
+	Register("getset", cmdGetSet)
+	Register("getdel", cmdGetDel)
+	Register("getex", cmdGetEx)
+	Register("mget", cmdMGet)
+	Register("mset", cmdMSet)
+	Register("msetnx", cmdMSetNX)
+	Register("incr", func(c *Ctx) { incrBy(c, 1) })
+	Register("decr", func(c *Ctx) { incrBy(c, -1) })
+	Register("incrby", cmdIncrBy)
+	Register("decrby", cmdDecrBy)
+	Register("incrbyfloat", cmdIncrByFloat)
+	Register("append", cmdAppend)
+	Register("strlen", cmdStrlen)
+	Register("getrange", cmdGetRange)
+	Register("substr", cmdGetRange)
+	Register("setrange", cmdSetRange)
+	Register("lcs", cmdLCS)
+}
+
+var (
+	argSet       = []byte("SET")
+	argDel       = []byte("DEL")
+	argPXAT      = []byte("PXAT")
+	argKEEPTTL   = []byte("KEEPTTL")
+	argPEXPIREAT = []byte("PEXPIREAT")
+	argPERSIST   = []byte("PERSIST")
+)
+
+func cmdGet(c *Ctx) {
+	e, ok, err := c.Lookup(1)
+	switch {
+	case err != nil:
+		c.Fail(err)
+	case !ok:
+		if !c.pkeyWrongType(1) {
+			c.Null()
+		}
+	case e.Type != engines.TypeString:
+		c.WrongType()
+	default:
+		c.Bulk(e.Value)
+	}
+}
+
+// String option flags (Redis's OBJ_* flags of parseExtendedStringArguments).
+const (
+	optNX = 1 << iota
+	optXX
+	optGet
+	optKeepTTL
+	optPersist
+	optEX
+	optPX
+	optEXAT
+	optPXAT
+)
+
+const optExpire = optEX | optPX | optEXAT | optPXAT
+
+// parseStringOpts parses SET's (set true) or GETEX's options from
+// args[from:], as Redis 7 does; it replies and returns ok false on error.
+func parseStringOpts(c *Ctx, from int, set bool) (flags int, at int64, ok bool) {
+	var expArg []byte
+	for j := from; j < len(c.Args); j++ {
+		a := c.Args[j]
+		hasNext := j+1 < len(c.Args)
+		switch {
+		case set && eqFold(a, "nx") && flags&optXX == 0:
+			flags |= optNX
+		case set && eqFold(a, "xx") && flags&optNX == 0:
+			flags |= optXX
+		case set && eqFold(a, "get"):
+			flags |= optGet
+		case set && eqFold(a, "keepttl") && flags&(optPersist|optExpire) == 0:
+			flags |= optKeepTTL
+		case !set && eqFold(a, "persist") && flags&(optExpire|optKeepTTL) == 0:
+			flags |= optPersist
+		case eqFold(a, "ex") && flags&(optKeepTTL|optPersist|optEXAT|optPX|optPXAT) == 0 && hasNext:
+			flags |= optEX
+			j++
+			expArg = c.Args[j]
+		case eqFold(a, "px") && flags&(optKeepTTL|optPersist|optEX|optEXAT|optPXAT) == 0 && hasNext:
+			flags |= optPX
+			j++
+			expArg = c.Args[j]
+		case eqFold(a, "exat") && flags&(optKeepTTL|optPersist|optEX|optPX|optPXAT) == 0 && hasNext:
+			flags |= optEXAT
+			j++
+			expArg = c.Args[j]
+		case eqFold(a, "pxat") && flags&(optKeepTTL|optPersist|optEX|optEXAT|optPX) == 0 && hasNext:
+			flags |= optPXAT
+			j++
+			expArg = c.Args[j]
+		default:
+			c.SyntaxErr()
+			return 0, 0, false
+		}
+	}
+	if flags&optExpire != 0 {
+		unit := int64(1)
+		if flags&(optEX|optEXAT) != 0 {
+			unit = 1000
+		}
+		at, ok = expireMillis(c, expArg, unit, flags&(optEX|optPX) != 0)
+		if !ok {
+			return 0, 0, false
+		}
+	}
+	return flags, at, true
+}
+
+// expireMillis is Redis's getExpireMillisecondsOrReply: the absolute expiry
+// in ms of an EX/PX (relative) or EXAT/PXAT argument, > 0.
+func expireMillis(c *Ctx, arg []byte, unit int64, relative bool) (int64, bool) {
+	v, ok := ParseInt(arg)
+	if !ok {
+		c.Error(ErrTextNotInt)
+		return 0, false
+	}
+	if v <= 0 || (unit == 1000 && v > math.MaxInt64/1000) {
+		c.invalidExpire()
+		return 0, false
+	}
+	v *= unit
+	if relative {
+		v += c.NowMs() // wraps negative on overflow, as in C
+	}
+	if v <= 0 {
+		c.invalidExpire()
+		return 0, false
+	}
+	return v, true
+}
+
+func (c *Ctx) invalidExpire() {
+	c.Error("ERR invalid expire time in '" + c.spec.Name + "' command")
+}
+
+func cmdSet(c *Ctx) {
+	flags, at, ok := parseStringOpts(c, 3, true)
+	if !ok {
+		return
+	}
+	setGeneric(c, flags, at)
+}
+
+// setGeneric is Redis's setGenericCommand on args[1] (key), args[2] (value).
+func setGeneric(c *Ctx, flags int, at int64) {
+	val := bytes.Clone(c.Args[2]) // the engine keeps what it is given
+	var old []byte
+	var hadOld, aborted bool
+	_, err := c.UpdateVisible(1, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		if flags&optGet != 0 && exists {
+			if cur.Type != engines.TypeString {
+				return cur, engines.Keep, errs.ErrWrongType
+			}
+			old, hadOld = bytes.Clone(cur.Value), true
+		}
+		if (flags&optNX != 0 && exists) || (flags&optXX != 0 && !exists) {
+			aborted = true
+			return cur, engines.Keep, nil
+		}
+		next := engines.Entry{Type: engines.TypeString, Value: val}
+		switch {
+		case flags&optKeepTTL != 0 && exists:
+			next.ExpireAt = cur.ExpireAt
+		case flags&optExpire != 0:
+			next.ExpireAt = at
+		}
+		return next, engines.Store, nil
+	})
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	if aborted {
+		c.NoPropagate()
+	} else {
+		prop := [][]byte{argSet, c.Args[1], val}
+		switch {
+		case flags&optExpire != 0:
+			prop = append(prop, argPXAT, Int64Bytes(at))
+		case flags&optKeepTTL != 0:
+			prop = append(prop, argKEEPTTL)
+		}
+		c.Propagate(prop...)
+	}
+	switch {
+	case flags&optGet != 0 && hadOld:
+		c.Bulk(old)
+	case flags&optGet != 0 || aborted:
+		c.Null()
+	default:
+		c.OK()
+	}
+}
+
+func cmdSetNX(c *Ctx) {
+	created := false
+	_, err := c.UpdateVisible(1, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		if exists {
+			return cur, engines.Keep, nil
+		}
+		created = true
+		return engines.Entry{Type: engines.TypeString, Value: bytes.Clone(c.Args[2])}, engines.Store, nil
+	})
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	if !created {
+		c.NoPropagate()
+		c.Int(0)
+		return
+	}
+	c.Propagate(argSet, c.Args[1], c.Args[2])
+	c.Int(1)
+}
+
+// SETEX key seconds value / PSETEX key ms value.
+func cmdSetEx(c *Ctx, unit int64) {
+	at, ok := expireMillis(c, c.Args[2], unit, true)
+	if !ok {
+		return
+	}
+	c.Args = [][]byte{c.Args[0], c.Args[1], c.Args[3]}
+	setGeneric(c, optPX, at)
+}
+
+func cmdGetSet(c *Ctx) {
+	var old []byte
+	var had bool
+	_, err := c.UpdateVisible(1, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		if exists {
+			if cur.Type != engines.TypeString {
+				return cur, engines.Keep, errs.ErrWrongType
+			}
+			old, had = bytes.Clone(cur.Value), true
+		}
+		return engines.Entry{Type: engines.TypeString, Value: bytes.Clone(c.Args[2])}, engines.Store, nil
+	})
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	c.Propagate(argSet, c.Args[1], c.Args[2])
+	if had {
+		c.Bulk(old)
+	} else {
+		c.Null()
+	}
+}
+
+func cmdGetDel(c *Ctx) {
+	var old []byte
+	var had bool
+	_, err := c.UpdateVisible(1, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		if !exists {
+			return cur, engines.Keep, nil
+		}
+		if cur.Type != engines.TypeString {
+			return cur, engines.Keep, errs.ErrWrongType
+		}
+		old, had = bytes.Clone(cur.Value), true
+		return cur, engines.Delete, nil
+	})
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	if !had {
+		c.NoPropagate()
+		c.Null()
+		return
+	}
+	c.Propagate(argDel, c.Args[1])
+	c.Bulk(old)
+}
+
+func cmdGetEx(c *Ctx) {
+	flags, at, ok := parseStringOpts(c, 2, false)
+	if !ok {
+		return
+	}
+	if flags&(optExpire|optPersist) == 0 {
+		c.NoPropagate()
+		cmdGet(c)
+		return
+	}
+	var val []byte
+	var had bool
+	var act engines.Action
+	_, err := c.UpdateVisible(1, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		if !exists {
+			return cur, engines.Keep, nil
+		}
+		if cur.Type != engines.TypeString {
+			return cur, engines.Keep, errs.ErrWrongType
+		}
+		val, had = bytes.Clone(cur.Value), true
+		switch {
+		case flags&optExpire != 0 && at <= c.NowMs() && !c.Replica:
+			act = engines.Delete
+		case flags&optExpire != 0:
+			cur.ExpireAt = at
+			act = engines.Store
+		case cur.ExpireAt != 0: // PERSIST
+			cur.ExpireAt = 0
+			act = engines.Store
+		default:
+			act = engines.Keep
+		}
+		return cur, act, nil
+	})
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	switch {
+	case !had || act == engines.Keep:
+		c.NoPropagate()
+	case act == engines.Delete:
+		c.Propagate(argDel, c.Args[1])
+	case flags&optExpire != 0:
+		c.Propagate(argPEXPIREAT, c.Args[1], Int64Bytes(at))
+	default:
+		c.Propagate(argPERSIST, c.Args[1])
+	}
+	if had {
+		c.Bulk(val)
+	} else {
+		c.Null()
+	}
+}
+
+func cmdMGet(c *Ctx) {
+	keys := make([]engines.Key, len(c.Args)-1)
+	for i := range keys {
+		keys[i] = c.Key(i + 1)
+	}
+	ents, errl := c.Eng.MultiGet(keys)
+	c.Array(len(keys))
+	for i := range keys {
+		e := ents[i]
+		if errl[i] != nil || e.Hidden || e.Type != engines.TypeString {
+			c.Null()
+			continue
+		}
+		c.Bulk(e.Value)
+	}
+}
+
+func cmdMSet(c *Ctx) {
+	if len(c.Args)%2 != 1 {
+		c.Error("ERR wrong number of arguments for '" + c.spec.Name + "' command")
+		return
+	}
+	if msetPairs(c) {
+		c.OK()
+	}
+}
+
+// msetPairs stores every key/value pair of args; on an engine error it
+// replies with it (pairs stored before are replicated) and returns false.
+func msetPairs(c *Ctx) bool {
+	for i := 1; i < len(c.Args); i += 2 {
+		val := bytes.Clone(c.Args[i+1])
+		_, err := c.UpdateVisible(i, func(engines.Entry, bool) (engines.Entry, engines.Action, error) {
+			return engines.Entry{Type: engines.TypeString, Value: val}, engines.Store, nil
+		})
+		if err != nil {
+			if i > 1 {
+				c.Propagate(append([][]byte{[]byte("MSET")}, c.Args[1:i]...)...)
+			}
+			c.Fail(err)
+			return false
+		}
+	}
+	c.Propagate(append([][]byte{[]byte("MSET")}, c.Args[1:]...)...)
+	return true
+}
+
+func cmdMSetNX(c *Ctx) {
+	if len(c.Args)%2 != 1 {
+		c.Error("ERR wrong number of arguments for '" + c.spec.Name + "' command")
+		return
+	}
+	idx := make([]int, 0, len(c.Args)/2)
+	for i := 1; i < len(c.Args); i += 2 {
+		idx = append(idx, i)
+	}
+	if !c.SameBucket(idx...) {
+		return
+	}
+	for _, i := range idx {
+		_, ok, err := c.Lookup(i)
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		if ok {
+			c.NoPropagate()
+			c.Int(0)
+			return
+		}
+	}
+	if msetPairs(c) {
+		c.Int(1)
+	}
+}
+
+func cmdIncrBy(c *Ctx) {
+	d, ok := c.IntArg(2)
+	if ok {
+		incrBy(c, d)
+	}
+}
+
+func cmdDecrBy(c *Ctx) {
+	d, ok := c.IntArg(2)
+	if !ok {
+		return
+	}
+	if d == math.MinInt64 {
+		c.Error("ERR decrement would overflow")
+		return
+	}
+	incrBy(c, -d)
+}
+
+// incrBy is Redis's incrDecrCommand: the TTL is kept.
+func incrBy(c *Ctx, delta int64) {
+	var n int64
+	_, err := c.UpdateVisible(1, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		var v int64
+		if exists {
+			if cur.Type != engines.TypeString {
+				return cur, engines.Keep, errs.ErrWrongType
+			}
+			var ok bool
+			if v, ok = ParseInt(cur.Value); !ok {
+				return cur, engines.Keep, ReplyError(ErrTextNotInt)
+			}
+		} else {
+			cur = engines.Entry{Type: engines.TypeString}
+		}
+		if (delta < 0 && v < 0 && delta < math.MinInt64-v) || (delta > 0 && v > 0 && delta > math.MaxInt64-v) {
+			return cur, engines.Keep, ReplyError(ErrTextOverflow)
+		}
+		n = v + delta
+		cur.Value = Int64Bytes(n)
+		return cur, engines.Store, nil
+	})
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	c.Int(n)
+}
+
+func cmdIncrByFloat(c *Ctx) {
+	incr, ok := ParseLongDouble(c.Args[2])
+	if !ok {
+		c.Error(ErrTextNotFloat)
+		return
+	}
+	var out []byte
+	_, err := c.UpdateVisible(1, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		base := new(big.Float)
+		if exists {
+			if cur.Type != engines.TypeString {
+				return cur, engines.Keep, errs.ErrWrongType
+			}
+			var ok bool
+			if base, ok = ParseLongDouble(cur.Value); !ok {
+				return cur, engines.Keep, ReplyError(ErrTextNotFloat)
+			}
+		} else {
+			cur = engines.Entry{Type: engines.TypeString}
+		}
+		if LongDoubleInf(base) || LongDoubleInf(incr) {
+			return cur, engines.Keep, ReplyError("ERR increment would produce NaN or Infinity")
+		}
+		sum := AddLongDouble(base, incr)
+		if LongDoubleInf(sum) {
+			return cur, engines.Keep, ReplyError("ERR increment would produce NaN or Infinity")
+		}
+		out = FormatLongDouble(sum)
+		cur.Value = out
+		return cur, engines.Store, nil
+	})
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	c.Propagate(argSet, c.Args[1], out, argKEEPTTL)
+	c.Bulk(out)
+}
+
+func cmdAppend(c *Ctx) {
+	var n int
+	_, err := c.UpdateVisible(1, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		if !exists {
+			cur = engines.Entry{Type: engines.TypeString}
+		} else if cur.Type != engines.TypeString {
+			return cur, engines.Keep, errs.ErrWrongType
+		}
+		if len(cur.Value)+len(c.Args[2]) > c.MaxValueSize() {
+			return cur, engines.Keep, ReplyError(ErrTextStringTooLong)
+		}
+		v := make([]byte, 0, len(cur.Value)+len(c.Args[2]))
+		cur.Value = append(append(v, cur.Value...), c.Args[2]...)
+		n = len(cur.Value)
+		return cur, engines.Store, nil
+	})
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	c.Int(int64(n))
+}
+
+func cmdStrlen(c *Ctx) {
+	e, ok, err := c.Lookup(1)
+	switch {
+	case err != nil:
+		c.Fail(err)
+	case !ok:
+		if !c.pkeyWrongType(1) {
+			c.Int(0)
+		}
+	case e.Type != engines.TypeString:
+		c.WrongType()
+	default:
+		c.Int(int64(len(e.Value)))
+	}
+}
+
+func cmdGetRange(c *Ctx) {
+	start, ok := c.IntArg(2)
+	if !ok {
+		return
+	}
+	end, ok := c.IntArg(3)
+	if !ok {
+		return
+	}
+	e, ok, err := c.Lookup(1)
+	switch {
+	case err != nil:
+		c.Fail(err)
+		return
+	case !ok:
+		if !c.pkeyWrongType(1) {
+			c.BulkString("")
+		}
+		return
+	case e.Type != engines.TypeString:
+		c.WrongType()
+		return
+	}
+	c.Bulk(strRange(e.Value, start, end))
+}
+
+// strRange is GETRANGE's index arithmetic.
+func strRange(s []byte, start, end int64) []byte {
+	n := int64(len(s))
+	if start < 0 && end < 0 && start > end {
+		return nil
+	}
+	if start < 0 {
+		start += n
+	}
+	if end < 0 {
+		end += n
+	}
+	if start < 0 {
+		start = 0
+	}
+	if end < 0 {
+		end = 0
+	}
+	if end >= n {
+		end = n - 1
+	}
+	if start > end || n == 0 {
+		return nil
+	}
+	return s[start : end+1]
+}
+
+func cmdSetRange(c *Ctx) {
+	off, ok := c.IntArg(2)
+	if !ok {
+		return
+	}
+	if off < 0 {
+		c.Error("ERR offset is out of range")
+		return
+	}
+	val := c.Args[3]
+	var n int
+	var wrote bool
+	_, err := c.UpdateVisible(1, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		if !exists {
+			cur = engines.Entry{Type: engines.TypeString}
+		} else if cur.Type != engines.TypeString {
+			return cur, engines.Keep, errs.ErrWrongType
+		}
+		if len(val) == 0 {
+			n = len(cur.Value)
+			return cur, engines.Keep, nil
+		}
+		if off+int64(len(val)) > int64(c.MaxValueSize()) {
+			return cur, engines.Keep, ReplyError(ErrTextStringTooLong)
+		}
+		end := int(off) + len(val)
+		v := make([]byte, max(end, len(cur.Value)))
+		copy(v, cur.Value)
+		copy(v[off:], val)
+		cur.Value = v
+		n = len(v)
+		wrote = true
+		return cur, engines.Store, nil
+	})
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	if !wrote {
+		c.NoPropagate()
+	}
+	c.Int(int64(n))
+}
+
+// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN n] [WITHMATCHLEN]
+func cmdLCS(c *Ctx) {
+	if !c.SameBucket(1, 2) {
+		return
+	}
+	var vals [2][]byte
+	for i := range 2 {
+		e, ok, err := c.Lookup(i + 1)
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		if ok && e.Type != engines.TypeString {
+			c.Error("ERR The specified keys must contain string values")
+			return
+		}
+		vals[i] = e.Value
+	}
+	var getLen, getIdx, withMatchLen bool
+	var minMatch int64
+	for j := 3; j < len(c.Args); j++ {
+		a := c.Args[j]
+		switch {
+		case eqFold(a, "idx"):
+			getIdx = true
+		case eqFold(a, "len"):
+			getLen = true
+		case eqFold(a, "withmatchlen"):
+			withMatchLen = true
+		case eqFold(a, "minmatchlen") && j+1 < len(c.Args):
+			v, ok := c.IntArg(j + 1)
+			if !ok {
+				return
+			}
+			minMatch = max(v, 0)
+			j++
+		default:
+			c.SyntaxErr()
+			return
+		}
+	}
+	if getIdx && getLen {
+		c.Error("ERR If you want both the length and indexes, please just use IDX.")
+		return
+	}
+	a, b := vals[0], vals[1]
+	if (len(a)+1)*(len(b)+1) > 1<<27 {
+		c.Error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len")
+		return
+	}
+	// dp[i][j] = LCS length of a[:i], b[:j].
+	w := len(b) + 1
+	dp := make([]uint32, (len(a)+1)*w)
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			if a[i-1] == b[j-1] {
+				dp[i*w+j] = dp[(i-1)*w+j-1] + 1
+			} else {
+				dp[i*w+j] = max(dp[(i-1)*w+j], dp[i*w+j-1])
+			}
+		}
+	}
+	idx := int(dp[len(a)*w+len(b)])
+	if getLen {
+		c.Int(int64(idx))
+		return
+	}
+	res := make([]byte, idx)
+	type match struct{ a1, a2, b1, b2 int }
+	var matches []match
+	i, j := len(a), len(b)
+	arange, brange := -1, -1 // current range ends (inclusive), -1 none
+	astart, bstart := 0, 0
+	emit := func() {
+		if arange >= 0 && int64(arange-astart+1) >= minMatch {
+			matches = append(matches, match{astart, arange, bstart, brange})
+		}
+		arange, brange = -1, -1
+	}
+	for i > 0 && j > 0 {
+		if a[i-1] == b[j-1] {
+			res[idx-1] = a[i-1]
+			idx--
+			if arange < 0 {
+				arange, brange = i-1, j-1
+				astart, bstart = i-1, j-1
+			} else if astart == i && bstart == j {
+				astart, bstart = i-1, j-1
+			} else {
+				emit()
+				arange, brange = i-1, j-1
+				astart, bstart = i-1, j-1
+			}
+			i--
+			j--
+		} else {
+			if arange >= 0 {
+				emit()
+			}
+			if dp[(i-1)*w+j] > dp[i*w+j-1] {
+				i--
+			} else {
+				j--
+			}
+		}
+	}
+	if arange >= 0 {
+		emit()
+	}
+	if !getIdx {
+		c.Bulk(res)
+		return
+	}
+	c.Map(2)
+	c.BulkString("matches")
+	c.Array(len(matches))
+	for _, m := range matches {
+		if withMatchLen {
+			c.Array(3)
+		} else {
+			c.Array(2)
+		}
+		c.Array(2)
+		c.Int(int64(m.a1))
+		c.Int(int64(m.a2))
+		c.Array(2)
+		c.Int(int64(m.b1))
+		c.Int(int64(m.b2))
+		if withMatchLen {
+			c.Int(int64(m.a2 - m.a1 + 1))
+		}
+	}
+	c.BulkString("len")
+	c.Int(int64(len(res)))
+}

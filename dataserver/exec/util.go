@@ -1,0 +1,284 @@
+package exec
+
+// Shared helpers for command handlers: Redis-exact argument parsing and
+// error texts, key lookup as Redis sees it (hidden = missing), and the
+// string-write wrapper. Names here are stable: other files of the package
+// use them.
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"math/big"
+	"strconv"
+
+	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/errs"
+)
+
+// Redis error texts.
+const (
+	ErrTextNotInt        = "ERR value is not an integer or out of range"
+	ErrTextNotFloat      = "ERR value is not a valid float"
+	ErrTextSyntax        = "ERR syntax error"
+	ErrTextOverflow      = "ERR increment or decrement would overflow"
+	ErrTextNoSuchKey     = "ERR no such key"
+	ErrTextCrossSlot     = "CROSSSLOT Keys in request don't hash to the same slot"
+	ErrTextStringTooLong = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+	ErrTextWrongType     = "WRONGTYPE Operation against a key holding the wrong kind of value"
+)
+
+// ReplyError is an error whose text is sent to the client as is (with
+// its prefix, e.g. "ERR syntax error"). UpdateFuncs return it to abort
+// with a Redis-exact error; Ctx.Fail renders it.
+type ReplyError string
+
+func (e ReplyError) Error() string { return string(e) }
+
+// errReplied is returned by helpers that already wrote the (error) reply;
+// Fail ignores it.
+var errReplied = errors.New("exec: reply written")
+
+// Fail appends err as an error reply: a ReplyError verbatim, anything else
+// through Ctx.Err (Tair codes with their prefixes).
+func (c *Ctx) Fail(err error) {
+	if err == errReplied {
+		return
+	}
+	var re ReplyError
+	if errors.As(err, &re) {
+		c.Error(string(re))
+		return
+	}
+	c.Err(err)
+}
+
+// WrongType appends Redis's WRONGTYPE error.
+func (c *Ctx) WrongType() { c.Error(ErrTextWrongType) }
+
+// ParseInt parses b as Redis's string2ll does: optional '-', no '+', no
+// spaces, no leading zeros, within int64.
+func ParseInt(b []byte) (int64, bool) {
+	n := len(b)
+	if n == 0 || n > 20 {
+		return 0, false
+	}
+	if n == 1 && b[0] == '0' {
+		return 0, true
+	}
+	neg := false
+	i := 0
+	if b[0] == '-' {
+		neg = true
+		i = 1
+		if n == 1 {
+			return 0, false
+		}
+	}
+	if b[i] < '1' || b[i] > '9' {
+		return 0, false
+	}
+	var v uint64
+	for ; i < n; i++ {
+		d := b[i]
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+		if v > (math.MaxUint64-9)/10 {
+			return 0, false
+		}
+		v = v*10 + uint64(d-'0')
+	}
+	if neg {
+		if v > 1<<63 {
+			return 0, false
+		}
+		return -int64(v), true
+	}
+	if v > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(v), true
+}
+
+// IntArg parses args[i] as an integer, replying Redis's error when it is
+// not one (ok false: the reply is written).
+func (c *Ctx) IntArg(i int) (int64, bool) {
+	v, ok := ParseInt(c.Args[i])
+	if !ok {
+		c.Error(ErrTextNotInt)
+	}
+	return v, ok
+}
+
+// ParseFloat parses b as Redis's string2d does (strtod, no spaces, no NaN).
+func ParseFloat(b []byte) (float64, bool) {
+	if len(b) == 0 || isSpace(b[0]) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || math.IsNaN(f) {
+		return 0, false // includes ERANGE, which string2d rejects
+	}
+	return f, true
+}
+
+// FloatArg parses args[i] as a float, replying Redis's error when it is
+// not one.
+func (c *Ctx) FloatArg(i int) (float64, bool) {
+	v, ok := ParseFloat(c.Args[i])
+	if !ok {
+		c.Error(ErrTextNotFloat)
+	}
+	return v, ok
+}
+
+func isSpace(b byte) bool {
+	return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\v' || b == '\f'
+}
+
+// Long doubles: Redis's INCRBYFLOAT and HINCRBYFLOAT compute in x87 long
+// double (64-bit mantissa) and print with "%.17Lf" minus trailing zeros.
+// big.Float with 64 bits of precision reproduces that exactly.
+
+const longDoublePrec = 64
+
+// ParseLongDouble parses b as Redis's string2ld.
+func ParseLongDouble(b []byte) (*big.Float, bool) {
+	if len(b) == 0 || len(b) > 5*1024 || isSpace(b[0]) || bytes.ContainsRune(b, '_') {
+		return nil, false
+	}
+	base := 10
+	if h := bytes.TrimLeft(b, "+-"); len(h) > 2 && h[0] == '0' && (h[1] == 'x' || h[1] == 'X') {
+		base = 0 // strtold takes hex floats
+	}
+	f, _, err := big.ParseFloat(string(b), base, longDoublePrec, big.ToNearestEven)
+	if err != nil {
+		return nil, false
+	}
+	// strtold's ERANGE: overflow to ±HUGE_VAL or underflow to 0 is
+	// rejected (an explicit "inf" is not).
+	if !f.IsInf() && f.Sign() != 0 {
+		if e := f.MantExp(nil); e > 16384 || e < -16444 {
+			return nil, false
+		}
+	}
+	return f, true
+}
+
+// LongDoubleInf reports whether f is out of long double's range (or inf).
+func LongDoubleInf(f *big.Float) bool {
+	return f.IsInf() || f.MantExp(nil) > 16384
+}
+
+// FormatLongDouble formats f as Redis's ld2string(LD_STR_HUMAN).
+func FormatLongDouble(f *big.Float) []byte {
+	b := []byte(f.Text('f', 17))
+	if bytes.IndexByte(b, '.') >= 0 {
+		for b[len(b)-1] == '0' {
+			b = b[:len(b)-1]
+		}
+		if b[len(b)-1] == '.' {
+			b = b[:len(b)-1]
+		}
+	}
+	if len(b) == 2 && b[0] == '-' && b[1] == '0' {
+		b = b[:1]
+		b[0] = '0'
+	}
+	return b
+}
+
+// AddLongDouble returns a+b rounded to long double precision.
+func AddLongDouble(a, b *big.Float) *big.Float {
+	return new(big.Float).SetPrec(longDoublePrec).SetMode(big.ToNearestEven).Add(a, b)
+}
+
+// Lookup reads args[i] as Redis commands see it: hidden and expired keys
+// are missing (exists false, no error). Other engine errors are returned.
+// Objects in the entry must not be touched (use Update).
+func (c *Ctx) Lookup(i int) (engines.Entry, bool, error) {
+	e, err := c.Eng.Get(c.Key(i))
+	if err != nil {
+		if errors.Is(err, errs.ErrNotFound) {
+			return engines.Entry{}, false, nil
+		}
+		return engines.Entry{}, false, err
+	}
+	if e.Hidden {
+		return engines.Entry{}, false, nil
+	}
+	return e, true, nil
+}
+
+// UpdateVisible is Engine.Update on args[i] as a Redis command sees the
+// key: a hidden record is passed as missing (exists false, zero entry;
+// storing replaces it, unhidden), and a lock record (TAIR.LOCK) fails the
+// write with errs.ErrLocked.
+func (c *Ctx) UpdateVisible(i int, fn engines.UpdateFunc) (engines.Entry, error) {
+	return c.UpdateKey(c.Key(i), fn)
+}
+
+// UpdateKey is UpdateVisible for a key built by the caller.
+func (c *Ctx) UpdateKey(k engines.Key, fn engines.UpdateFunc) (engines.Entry, error) {
+	return c.Eng.Update(k, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		if exists && IsLockRecord(cur) && !c.Replica {
+			return cur, engines.Keep, errs.ErrLocked
+		}
+		if exists && cur.Hidden {
+			cur, exists = engines.Entry{}, false
+		}
+		return fn(cur, exists)
+	})
+}
+
+// SameBucket checks that the keys at idx all live in one bucket (atomic
+// multi-key commands), replying CROSSSLOT when not.
+func (c *Ctx) SameBucket(idx ...int) bool {
+	if len(idx) == 0 {
+		return true
+	}
+	b := c.Key(idx[0]).Bucket
+	for _, i := range idx[1:] {
+		if c.Key(i).Bucket != b {
+			c.Error(ErrTextCrossSlot)
+			return false
+		}
+	}
+	return true
+}
+
+// MaxValueSize is the value limit SETRANGE/APPEND check before building a
+// value (the engine enforces it too).
+func (c *Ctx) MaxValueSize() int {
+	if c.X.opts.MaxValueSize > 0 {
+		return c.X.opts.MaxValueSize
+	}
+	return 1 << 20
+}
+
+// NowMs is the command's clock in unix milliseconds.
+func (c *Ctx) NowMs() int64 { return c.Now.UnixMilli() }
+
+// Int64Bytes formats n.
+func Int64Bytes(n int64) []byte { return strconv.AppendInt(nil, n, 10) }
+
+// eqFold reports whether b equals the lower-case ASCII word s, ignoring case.
+func eqFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// EqFold is eqFold for other files: b equals lower-case word s ignoring case.
+func EqFold(b []byte, s string) bool { return eqFold(b, s) }

@@ -1,0 +1,652 @@
+package dataserver
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/redcon"
+
+	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/command"
+	"github.com/tairkv/tair/internal/errs"
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/resp"
+)
+
+// envelope is the proxy's wrapping of one command.
+type envelope struct {
+	area      uint16
+	version   uint64 // the proxy's table version
+	proto     int
+	slaveOK   bool // TAIR.XR: a read a slave may serve
+	forwarded bool // TAIR.XF: forwarded by a former master; never forward again
+}
+
+// pending is one reply of a pipeline, held until its replication is done.
+type pending struct {
+	start, end int // reply bytes in the batch buffer
+	waits      []waiter
+	write      bool // a write served as master: lease checked on release
+	bucket     uint32
+}
+
+type waiter struct {
+	st     *stream
+	e      *entry
+	strict bool
+}
+
+// # Connections
+//
+// Each connection has a reader goroutine and a writer goroutine. The reader
+// takes everything the client has pipelined (one read) as a batch and runs
+// it: each command in order, writes appended to their replication streams.
+// The writer releases each batch's replies in order once their
+// replication is done, so the reader goes on with the next batch while the
+// slaves apply the previous one: one connection keeps many batches of
+// synchronous writes in flight.
+
+// batchOut is one batch's replies on their way to the writer.
+type batchOut struct {
+	out  []byte
+	ps   []pending
+	quit bool
+}
+
+// acceptLoop serves the RESP listener.
+func (s *Server) acceptLoop(ln net.Listener) {
+	defer s.connWG.Done()
+	var delay time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if s.closing.Load() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		s.mu.Lock()
+		if s.mu.closed {
+			s.mu.Unlock()
+			_ = c.Close()
+			return
+		}
+		s.mu.conns[c] = struct{}{}
+		s.connWG.Add(1)
+		s.mu.Unlock()
+		go s.serveConn(c)
+	}
+}
+
+func (s *Server) serveConn(c net.Conn) {
+	defer s.connWG.Done()
+	defer func() {
+		_ = c.Close()
+		s.mu.Lock()
+		delete(s.mu.conns, c)
+		s.mu.Unlock()
+	}()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	q := make(chan *batchOut, 64)
+	writerDone := make(chan struct{})
+	go s.writeLoop(c, q, writerDone)
+	defer func() {
+		close(q)
+		<-writerDone
+	}()
+	rd := redcon.NewReader(c)
+	for {
+		cmds, err := rd.ReadCommands()
+		if err != nil {
+			if err != io.EOF && !errors.Is(err, net.ErrClosed) && !s.closing.Load() {
+				var ne net.Error
+				if !errors.As(err, &ne) {
+					q <- &batchOut{out: resp.AppendError(nil, "ERR "+err.Error()), ps: []pending{{end: -1}}, quit: true}
+				}
+			}
+			return
+		}
+		b := s.runBatch(cmds)
+		q <- b
+		if b.quit {
+			return
+		}
+	}
+}
+
+// runBatch runs a pipeline's commands in order.
+func (s *Server) runBatch(cmds []redcon.Command) *batchOut {
+	b := &batchOut{ps: make([]pending, len(cmds))}
+	if s.closing.Load() {
+		// Not run: NOTMASTER makes proxies retry elsewhere once the
+		// table names another master.
+		b.out = resp.AppendErr(nil, errs.Newf(errs.WriteNotOnMaster, "dataserver stopping table %d", s.TableVersion()))
+		b.ps = []pending{{end: len(b.out)}}
+		b.quit = true
+		return b
+	}
+	for i, c := range cmds {
+		b.ps[i].start = len(b.out)
+		b.out = s.handle(b.out, c.Args, &b.ps[i])
+		b.ps[i].end = len(b.out)
+		if s.isQuit(c.Args) {
+			b.ps = b.ps[:i+1]
+			b.quit = true
+			break
+		}
+	}
+	s.m.requests.Add(float64(len(b.ps)))
+	return b
+}
+
+// writeLoop releases the batches' replies in order, flushing when no more
+// batch is waiting.
+func (s *Server) writeLoop(c net.Conn, q <-chan *batchOut, done chan<- struct{}) {
+	defer close(done)
+	bw := bufio.NewWriterSize(c, 32<<10)
+	broken := false
+	var errBuf []byte
+	for b := range q {
+		for i := range b.ps {
+			p := &b.ps[i]
+			if p.end < 0 { // a bare error reply (protocol error)
+				p.end = len(b.out)
+			}
+			err := s.release(p)
+			if broken {
+				continue
+			}
+			var werr error
+			if err != nil {
+				errBuf = resp.AppendErr(errBuf[:0], err)
+				_, werr = bw.Write(errBuf)
+			} else {
+				_, werr = bw.Write(b.out[p.start:p.end])
+			}
+			if werr != nil {
+				broken = true
+			}
+		}
+		if !broken && (len(q) == 0 || b.quit) {
+			_ = c.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			if bw.Flush() != nil {
+				broken = true
+			}
+		}
+		if broken || b.quit {
+			_ = c.Close() // the reader stops too
+		}
+	}
+}
+
+func (s *Server) isQuit(args [][]byte) bool {
+	return len(args) == 1 && strings.EqualFold(string(args[0]), "quit")
+}
+
+// release waits for p's replication and checks the lease; a non-nil error
+// replaces the reply.
+func (s *Server) release(p *pending) error {
+	if len(p.waits) > 0 {
+		var timer *time.Timer
+		defer func() {
+			if timer != nil {
+				timer.Stop()
+			}
+		}()
+		for _, w := range p.waits {
+			if err := s.await(w, &timer); err != nil {
+				return err
+			}
+		}
+	}
+	if p.write && !s.leaseOK() {
+		s.m.leaseRefusals.Inc()
+		return errs.Newf(errs.Timeout, "lease expired before the write to bucket %d was acknowledged; it may have applied", p.bucket)
+	}
+	return nil
+}
+
+// await waits for one replication entry; *timer (created on first need)
+// bounds the waits of one reply to ReplicationTimeout in all.
+func (s *Server) await(w waiter, timer **time.Timer) error {
+	strict := w.strict || s.cfg.ReplicationMode == ReplicationStrict
+	check := func() error {
+		switch w.e.err {
+		case nil:
+			return nil
+		case errRefused:
+			return errs.Newf(errs.Timeout, "slave %s refused the write: %v", w.st.to, w.e.err)
+		default:
+			if strict {
+				return errs.Newf(errs.Timeout, "slave %s: %v", w.st.to, w.e.err)
+			}
+			return nil
+		}
+	}
+	select {
+	case <-w.e.done:
+		return check()
+	default:
+	}
+	if strict && w.st.unreachable.Load() && !w.strict {
+		return errs.Newf(errs.Timeout, "slave %s is unreachable", w.st.to)
+	}
+	if *timer == nil {
+		*timer = time.NewTimer(s.cfg.ReplicationTimeout)
+	}
+	select {
+	case <-w.e.done:
+		return check()
+	case <-(*timer).C:
+		// Later waits of this reply find the timer spent: one more
+		// millisecond each.
+		(*timer).Reset(time.Millisecond)
+		w.st.unreachable.Store(true)
+		s.m.replTimeouts.Inc()
+		if strict {
+			return errs.Newf(errs.Timeout, "slave %s did not apply the write within %v", w.st.to, s.cfg.ReplicationTimeout)
+		}
+		s.log.Warn("slave unreachable, carrying on degraded", "slave", w.st.to)
+		return nil
+	}
+}
+
+func errNotMaster(b uint32, v uint64) error {
+	return errs.Newf(errs.WriteNotOnMaster, "bucket %d table %d", b, v)
+}
+
+func errTryAgain(b uint32) error {
+	return errs.Newf(errs.MigrateBusy, "bucket %d is migrating", b)
+}
+
+func upper(b []byte) string {
+	return strings.ToUpper(string(b))
+}
+
+// specials are the commands the dataserver answers itself.
+var specials = []string{"TAIR.X", "TAIR.XR", "TAIR.XF", "TAIR.REPLHELLO", "TAIR.REPL", "TAIR.TABLE", "TAIR.RESYNC",
+	"PING", "ECHO", "QUIT", "DBSIZE", "SCANBUCKET", "FLUSHDB", "FLUSHALL", "MULTIEXEC", "TAIR.KEYVER"}
+
+// special returns the upper-case name of b when it is one of specials,
+// else "" (without allocating: it runs for every command).
+func special(b []byte) string {
+	if len(b) < 4 || len(b) > 14 {
+		return ""
+	}
+	for _, s := range specials {
+		if len(s) == len(b) && equalFold(b, s) {
+			return s
+		}
+	}
+	return ""
+}
+
+// equalFold compares b with the upper-case ASCII s, ignoring case.
+func equalFold(b []byte, s string) bool {
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// parseUint parses a decimal without allocating.
+func parseUint(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, true
+}
+
+// handle runs one command and appends its reply to out.
+func (s *Server) handle(out []byte, args [][]byte, p *pending) []byte {
+	if len(args) == 0 {
+		return resp.AppendError(out, "ERR empty command")
+	}
+	env := envelope{proto: 2}
+	name := special(args[0])
+	switch name {
+	case "TAIR.X", "TAIR.XR", "TAIR.XF":
+		if len(args) < 5 {
+			return resp.AppendError(out, "ERR wrong number of arguments for '"+strings.ToLower(name)+"' command")
+		}
+		area, ok1 := parseUint(args[1])
+		ver, ok2 := parseUint(args[2])
+		proto, ok3 := parseUint(args[3])
+		if !ok1 || !ok2 || !ok3 || area > route.MaxArea || (proto != 2 && proto != 3) {
+			return resp.AppendError(out, "ERR bad envelope: "+name+" <area> <table-version> <proto> <cmd> ...")
+		}
+		env = envelope{area: uint16(area), version: ver, proto: int(proto), slaveOK: name == "TAIR.XR", forwarded: name == "TAIR.XF"}
+		args = args[4:]
+		name = special(args[0])
+		if ver > s.TableVersion() {
+			s.kickHeartbeat()
+		}
+	case "TAIR.REPLHELLO":
+		return s.replHello(out, args)
+	case "TAIR.REPL":
+		return s.replApply(out, args)
+	case "TAIR.TABLE":
+		return s.tableReply(out)
+	case "TAIR.RESYNC":
+		return s.resyncRequest(out, args)
+	}
+	switch name {
+	case "PING":
+		if len(args) > 1 {
+			return resp.AppendBulk(out, args[1])
+		}
+		return resp.AppendStatus(out, "PONG")
+	case "ECHO":
+		if len(args) != 2 {
+			return resp.AppendError(out, "ERR wrong number of arguments for 'echo' command")
+		}
+		return resp.AppendBulk(out, args[1])
+	case "QUIT":
+		return resp.AppendOK(out)
+	case "DBSIZE":
+		return s.dbsize(out, env)
+	case "SCANBUCKET":
+		return s.scanBucket(out, env, args)
+	case "FLUSHDB", "FLUSHALL":
+		return s.flush(out, env, name == "FLUSHALL")
+	case "MULTIEXEC":
+		return s.multiExec(out, env, args, p)
+	case "TAIR.KEYVER":
+		return s.keyVer(out, env, args)
+	}
+
+	spec := command.Lookup(args[0])
+	x := s.x.Load()
+	if spec == nil || !spec.ArityOK(len(args)) {
+		out, _ = x.Exec(env.area, env.proto, false, args, out)
+		return out
+	}
+	keys := spec.KeyIndexes(args)
+	if len(keys) == 0 {
+		// Keyless commands run on this node's data alone (the proxy
+		// broadcasts those that need every node).
+		out, _ = x.Exec(env.area, env.proto, false, args, out)
+		return out
+	}
+	write := spec.Has(command.Write)
+	rt := s.rt.Load()
+	if rt == nil {
+		return resp.AppendErr(out, errNotMaster(route.BucketOf(args[keys[0]], route.DefaultBuckets), 0))
+	}
+	t := rt.t
+	b := t.Bucket(args[keys[0]])
+	for _, i := range keys {
+		if len(args[i]) > s.cfg.MaxKeySize {
+			return resp.AppendErr(out, errs.ErrKeyTooLong)
+		}
+		bi := t.Bucket(args[i])
+		if bi == b {
+			continue
+		}
+		if write {
+			return resp.AppendError(out, "CROSSSLOT Keys in request don't hash to the same slot")
+		}
+		// A multi-bucket read: every bucket must be served here.
+		if err := s.checkOwner(t, bi, false, env); err != nil {
+			return resp.AppendErr(out, err)
+		}
+	}
+	if err := s.checkOwner(t, b, write, env); err != nil {
+		if !env.forwarded && errs.CodeOf(err) == errs.WriteNotOnMaster {
+			if to := s.forwardTarget(t, b); to != "" {
+				return s.forward(out, to, b, env, args)
+			}
+		}
+		return resp.AppendErr(out, err)
+	}
+	if err := s.checkArea(env.area, write, args); err != nil {
+		return resp.AppendErr(out, err)
+	}
+	if !write {
+		out, _ = x.Exec(env.area, env.proto, false, args, out)
+		s.hookAfter(env, args, false)
+		return out
+	}
+	return s.execWrite(out, env, b, args, p)
+}
+
+// checkOwner checks that this node may serve bucket b: as master for
+// writes and TAIR.X reads, as master or slave for TAIR.XR reads. Serving
+// as master needs a valid lease.
+func (s *Server) checkOwner(t *route.Table, b uint32, write bool, env envelope) error {
+	me := s.addr
+	if t.IsMaster(b, me) {
+		if !s.leaseOK() {
+			s.m.leaseRefusals.Inc()
+			return errNotMaster(b, t.Version)
+		}
+		return nil
+	}
+	if !write && env.slaveOK && s.cfg.ReadFromSlave && t.IsSlave(b, me) {
+		return nil
+	}
+	return errNotMaster(b, t.Version)
+}
+
+// execWrite runs a write as bucket b's master: under the bucket's lock,
+// exec then append to the replication streams; p collects the waits.
+func (s *Server) execWrite(out []byte, env envelope, b uint32, args [][]byte, p *pending) []byte {
+	bk := s.bucket(b)
+	bk.mu.Lock()
+	defer bk.mu.Unlock()
+	if bk.frozen.Load() {
+		return resp.AppendErr(out, errTryAgain(b))
+	}
+	rt := s.rt.Load()
+	if !rt.t.IsMaster(b, s.addr) {
+		// The table changed since the check.
+		return resp.AppendErr(out, errNotMaster(b, rt.t.Version))
+	}
+	start := len(out)
+	out, prop := s.x.Load().Exec(env.area, env.proto, false, args, out)
+	p.write, p.bucket = true, b
+	if len(prop) == 0 {
+		return out
+	}
+	s.replicateLocked(bk, rt, env.area, prop, p)
+	if len(out) > start && out[start] != '-' {
+		s.hookAfter(env, args, true)
+	}
+	return out
+}
+
+// replicateLocked appends propagated commands to bucket bk's streams;
+// bk.mu is held.
+func (s *Server) replicateLocked(bk *bucket, rt *routing, area uint16, prop [][][]byte, p *pending) {
+	pl := cmdsPayload(prop)
+	degraded := s.cfg.ReplicationMode == ReplicationDegraded
+	for _, st := range rt.slaves[bk.id] {
+		unreachable := st.unreachable.Load()
+		e := st.push(bk.id, area, kindCmds, pl)
+		if degraded && unreachable {
+			continue
+		}
+		p.waits = append(p.waits, waiter{st: st, e: e})
+	}
+	if m := bk.mig; m != nil {
+		e := m.st.push(bk.id, area, kindCmds, pl)
+		if m.synced {
+			p.waits = append(p.waits, waiter{st: m.st, e: e, strict: true})
+		}
+	}
+	s.m.replEntries.Add(float64(len(rt.slaves[bk.id])))
+}
+
+// forwardTarget returns the new master of a bucket that moved away from
+// this node recently, or "".
+func (s *Server) forwardTarget(t *route.Table, b uint32) string {
+	bk := s.bucket(b)
+	if bk == nil {
+		return ""
+	}
+	mv := bk.moved.Load()
+	if mv == nil || time.Now().After(mv.until) || t.Master(b) != mv.to || mv.to == s.addr {
+		return ""
+	}
+	return mv.to
+}
+
+// forward sends the command to bucket's new master and relays its reply.
+func (s *Server) forward(out []byte, to string, b uint32, env envelope, args [][]byte) []byte {
+	req := make([][]byte, 0, len(args)+4)
+	req = append(req, []byte("TAIR.XF"), strconv.AppendUint(nil, uint64(env.area), 10),
+		strconv.AppendUint(nil, env.version, 10), strconv.AppendInt(nil, int64(env.proto), 10))
+	req = append(req, args...)
+	c, err := s.pool.get(to)
+	if err != nil {
+		// Not run anywhere: the proxy refreshes its table and retries.
+		return resp.AppendErr(out, errs.Newf(errs.WriteNotOnMaster, "bucket %d table %d (new master %s unreachable)", b, s.TableVersion(), to))
+	}
+	raw, err := c.roundTrip(resp.AppendCommand(nil, req...), 3*s.cfg.ReplicationTimeout)
+	if err != nil {
+		_ = c.Close()
+		return resp.AppendErr(out, errs.Newf(errs.Timeout, "forwarding to %s: %v", to, err))
+	}
+	s.pool.put(to, c)
+	s.m.forwarded.Inc()
+	return append(out, raw...)
+}
+
+// dbsize counts the area's visible keys in the buckets this node masters.
+func (s *Server) dbsize(out []byte, env envelope) []byte {
+	t := s.Table()
+	if t == nil {
+		return resp.AppendInt(out, 0)
+	}
+	var n int64
+	for b := uint32(0); b < t.Buckets; b++ {
+		if !t.IsMaster(b, s.addr) {
+			continue
+		}
+		_ = s.eng.ForEach(b, func(r *engines.Record) error {
+			if r.Area == env.area && !r.Entry.Hidden {
+				n++
+			}
+			return nil
+		})
+	}
+	return resp.AppendInt(out, n)
+}
+
+// scanBucket: SCANBUCKET <bucket> <cursor> [MATCH p] [COUNT n] [TYPE t]
+// -> [next-cursor, [keys...]] over the area's keys of one bucket. The
+// whole bucket comes in one reply (cursor "0").
+func (s *Server) scanBucket(out []byte, env envelope, args [][]byte) []byte {
+	if len(args) < 3 {
+		return resp.AppendError(out, "ERR wrong number of arguments for 'scanbucket' command")
+	}
+	b64, err := strconv.ParseUint(string(args[1]), 10, 32)
+	if err != nil {
+		return resp.AppendError(out, "ERR invalid bucket")
+	}
+	b := uint32(b64)
+	var pattern, typ []byte
+	for i := 3; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			return resp.AppendError(out, "ERR syntax error")
+		}
+		switch upper(args[i]) {
+		case "MATCH":
+			pattern = args[i+1]
+		case "COUNT":
+		case "TYPE":
+			typ = bytes.ToLower(args[i+1])
+		default:
+			return resp.AppendError(out, "ERR syntax error")
+		}
+	}
+	t := s.Table()
+	if t == nil {
+		return resp.AppendErr(out, errNotMaster(b, 0))
+	}
+	if b >= t.Buckets {
+		return resp.AppendError(out, "ERR invalid bucket")
+	}
+	if err := s.checkOwner(t, b, false, env); err != nil {
+		return resp.AppendErr(out, err)
+	}
+	var keys [][]byte
+	err = s.eng.ForEach(b, func(r *engines.Record) error {
+		if r.Area != env.area || r.Entry.Hidden {
+			return nil
+		}
+		if typ != nil && string(typ) != typeName(r) {
+			return nil
+		}
+		if pattern != nil && !globMatch(pattern, r.Key) {
+			return nil
+		}
+		keys = append(keys, append([]byte(nil), r.Key...))
+		return nil
+	})
+	if err != nil {
+		return resp.AppendErr(out, err)
+	}
+	out = resp.AppendArray(out, 2)
+	out = resp.AppendBulkString(out, "0")
+	out = resp.AppendArray(out, len(keys))
+	for _, k := range keys {
+		out = resp.AppendBulk(out, k)
+	}
+	return out
+}
+
+// flush deletes the area (FLUSHDB) or every area (FLUSHALL) on this node.
+// The proxy sends it to every dataserver.
+func (s *Server) flush(out []byte, env envelope, all bool) []byte {
+	if !all {
+		if _, err := s.eng.DeleteArea(env.area); err != nil {
+			return resp.AppendErr(out, err)
+		}
+		return resp.AppendOK(out)
+	}
+	// Every area with data here: those with counters, and those seen in
+	// the buckets (records restored by a migration, say).
+	areas := map[uint16]bool{0: true}
+	for a := range s.eng.AllStats() {
+		areas[a] = true
+	}
+	if t := s.Table(); t != nil {
+		for b := uint32(0); b < t.Buckets; b++ {
+			_ = s.eng.ForEach(b, func(r *engines.Record) error {
+				areas[r.Area] = true
+				return nil
+			})
+		}
+	}
+	for a := range areas {
+		if _, err := s.eng.DeleteArea(a); err != nil {
+			return resp.AppendErr(out, err)
+		}
+	}
+	return resp.AppendOK(out)
+}

@@ -1,0 +1,297 @@
+package dataserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tairkv/tair/engines"
+	_ "github.com/tairkv/tair/engines/rdb"
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/internal/testutil"
+	"github.com/tairkv/tair/internal/wire"
+	"github.com/tairkv/tair/resp"
+)
+
+// fakeCS is a configserver stand-in: it serves POST /v1/heartbeat and
+// GET /v1/table from a table the test controls. With autoSwitch it
+// completes a move when its source reports Done, as the real one does.
+type fakeCS struct {
+	t          *testing.T
+	ln         net.Listener
+	srv        *http.Server
+	down       atomic.Bool
+	autoSwitch atomic.Bool
+	recovery   atomic.Bool // completed moves add a copy instead of replacing the source
+
+	mu    sync.Mutex
+	table *route.Table
+	areas map[uint16]wire.AreaConfig
+	hooks []string
+	hbs   map[string]wire.Heartbeat
+}
+
+func newFakeCS(t *testing.T) *fakeCS {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeCS{t: t, ln: ln, hbs: map[string]wire.Heartbeat{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/heartbeat", f.heartbeat)
+	mux.HandleFunc("GET /v1/table", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.table == nil {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(f.table)
+	})
+	f.srv = &http.Server{Handler: mux}
+	go func() { _ = f.srv.Serve(ln) }()
+	t.Cleanup(func() { _ = f.srv.Close() })
+	return f
+}
+
+func (f *fakeCS) addr() string { return f.ln.Addr().String() }
+
+func (f *fakeCS) heartbeat(w http.ResponseWriter, r *http.Request) {
+	if f.down.Load() {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+		return
+	}
+	var hb wire.Heartbeat
+	body, _ := io.ReadAll(r.Body)
+	if err := json.Unmarshal(body, &hb); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hbs[hb.Addr] = hb
+	if f.autoSwitch.Load() && f.table != nil {
+		for _, p := range hb.Migrations {
+			if p.Done {
+				f.completeMoveLocked(p.Bucket, hb.Addr, p.To)
+			}
+		}
+	}
+	reply := wire.HeartbeatReply{Areas: f.areas, Hooks: f.hooks}
+	if f.table != nil && f.table.Version > hb.TableVersion {
+		reply.Table = f.table
+	}
+	_ = json.NewEncoder(w).Encode(reply)
+}
+
+// completeMoveLocked switches bucket b from `from` to `to` (the
+// destination takes the source's place, or is appended with recovery).
+func (f *fakeCS) completeMoveLocked(b uint32, from, to string) {
+	mv, ok := f.table.MoveOf(b)
+	if !ok || mv.From != from || mv.To != to {
+		return
+	}
+	nt := f.table.Clone()
+	nt.Version++
+	if f.recovery.Load() {
+		nt.Serving[b] = append(nt.Serving[b], to)
+	} else {
+		for i, n := range nt.Serving[b] {
+			if n == from {
+				nt.Serving[b][i] = to
+			}
+		}
+	}
+	var ms []route.Move
+	for _, m := range nt.Migrating {
+		if m.Bucket != b {
+			ms = append(ms, m)
+		}
+	}
+	nt.Migrating = ms
+	f.table = nt
+}
+
+func (f *fakeCS) setTable(t *route.Table) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.table = t
+}
+
+func (f *fakeCS) getTable() *route.Table {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.table.Clone()
+}
+
+func (f *fakeCS) lastHB(addr string) wire.Heartbeat {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hbs[addr]
+}
+
+// testConfig is a fast config for tests.
+func testConfig(cs string) Config {
+	c := DefaultConfig()
+	c.Listen = "127.0.0.1:0"
+	c.HTTP = "127.0.0.1:0"
+	c.ConfigServers = []string{cs}
+	c.Engine = "rdb"
+	// A generous lease: loaded CI machines delay heartbeats (the lease
+	// tests shorten it).
+	c.HeartbeatInterval = 500 * time.Millisecond
+	c.LeaseTimeout = 1900 * time.Millisecond
+	c.ReplicationTimeout = 300 * time.Millisecond
+	c.ForwardGrace = time.Second
+	return c
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	if os.Getenv("TAIR_TEST_VERBOSE") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func startNode(t *testing.T, cfg Config) *Server {
+	t.Helper()
+	s, err := New(cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// ringTable gives bucket b to nodes[b%n] as master and the next copies-1
+// nodes as slaves.
+func ringTable(version uint64, q uint32, copies int, nodes ...string) *route.Table {
+	t := &route.Table{Version: version, Buckets: q, Copies: copies, Serving: make([][]string, q)}
+	for b := uint32(0); b < q; b++ {
+		for c := 0; c < copies && c < len(nodes); c++ {
+			t.Serving[b] = append(t.Serving[b], nodes[(int(b)+c)%len(nodes)])
+		}
+	}
+	return t
+}
+
+func waitVersion(t *testing.T, v uint64, nodes ...*Server) {
+	t.Helper()
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		for _, n := range nodes {
+			if n.TableVersion() < v || !n.leaseOK() {
+				return false
+			}
+		}
+		return true
+	}, "nodes did not reach table version %d", v)
+}
+
+// keyIn returns a key of bucket b (prefix + n).
+func keyIn(prefix string, b, q uint32, n int) string {
+	for i := 0; ; i++ {
+		k := fmt.Sprintf("%s:%d:%d", prefix, n, i)
+		if route.BucketOf([]byte(k), q) == b {
+			return k
+		}
+	}
+}
+
+// client is a minimal RESP client for tests.
+type client struct {
+	t *testing.T
+	c *peerConn
+}
+
+func dial(t *testing.T, addr string) *client {
+	t.Helper()
+	c, err := dialPeer(addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return &client{t: t, c: c}
+}
+
+// do sends one command and returns the raw reply as a string with the
+// trailing CRLF removed ("+OK", "$3\r\nbar", "-NOTMASTER ...").
+func (c *client) do(args ...string) string {
+	c.t.Helper()
+	r, err := c.doErr(args...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return r
+}
+
+func (c *client) doErr(args ...string) (string, error) {
+	bs := make([][]byte, len(args))
+	for i, a := range args {
+		bs[i] = []byte(a)
+	}
+	raw, err := c.c.roundTrip(resp.AppendCommand(nil, bs...), 5*time.Second)
+	if err != nil {
+		_ = c.c.Close() // its stream position is lost
+		return "", err
+	}
+	return strings.TrimSuffix(string(raw), "\r\n"), nil
+}
+
+// pipeline sends many commands at once and returns their replies.
+func (c *client) pipeline(cmds [][]string) []string {
+	c.t.Helper()
+	var buf []byte
+	for _, a := range cmds {
+		bs := make([][]byte, len(a))
+		for i, s := range a {
+			bs[i] = []byte(s)
+		}
+		buf = resp.AppendCommand(buf, bs...)
+	}
+	_ = c.c.c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.c.bw.Write(buf); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := c.c.bw.Flush(); err != nil {
+		c.t.Fatal(err)
+	}
+	out := make([]string, len(cmds))
+	for i := range cmds {
+		raw, err := readReply(c.c.br, nil)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		out[i] = strings.TrimSuffix(string(raw), "\r\n")
+	}
+	return out
+}
+
+// x wraps a command in the TAIR.X envelope (area 0, RESP2).
+func x(version uint64, args ...string) []string {
+	return append([]string{"TAIR.X", "0", strconv.FormatUint(version, 10), "2"}, args...)
+}
+
+func engineKey(b uint32, key string) engines.Key {
+	return engines.Key{Bucket: b, Area: 0, Key: []byte(key)}
+}
+
+func strconvFormat(n int64) string { return strconv.FormatInt(n, 10) }
+
+// shortLease makes the lease expire quickly (lease tests).
+func shortLease(_ int, c *Config) {
+	c.HeartbeatInterval = 200 * time.Millisecond
+	c.LeaseTimeout = 700 * time.Millisecond
+}

@@ -1,0 +1,449 @@
+package dataserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/tairkv/tair/dataserver/exec"
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/internal/wire"
+	"github.com/tairkv/tair/resp"
+)
+
+// heartbeatLoop reports to the leading configserver every interval (and
+// at once when kicked: a request or stream showed a newer table) and
+// applies the reply. A successful heartbeat renews the lease from the time
+// it was sent. Heartbeats do not wait for each other (up to 3 in flight),
+// so one slow answer does not let the lease run out while the next would
+// have renewed it.
+func (s *Server) heartbeatLoop(ctx context.Context) {
+	tick := time.NewTicker(s.cfg.HeartbeatInterval)
+	defer tick.Stop()
+	drop := time.NewTicker(250 * time.Millisecond)
+	defer drop.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var inflight, failures atomic.Int32
+	var last time.Time
+	send := func() {
+		if inflight.Load() >= 3 || time.Since(last) < 20*time.Millisecond {
+			return
+		}
+		last = time.Now()
+		inflight.Add(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer inflight.Add(-1)
+			if err := s.heartbeat(ctx); err != nil {
+				if n := failures.Add(1); (n == 1 || n%20 == 0) && ctx.Err() == nil {
+					s.log.Warn("heartbeat failed", "err", err, "failures", n)
+				}
+			} else if n := failures.Swap(0); n > 0 {
+				s.log.Info("heartbeat recovered", "after_failures", n)
+			}
+		}()
+	}
+	send()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			send()
+		case <-s.hbKick:
+			time.Sleep(max(0, 20*time.Millisecond-time.Since(last)))
+			send()
+		case <-drop.C:
+			s.dropLeftBuckets()
+		}
+	}
+}
+
+func (s *Server) heartbeat(ctx context.Context) error {
+	sent := time.Now()
+	hb := &wire.Heartbeat{
+		Addr:              s.addr,
+		HTTP:              s.HTTPAddr(),
+		Zone:              s.cfg.Zone,
+		Rack:              s.cfg.Rack,
+		Incarnation:       s.incarnation,
+		Persistent:        s.eng.Persistent(),
+		Engine:            s.eng.Name(),
+		TableVersion:      s.TableVersion(),
+		Migrations:        s.migrationProgress(),
+		UnreachableSlaves: s.unreachableSlaves(),
+		Stats:             s.areaStats(),
+		Load:              s.load(sent),
+	}
+	// An answer later than the lease is of no use.
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.LeaseTimeout)
+	defer cancel()
+	reply, err := s.cs.Heartbeat(ctx, hb)
+	s.m.heartbeats.WithLabelValues(okLabel(err)).Inc()
+	if err != nil {
+		// No configserver process running at all (every address refuses
+		// connections): nobody can change the table, so a node whose lease
+		// still holds keeps it and serves on. A configserver that is
+		// reachable but does not answer (a partition, a pause) lets the
+		// lease run out.
+		if s.leaseOK() && s.configServersRefuse() {
+			s.renewLease(sent)
+			if !s.csDown.Swap(true) {
+				s.log.Warn("no configserver running; serving on the last table", "table_version", s.TableVersion())
+			}
+		}
+		return err
+	}
+	s.csDown.Store(false)
+	if reply.Table != nil && reply.Table.Version > s.TableVersion() {
+		s.applyTable(reply.Table)
+	}
+	s.applyAreas(reply.Areas)
+	if reply.Hooks != nil {
+		h := slices.Clone(reply.Hooks)
+		s.hooks.Store(&h)
+	}
+	s.renewLease(sent)
+	return nil
+}
+
+// renewLease extends the lease from sent, when the heartbeat was sent.
+func (s *Server) renewLease(sent time.Time) {
+	for {
+		old := s.leaseFrom.Load()
+		if old >= sent.UnixNano() || s.leaseFrom.CompareAndSwap(old, sent.UnixNano()) {
+			return
+		}
+	}
+}
+
+// configServersRefuse reports whether every configserver address refuses
+// TCP connections (no configserver process is running).
+func (s *Server) configServersRefuse() bool {
+	addrs := s.cs.Addrs()
+	if len(addrs) == 0 {
+		return false
+	}
+	for _, a := range addrs {
+		c, err := net.DialTimeout("tcp", a, 200*time.Millisecond)
+		if err == nil {
+			_ = c.Close()
+			return false
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return false
+		}
+	}
+	return true
+}
+
+func okLabel(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "ok"
+}
+
+func (s *Server) unreachableSlaves() []string {
+	slaves := map[string]bool{}
+	if rt := s.rt.Load(); rt != nil {
+		for _, ss := range rt.slaves {
+			for _, st := range ss {
+				slaves[st.to] = true
+			}
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for node, st := range s.mu.streams {
+		if st.unreachable.Load() && slaves[node] {
+			out = append(out, node)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s *Server) areaStats() map[uint16]wire.AreaStats {
+	all := s.eng.AllStats()
+	if len(all) == 0 {
+		return nil
+	}
+	out := make(map[uint16]wire.AreaStats, len(all))
+	for a, st := range all {
+		out[a] = wire.AreaStats(st)
+	}
+	return out
+}
+
+// load returns requests per second since the previous call.
+func (s *Server) load(now time.Time) float64 {
+	n := s.m.requestCount()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prevN, prevAt := s.loadN, s.loadAt
+	s.loadN, s.loadAt = n, now
+	if prevAt.IsZero() {
+		return 0
+	}
+	d := now.Sub(prevAt).Seconds()
+	if d <= 0 {
+		return 0
+	}
+	return (n - prevN) / d
+}
+
+// applyTable publishes a newer table: bucket states, replication streams,
+// forwarding for buckets that moved away, and the migrations to run.
+func (s *Server) applyTable(t *route.Table) {
+	if err := t.Validate(); err != nil {
+		s.log.Error("ignoring a bad table", "version", t.Version, "err", err)
+		return
+	}
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	old := s.Table()
+	if old != nil && t.Version <= old.Version {
+		return
+	}
+	if bs := s.buckets(); bs == nil {
+		bs = make([]*bucket, t.Buckets)
+		for i := range bs {
+			bs[i] = &bucket{id: uint32(i)}
+		}
+		s.bk.Store(&bs)
+		s.x.Store(exec.New(s.eng, exec.Options{Buckets: t.Buckets}))
+	} else if uint32(len(bs)) != t.Buckets {
+		s.log.Error("ignoring a table with another bucket count", "version", t.Version, "buckets", t.Buckets, "have", len(bs))
+		return
+	}
+	me := s.addr
+	rt := &routing{t: t, slaves: make([][]*stream, t.Buckets)}
+	now := time.Now()
+	for b := uint32(0); b < t.Buckets; b++ {
+		if t.IsMaster(b, me) {
+			mv, moving := t.MoveOf(b)
+			for _, sl := range t.Slaves(b) {
+				if sl == me || (moving && mv.From == me && mv.To == sl) {
+					continue
+				}
+				rt.slaves[b] = append(rt.slaves[b], s.streamTo(sl))
+			}
+		}
+		if old == nil {
+			continue
+		}
+		bk := s.bucket(b)
+		if old.IsMaster(b, me) && !t.IsMaster(b, me) && t.Master(b) != "" {
+			bk.moved.Store(&movedTo{to: t.Master(b), until: now.Add(s.cfg.ForwardGrace)})
+		}
+		if holds(old, b, me) && !holds(t, b, me) {
+			s.scheduleDrop(b, now.Add(s.cfg.ForwardGrace))
+		}
+	}
+	// Moves of this node that end with this table: drain their streams
+	// under the bucket's lock and publish the table before writes get in
+	// again, so the destination receives the bucket's changes in order
+	// (the migration stream first, then as a slave or not at all).
+	var held []*bucket
+	if old != nil {
+		for _, mv := range old.Migrating {
+			if nm, ok := t.MoveOf(mv.Bucket); mv.From != me || (ok && nm == mv) {
+				continue
+			}
+			bk := s.bucket(mv.Bucket)
+			bk.mu.Lock()
+			held = append(held, bk)
+			if m := bk.mig; m != nil {
+				deadline := time.Now().Add(s.cfg.ReplicationTimeout)
+				for m.st.pending() > 0 && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
+				bk.mig = nil
+				bk.frozen.Store(false)
+			}
+		}
+	}
+	s.rt.Store(rt)
+	for _, bk := range held {
+		bk.mu.Unlock()
+	}
+	s.closeUnusedStreams(rt)
+	s.resyncDiverged(t)
+	s.log.Info("table applied", "version", t.Version, "masters", len(bucketsOf(t, me, true)),
+		"slaves", len(bucketsOf(t, me, false)), "migrating", len(t.Migrating))
+	s.reconcileMigrations(t)
+}
+
+// holds reports whether node keeps a copy of bucket b under t.
+func holds(t *route.Table, b uint32, node string) bool {
+	if t.IsMaster(b, node) || t.IsSlave(b, node) {
+		return true
+	}
+	for _, m := range t.Migrating {
+		if m.Bucket == b && (m.To == node || m.From == node) {
+			return true
+		}
+	}
+	return false
+}
+
+func bucketsOf(t *route.Table, node string, master bool) []uint32 {
+	var out []uint32
+	if t == nil {
+		return out
+	}
+	for b := uint32(0); b < t.Buckets; b++ {
+		if (master && t.IsMaster(b, node)) || (!master && t.IsSlave(b, node)) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func (s *Server) scheduleDrop(b uint32, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.drops == nil {
+		s.mu.drops = map[uint32]time.Time{}
+	}
+	s.mu.drops[b] = at
+}
+
+// dropLeftBuckets deletes the copies of buckets this node no longer holds
+// once their grace period is over.
+func (s *Server) dropLeftBuckets() {
+	now := time.Now()
+	var due []uint32
+	s.mu.Lock()
+	for b, at := range s.mu.drops {
+		if now.After(at) {
+			due = append(due, b)
+			delete(s.mu.drops, b)
+		}
+	}
+	s.mu.Unlock()
+	for _, b := range due {
+		t := s.Table()
+		if t == nil || holds(t, b, s.addr) {
+			continue
+		}
+		bk := s.bucket(b)
+		bk.mu.Lock()
+		err := s.eng.DeleteBucket(b)
+		bk.mu.Unlock()
+		if err != nil {
+			s.log.Error("dropping a bucket copy", "bucket", b, "err", err)
+			continue
+		}
+		s.log.Info("dropped the copy of a bucket this node no longer holds", "bucket", b)
+	}
+}
+
+// closeUnusedStreams closes the replication streams to nodes that are no
+// longer slaves of any bucket this node masters (what they still hold is
+// delivered for a moment first).
+func (s *Server) closeUnusedStreams(rt *routing) {
+	used := map[*stream]bool{}
+	for _, ss := range rt.slaves {
+		for _, st := range ss {
+			used[st] = true
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for node, st := range s.mu.streams {
+		if !used[st] {
+			delete(s.mu.streams, node)
+			s.mu.retired[node] = st.session
+			go st.close(s.cfg.ReplicationTimeout)
+		}
+	}
+}
+
+// tableLoop long-polls the configservers for a newer table, so a switch
+// (a finished move, a failover) is applied at once rather than at the next
+// heartbeat. It does not renew the lease: only heartbeats do.
+func (s *Server) tableLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		t, err := s.cs.Table(ctx, s.TableVersion(), 5*time.Second)
+		switch {
+		case err == nil && t != nil && t.Version > s.TableVersion():
+			s.applyTable(t)
+		case err != nil && !errors.Is(err, wire.ErrNotModified):
+			select {
+			case <-ctx.Done():
+			case <-time.After(s.cfg.HeartbeatInterval):
+			}
+		}
+	}
+}
+
+// fetchTableFrom asks a peer dataserver for its table (TAIR.TABLE) when it
+// showed a newer version than ours: tables spread between nodes even while
+// no configserver answers. One fetch at a time.
+func (s *Server) fetchTableFrom(peer string) {
+	if !s.fetching.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.fetching.Store(false)
+		c, err := s.pool.get(peer)
+		if err != nil {
+			return
+		}
+		raw, err := c.roundTrip(resp.AppendCommand(nil, []byte("TAIR.TABLE")), time.Second)
+		if err != nil {
+			_ = c.Close()
+			return
+		}
+		s.pool.put(peer, c)
+		body, ok := bulkBody(raw)
+		if !ok {
+			return
+		}
+		var t route.Table
+		if err := json.Unmarshal(body, &t); err != nil {
+			return
+		}
+		if t.Version > s.TableVersion() {
+			s.log.Info("table learned from a peer", "peer", peer, "version", t.Version)
+			s.applyTable(&t)
+		}
+	}()
+}
+
+// bulkBody returns the content of a raw bulk-string reply.
+func bulkBody(raw []byte) ([]byte, bool) {
+	if len(raw) < 4 || raw[0] != '$' {
+		return nil, false
+	}
+	i := bytes.IndexByte(raw, '\n')
+	if i < 0 || len(raw) < i+3 {
+		return nil, false
+	}
+	return raw[i+1 : len(raw)-2], true
+}
+
+// tableReply answers TAIR.TABLE: the table as JSON, or nil.
+func (s *Server) tableReply(out []byte) []byte {
+	t := s.Table()
+	if t == nil {
+		return resp.AppendNull(out, 2)
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return resp.AppendErr(out, err)
+	}
+	return resp.AppendBulk(out, b)
+}

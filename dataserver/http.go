@@ -1,0 +1,89 @@
+package dataserver
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/tairkv/tair/internal/wire"
+)
+
+type metrics struct {
+	reg             *prometheus.Registry
+	requests        prometheus.Counter
+	heartbeats      *prometheus.CounterVec
+	leaseRefusals   prometheus.Counter
+	replTimeouts    prometheus.Counter
+	replEntries     prometheus.Counter
+	replRefused     prometheus.Counter
+	replApplyErrors prometheus.Counter
+	forwarded       prometheus.Counter
+	flowLimited     prometheus.Counter
+	areaCommands    *prometheus.CounterVec
+}
+
+func newMetrics() *metrics {
+	c := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver", Name: name, Help: help})
+	}
+	m := &metrics{
+		reg:             prometheus.NewRegistry(),
+		requests:        c("requests_total", "Commands served."),
+		leaseRefusals:   c("lease_refusals_total", "Requests refused because the lease had expired."),
+		replTimeouts:    c("replication_timeouts_total", "Writes whose slave did not answer within the replication timeout."),
+		replEntries:     c("replication_items_total", "Items appended to replication streams."),
+		replRefused:     c("replication_refused_total", "Incoming replication items refused (sender not master)."),
+		replApplyErrors: c("replication_apply_errors_total", "Incoming replication items that failed to apply."),
+		forwarded:       c("forwarded_total", "Requests forwarded to a bucket's new master."),
+		flowLimited:     c("flow_limited_total", "Requests refused by an area's flow limit."),
+		areaCommands: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
+			Name: "area_commands_total", Help: "Commands by area and kind (stats hook)."}, []string{"area", "kind"}),
+		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
+			Name: "heartbeats_total", Help: "Heartbeats by result."}, []string{"result"}),
+	}
+	m.reg.MustRegister(m.requests, m.leaseRefusals, m.replTimeouts, m.replEntries, m.replRefused,
+		m.replApplyErrors, m.forwarded, m.flowLimited, m.heartbeats, m.areaCommands,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) requestCount() float64 {
+	var d dto.Metric
+	if err := m.requests.Write(&d); err != nil || d.Counter == nil {
+		return 0
+	}
+	return d.Counter.GetValue()
+}
+
+// Status is GET /status.
+func (s *Server) Status() wire.Status {
+	t := s.Table()
+	return wire.Status{
+		Kind:         "dataserver",
+		Addr:         s.addr,
+		TableVersion: s.TableVersion(),
+		Masters:      bucketsOf(t, s.addr, true),
+		Slaves:       bucketsOf(t, s.addr, false),
+	}
+}
+
+func (s *Server) httpHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if s.closing.Load() {
+			http.Error(w, "stopping", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(s.Status())
+	})
+	return mux
+}

@@ -1,0 +1,286 @@
+package dataserver
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/internal/wire"
+)
+
+// migration is one outgoing bucket move (Tair's online migration).
+//
+// Steps, each restartable from the top (a new attempt starts a new stream
+// session whose first item tells the destination to drop its partial
+// copy):
+//  1. under the bucket's lock: stream "begin", then a snapshot of the
+//     bucket (ForEach) as records, and attach the stream to the bucket so
+//     every later write is streamed after the snapshot, in order;
+//  2. let the stream drain at the adaptive rate while writes go on
+//     (they do not wait for the destination yet);
+//  3. freeze the bucket (writes get TRYAGAIN) until the destination has
+//     applied everything, then make it a synchronous target (writes wait
+//     for it like for a slave) and unfreeze;
+//  4. report Done in the heartbeat and keep the destination in sync until
+//     the configserver's table no longer lists the move.
+type migration struct {
+	s    *Server
+	move route.Move
+	log  *slog.Logger
+
+	// st and synced are guarded by the bucket's lock.
+	st     *stream
+	synced bool
+
+	// reportedDone: Done was reported once (owned by the run goroutine).
+	reportedDone bool
+
+	keys    atomic.Int64
+	done    atomic.Bool
+	failed  atomic.Pointer[string]
+	stop    chan struct{}
+	stopped chan struct{}
+	once    sync.Once
+}
+
+var errMigrationStopped = errors.New("migration stopped")
+
+// reconcileMigrations starts the moves t gives this node and ends those it
+// no longer lists. Called with the new table published.
+func (s *Server) reconcileMigrations(t *route.Table) {
+	want := map[uint32]route.Move{}
+	for _, mv := range t.Migrating {
+		if mv.From == s.addr && mv.To != "" && mv.To != s.addr {
+			want[mv.Bucket] = mv
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return
+	}
+	for b, m := range s.mu.migs {
+		if mv, ok := want[b]; ok && mv == m.move {
+			continue
+		}
+		delete(s.mu.migs, b)
+		go m.abort()
+	}
+	for b, mv := range want {
+		if _, ok := s.mu.migs[b]; ok {
+			continue
+		}
+		m := &migration{s: s, move: mv, stop: make(chan struct{}), stopped: make(chan struct{}),
+			log: s.log.With("bucket", b, "to", mv.To)}
+		s.mu.migs[b] = m
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			m.run()
+		}()
+	}
+}
+
+// migrationProgress is the heartbeat's view of the outgoing moves.
+func (s *Server) migrationProgress() []wire.MigrationProgress {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []wire.MigrationProgress
+	for _, m := range s.mu.migs {
+		p := wire.MigrationProgress{Bucket: m.move.Bucket, To: m.move.To, KeysSent: m.keys.Load(), Done: m.done.Load()}
+		if f := m.failed.Load(); f != nil && !p.Done {
+			p.Failed = *f
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// abort stops the migration and detaches its stream (what is queued is
+// still delivered for a moment: writes may wait on it).
+func (m *migration) abort() {
+	m.once.Do(func() { close(m.stop) })
+	<-m.stopped
+}
+
+func (m *migration) stopping() bool {
+	select {
+	case <-m.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func (m *migration) run() {
+	defer close(m.stopped)
+	select {
+	case m.s.migSem <- struct{}{}:
+		defer func() { <-m.s.migSem }()
+	case <-m.stop:
+		return
+	}
+	backoff := 200 * time.Millisecond
+	for !m.stopping() {
+		err := m.attempt()
+		if err == nil || errors.Is(err, errMigrationStopped) {
+			break
+		}
+		msg := err.Error()
+		if m.reportedDone {
+			// Done may already have switched the table: starting over
+			// would wipe a serving copy. Report the failure and let the
+			// configserver drop the move (and plan it again).
+			m.failed.Store(&msg)
+			m.done.Store(false)
+			m.detach()
+			m.log.Warn("migration failed after it was done; waiting for the configserver", "err", err)
+			<-m.stop
+			break
+		}
+		m.failed.Store(&msg)
+		m.log.Warn("migration attempt failed, restarting", "err", err)
+		select {
+		case <-time.After(backoff):
+		case <-m.stop:
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+	m.detach()
+}
+
+// detach removes the stream from the bucket and closes it.
+func (m *migration) detach() {
+	bk := m.s.bucket(m.move.Bucket)
+	bk.mu.Lock()
+	st := m.st
+	if bk.mig == m {
+		bk.mig = nil
+	}
+	bk.frozen.Store(false)
+	m.synced = false
+	bk.mu.Unlock()
+	m.done.Store(false)
+	if st != nil {
+		// Nothing to wait for: a table switch drained the stream under
+		// the bucket's lock already, and a failed attempt starts over.
+		st.close(0)
+	}
+}
+
+func (m *migration) attempt() error {
+	s := m.s
+	b := m.move.Bucket
+	bk := s.bucket(b)
+	m.detach()
+	start := time.Now()
+	st := s.newStream(m.move.To, true, "")
+
+	// 1. Snapshot and attach, atomically with respect to the bucket's writes.
+	bk.mu.Lock()
+	t := s.Table()
+	if t == nil || !holds(t, b, s.addr) {
+		bk.mu.Unlock()
+		go st.close(0)
+		return fmt.Errorf("this node holds no copy of bucket %d", b)
+	}
+	err := s.pushSnapshotLocked(st, b)
+	n := int64(st.lastSeq()) - 1 // records after the begin item
+	if err != nil {
+		bk.mu.Unlock()
+		go st.close(0)
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	m.st, m.synced = st, false
+	bk.mig = m
+	bk.mu.Unlock()
+	m.log.Info("migration started", "records", n)
+
+	// 2. Drain while writes go on.
+	for st.pending() > 64 {
+		if err := m.check(st); err != nil {
+			return err
+		}
+		m.keys.Store(max(0, n-int64(st.pending())))
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// 3. Final freeze: drain the rest, then make the destination synchronous.
+	if !t.IsMaster(b, s.addr) {
+		// A slave copy: the master's writes reach it through this node's
+		// replication stream, which then waits for the destination.
+		bk.mu.Lock()
+		m.synced = true
+		mark := st.lastSeq()
+		bk.mu.Unlock()
+		for st.ackedSeq() < mark {
+			if err := m.check(st); err != nil {
+				return err
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return m.inSync(st, n, start)
+	}
+	for {
+		bk.frozen.Store(true)
+		bk.mu.Lock() // barrier: writes that passed the frozen check are queued
+		bk.mu.Unlock()
+		deadline := time.Now().Add(2 * time.Second)
+		for st.pending() > 0 && time.Now().Before(deadline) {
+			if err := m.check(st); err != nil {
+				bk.frozen.Store(false)
+				return err
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if st.pending() == 0 {
+			break
+		}
+		// Too slow: let writes through again and retry.
+		bk.frozen.Store(false)
+		time.Sleep(50 * time.Millisecond)
+	}
+	bk.mu.Lock()
+	m.synced = true
+	bk.frozen.Store(false)
+	bk.mu.Unlock()
+	return m.inSync(st, n, start)
+}
+
+// inSync reports Done and keeps the destination in sync until the table
+// switches or the move is cancelled.
+func (m *migration) inSync(st *stream, n int64, start time.Time) error {
+	s := m.s
+	m.keys.Store(n)
+	m.failed.Store(nil)
+	m.reportedDone = true
+	m.done.Store(true)
+	s.kickHeartbeat()
+	m.log.Info("migration copied, waiting for the table switch", "records", n, "took", time.Since(start))
+
+	// 4. Stay in sync until the table switches (or the move is cancelled).
+	for {
+		if err := m.check(st); err != nil {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// check fails the attempt when it must restart or stop.
+func (m *migration) check(st *stream) error {
+	if m.stopping() {
+		return errMigrationStopped
+	}
+	if st.receiverLost.Load() {
+		return errors.New("the destination lost the copy (restarted)")
+	}
+	if st.lost() {
+		return errors.New("the stream to the destination broke")
+	}
+	return nil
+}

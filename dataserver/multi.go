@@ -1,0 +1,156 @@
+package dataserver
+
+import (
+	"strconv"
+
+	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/command"
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/resp"
+)
+
+// multiExec runs a transaction as one atomic batch under its bucket's lock
+// (the form the proxy sends, inside the TAIR.X envelope):
+//
+//	MULTIEXEC <n> (<argc> <arg>...){n} [WATCH <m> (<key> <version>){m}]
+//
+// replying like EXEC: an array of the n replies, or a null array when a
+// watched key's version is no longer the one given (TAIR.KEYVER). Every key
+// must be in one bucket (else CROSSSLOT) that this node masters. The
+// commands slaves replay go out as one replication item, applied
+// atomically there too.
+func (s *Server) multiExec(out []byte, env envelope, args [][]byte, p *pending) []byte {
+	if len(args) < 2 {
+		return resp.AppendError(out, "ERR wrong number of arguments for 'multiexec' command")
+	}
+	n, err := strconv.Atoi(string(args[1]))
+	if err != nil || n < 0 {
+		return resp.AppendError(out, "ERR bad MULTIEXEC count")
+	}
+	cmds := make([][][]byte, 0, n)
+	i := 2
+	for c := 0; c < n; c++ {
+		if i >= len(args) {
+			return resp.AppendError(out, "ERR bad MULTIEXEC body")
+		}
+		argc, err := strconv.Atoi(string(args[i]))
+		if err != nil || argc < 1 || i+1+argc > len(args) {
+			return resp.AppendError(out, "ERR bad MULTIEXEC body")
+		}
+		cmds = append(cmds, args[i+1:i+1+argc])
+		i += 1 + argc
+	}
+	var watch [][2][]byte // key, version
+	if i < len(args) {
+		if upper(args[i]) != "WATCH" || i+1 >= len(args) {
+			return resp.AppendError(out, "ERR bad MULTIEXEC body")
+		}
+		m, err := strconv.Atoi(string(args[i+1]))
+		if err != nil || m < 0 || i+2+2*m != len(args) {
+			return resp.AppendError(out, "ERR bad MULTIEXEC WATCH")
+		}
+		for j := i + 2; j < len(args); j += 2 {
+			watch = append(watch, [2][]byte{args[j], args[j+1]})
+		}
+	}
+	rt := s.rt.Load()
+	if rt == nil {
+		return resp.AppendErr(out, errNotMaster(0, 0))
+	}
+	t := rt.t
+	bucket, have, write := uint32(0), false, false
+	for _, w := range watch {
+		b := t.Bucket(w[0])
+		if have && b != bucket {
+			return resp.AppendError(out, "CROSSSLOT Keys in request don't hash to the same slot")
+		}
+		bucket, have = b, true
+	}
+	for _, c := range cmds {
+		spec := command.Lookup(c[0])
+		if spec == nil || !spec.ArityOK(len(c)) {
+			continue // exec replies with the error in place
+		}
+		write = write || spec.Has(command.Write)
+		for _, k := range spec.KeyIndexes(c) {
+			b := t.Bucket(c[k])
+			if have && b != bucket {
+				return resp.AppendError(out, "CROSSSLOT Keys in request don't hash to the same slot")
+			}
+			bucket, have = b, true
+		}
+	}
+	if !have {
+		return resp.AppendError(out, "ERR MULTIEXEC needs at least one key")
+	}
+	if err := s.checkOwner(t, bucket, true, env); err != nil {
+		if to := s.forwardTarget(t, bucket); to != "" && !env.forwarded {
+			return s.forward(out, to, bucket, env, args)
+		}
+		return resp.AppendErr(out, err)
+	}
+	if err := s.checkArea(env.area, write, args); err != nil {
+		return resp.AppendErr(out, err)
+	}
+	bk := s.bucket(bucket)
+	bk.mu.Lock()
+	defer bk.mu.Unlock()
+	if bk.frozen.Load() {
+		return resp.AppendErr(out, errTryAgain(bucket))
+	}
+	rt = s.rt.Load()
+	if !rt.t.IsMaster(bucket, s.addr) {
+		return resp.AppendErr(out, errNotMaster(bucket, rt.t.Version))
+	}
+	for _, w := range watch {
+		if string(w[1]) != strconv.FormatInt(s.keyVersion(env.area, bucket, w[0]), 10) {
+			return resp.AppendNullArray(out, env.proto)
+		}
+	}
+	x := s.x.Load()
+	out = resp.AppendArray(out, len(cmds))
+	var prop [][][]byte
+	for _, c := range cmds {
+		var pr [][][]byte
+		out, pr = x.Exec(env.area, env.proto, false, c, out)
+		prop = append(prop, pr...)
+	}
+	if write {
+		p.write, p.bucket = true, bucket
+	}
+	if len(prop) > 0 {
+		s.replicateLocked(bk, rt, env.area, prop, p)
+	}
+	return out
+}
+
+// keyVersion is a key's Tair version, 0 when it is missing.
+func (s *Server) keyVersion(area uint16, bucket uint32, key []byte) int64 {
+	e, err := s.eng.Get(engines.Key{Bucket: bucket, Area: area, Key: key})
+	if err != nil {
+		return 0
+	}
+	return e.Version
+}
+
+// keyVer: TAIR.KEYVER <key>... -> array of the keys' versions (0 =
+// missing), for WATCH. Served by the keys' master.
+func (s *Server) keyVer(out []byte, env envelope, args [][]byte) []byte {
+	if len(args) < 2 {
+		return resp.AppendError(out, "ERR wrong number of arguments for 'tair.keyver' command")
+	}
+	t := s.Table()
+	if t == nil {
+		return resp.AppendErr(out, errNotMaster(route.BucketOf(args[1], route.DefaultBuckets), 0))
+	}
+	for _, k := range args[1:] {
+		if err := s.checkOwner(t, t.Bucket(k), false, envelope{}); err != nil {
+			return resp.AppendErr(out, err)
+		}
+	}
+	out = resp.AppendArray(out, len(args)-1)
+	for _, k := range args[1:] {
+		out = resp.AppendInt(out, s.keyVersion(env.area, t.Bucket(k), k))
+	}
+	return out
+}

@@ -1,0 +1,301 @@
+package dataserver
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/resp"
+)
+
+// recvState is what a receiver remembers of one incoming stream session.
+type recvState struct {
+	mu   sync.Mutex
+	last uint64
+	used time.Time
+	// dead: a newer session of the same sender replaced this one; what
+	// is still in flight of it is refused.
+	dead bool
+}
+
+func (s *Server) recvStateFor(session string) *recvState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rs := s.mu.recv[session]
+	if rs == nil {
+		rs = &recvState{}
+		s.mu.recv[session] = rs
+		// Forget sessions idle for long (their senders are gone).
+		for k, v := range s.mu.recv {
+			v.mu.Lock()
+			old := !v.used.IsZero() && time.Since(v.used) > 30*time.Minute
+			v.mu.Unlock()
+			if old {
+				delete(s.mu.recv, k)
+			}
+		}
+	}
+	return rs
+}
+
+// replHello: TAIR.REPLHELLO <from> <session> <acked> [<superseded-session>]
+// -> :<last applied seq>. A superseded session is refused from then on.
+func (s *Server) replHello(out []byte, args [][]byte) []byte {
+	if len(args) != 4 && len(args) != 5 {
+		return resp.AppendError(out, "ERR wrong number of arguments for 'tair.replhello' command")
+	}
+	acked, err := strconv.ParseUint(string(args[3]), 10, 64)
+	if err != nil {
+		return resp.AppendError(out, "ERR bad sequence number")
+	}
+	if len(args) == 5 {
+		old := s.recvStateFor(string(args[4]))
+		old.mu.Lock() // waits for a batch of it being applied
+		old.dead = true
+		old.mu.Unlock()
+	}
+	rs := s.recvStateFor(string(args[2]))
+	rs.mu.Lock()
+	last := rs.last
+	if rs.last < acked {
+		rs.last = acked
+	}
+	rs.used = time.Now()
+	rs.mu.Unlock()
+	return resp.AppendInt(out, int64(last))
+}
+
+// acceptsFrom reports whether this node takes bucket b's changes from node
+// from: from is b's master and this node one of its slaves, or from moves
+// b to this node. A node that no longer holds the bucket refuses, so a
+// master on an older table cannot count it as a copy.
+func (s *Server) acceptsFrom(t *route.Table, b uint32, from string) bool {
+	if t == nil {
+		return false
+	}
+	if t.Master(b) == from && t.IsSlave(b, s.addr) {
+		return true
+	}
+	for _, m := range t.Migrating {
+		if m.Bucket == b && m.From == from && m.To == s.addr {
+			return true
+		}
+	}
+	return false
+}
+
+type item struct {
+	seq    uint64
+	bucket uint32
+	area   uint16
+	kind   byte
+	cmds   [][][]byte
+	record []byte
+}
+
+// parseItem parses one item at args[i:] and returns the index after it.
+func parseItem(args [][]byte, i int) (item, int, bool) {
+	var it item
+	if i+4 > len(args) {
+		return it, 0, false
+	}
+	seq, ok1 := parseUint(args[i])
+	b, ok2 := parseUint(args[i+1])
+	a, ok3 := parseUint(args[i+2])
+	if !ok1 || !ok2 || !ok3 || b > 1<<32-1 || a > route.MaxArea || len(args[i+3]) != 1 {
+		return it, 0, false
+	}
+	it.seq, it.bucket, it.area, it.kind = seq, uint32(b), uint16(a), args[i+3][0]
+	i += 4
+	switch it.kind {
+	case kindBegin:
+	case kindRecord:
+		if i >= len(args) {
+			return it, 0, false
+		}
+		it.record = args[i]
+		i++
+	case kindCmds:
+		if i >= len(args) {
+			return it, 0, false
+		}
+		n64, ok := parseUint(args[i])
+		if !ok || n64 > uint64(len(args)) {
+			return it, 0, false
+		}
+		n := int(n64)
+		i++
+		for c := 0; c < n; c++ {
+			if i >= len(args) {
+				return it, 0, false
+			}
+			na64, ok := parseUint(args[i])
+			na := int(na64)
+			if !ok || na < 1 || na64 > uint64(len(args)) || i+1+na > len(args) {
+				return it, 0, false
+			}
+			it.cmds = append(it.cmds, args[i+1:i+1+na])
+			i += 1 + na
+		}
+	default:
+		return it, 0, false
+	}
+	return it, i, true
+}
+
+// replApply: TAIR.REPL <table-version> <from> <session> <item>... (see
+// stream.go) -> +ACK <last> <stale> <refused>.
+func (s *Server) replApply(out []byte, args [][]byte) []byte {
+	if len(args) < 4 {
+		return resp.AppendError(out, "ERR wrong number of arguments for 'tair.repl' command")
+	}
+	ver, err := strconv.ParseUint(string(args[1]), 10, 64)
+	if err != nil {
+		return resp.AppendError(out, "ERR bad table version")
+	}
+	from, session := string(args[2]), string(args[3])
+	rs := s.recvStateFor(session)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.used = time.Now()
+	if rs.dead {
+		return resp.AppendError(out, "ERR replication session superseded")
+	}
+	t := s.Table()
+	var refused []string
+	var chained []chainWait
+	stale := false
+	var scratch []byte
+	for i := 4; i < len(args); {
+		it, next, ok := parseItem(args, i)
+		if !ok {
+			s.log.Warn("malformed replication item", "from", from, "at", i)
+			return resp.AppendError(out, "ERR malformed TAIR.REPL item")
+		}
+		i = next
+		if it.seq <= rs.last {
+			continue // already applied (a resend after a reconnect)
+		}
+		if it.seq != rs.last+1 {
+			// A gap: an earlier batch stopped short. Keep the order.
+			stale = true
+			break
+		}
+		if t == nil || it.bucket >= t.Buckets || !s.acceptsFrom(t, it.bucket, from) {
+			if t == nil || ver > t.Version {
+				stale = true
+				s.kickHeartbeat()
+				s.fetchTableFrom(from)
+				break
+			}
+			refused = append(refused, strconv.FormatUint(it.seq, 10))
+			rs.last = it.seq
+			s.m.replRefused.Inc()
+			continue
+		}
+		var e *entry
+		var applied bool
+		scratch, e, applied = s.applyItem(it, from, session, scratch)
+		if !applied {
+			refused = append(refused, strconv.FormatUint(it.seq, 10))
+			s.m.replRefused.Inc()
+		}
+		if e != nil {
+			chained = append(chained, chainWait{seq: it.seq, e: e})
+		}
+		rs.last = it.seq
+	}
+	// Items passed on to a synchronous migration destination are
+	// acknowledged only once it applied them.
+	if len(chained) > 0 {
+		// Shorter than the master's own wait, so that it learns of a
+		// failure as a refusal rather than a timeout.
+		deadline := time.NewTimer(s.cfg.ReplicationTimeout / 2)
+		defer deadline.Stop()
+		for _, c := range chained {
+			ok := false
+			select {
+			case <-c.e.done:
+				ok = c.e.err == nil
+			case <-deadline.C:
+			}
+			if !ok {
+				refused = append(refused, strconv.FormatUint(c.seq, 10))
+			}
+		}
+	}
+	ref := "-"
+	if len(refused) > 0 {
+		ref = strings.Join(refused, ",")
+	}
+	st := "0"
+	if stale {
+		st = "1"
+	}
+	return resp.AppendStatus(out, "ACK "+strconv.FormatUint(rs.last, 10)+" "+st+" "+ref)
+}
+
+type chainWait struct {
+	seq uint64
+	e   *entry
+}
+
+// applyItem applies one accepted item under its bucket's lock. When this
+// node is the source of the bucket's migration, commands are passed on to
+// the destination; the entry is returned when the destination is
+// synchronous.
+//
+// Items of a migration stream are refused (ok false) unless their session
+// is the bucket's latest incoming migration: a batch of an abandoned
+// attempt still in flight must not land on the new copy.
+func (s *Server) applyItem(it item, from, session string, scratch []byte) (_ []byte, _ *entry, ok bool) {
+	bk := s.bucket(it.bucket)
+	bk.mu.Lock()
+	defer bk.mu.Unlock()
+	// Check again under the lock: a table applied since the batch began
+	// (a move ending here is published under this lock) wins.
+	if !s.acceptsFrom(s.Table(), it.bucket, from) {
+		return scratch, nil, false
+	}
+	if it.kind != kindBegin && strings.HasPrefix(session, "mig-") && bk.inMig != session {
+		return scratch, nil, false
+	}
+	switch it.kind {
+	case kindBegin:
+		bk.inMig = session
+		bk.diverged.Store(false)
+		if err := s.eng.DeleteBucket(it.bucket); err != nil {
+			s.log.Error("clearing bucket for an incoming migration", "bucket", it.bucket, "err", err)
+		}
+		s.log.Info("incoming migration begins", "bucket", it.bucket, "from", from)
+	case kindRecord:
+		rec, err := decodeRecord(it.record)
+		if err == nil {
+			err = s.eng.Restore(it.bucket, rec)
+		}
+		if err != nil {
+			s.m.replApplyErrors.Inc()
+			s.log.Error("restoring a migrated record", "bucket", it.bucket, "err", err)
+		}
+	case kindCmds:
+		x := s.x.Load()
+		for _, c := range it.cmds {
+			scratch, _ = x.Exec(it.area, 2, true, c, scratch[:0])
+			if len(scratch) > 0 && scratch[0] == '-' {
+				s.m.replApplyErrors.Inc()
+				s.log.Warn("replicated command failed", "bucket", it.bucket, "cmd", string(c[0]),
+					"reply", strings.TrimSpace(string(truncate(scratch, 120))))
+			}
+		}
+		// A slave copy moving elsewhere passes the master's writes on.
+		if m := bk.mig; m != nil {
+			e := m.st.push(it.bucket, it.area, kindCmds, cmdsPayload(it.cmds))
+			if m.synced {
+				return scratch, e, true
+			}
+		}
+	}
+	return scratch, nil, true
+}

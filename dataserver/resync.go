@@ -1,0 +1,200 @@
+package dataserver
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/resp"
+)
+
+// # Resync
+//
+// A slave copy that may differ from its master is copied again in full
+// through the master's replication stream: the master appends, under the
+// bucket's lock, a "begin" item (the slave drops its copy) and a snapshot
+// of the bucket; the writes that follow come after it in the same stream.
+//
+// A copy may differ when this node, as master, applied a write its slave
+// refused because the slave had already moved to a newer table (a master
+// switch): the write failed for the client, but it is in this copy. When
+// this node then serves the bucket as a slave, it asks the new master:
+//
+//	TAIR.RESYNC <bucket> <slave-addr>   -> +OK, or NOTMASTER when the
+//	                                       receiver is not the master of a
+//	                                       bucket the slave holds (yet)
+
+func (s *Server) markDiverged(b uint32) {
+	bk := s.bucket(b)
+	if bk == nil || bk.diverged.Swap(true) {
+		return
+	}
+	// Already a slave under the current table: ask now (a master again
+	// resyncs its slaves when it applies that table).
+	if t := s.Table(); t != nil && t.IsSlave(b, s.addr) {
+		go s.resyncDiverged(t)
+	}
+}
+
+// resyncDiverged asks the masters of diverged buckets this node now holds
+// as a slave for a full copy (retried until one arrives or the bucket's
+// role changes).
+//
+// A diverged copy that is master again (the table switched back) sends
+// its slaves a full copy instead: either state is acceptable (the write
+// failed for its client), the copies must only agree.
+func (s *Server) resyncDiverged(t *route.Table) {
+	rt := s.rt.Load()
+	for _, bk := range s.buckets() {
+		if !bk.diverged.Load() {
+			continue
+		}
+		if t.IsMaster(bk.id, s.addr) {
+			bk.mu.Lock()
+			if rt.t.IsMaster(bk.id, s.addr) && bk.diverged.Load() {
+				for _, st := range rt.slaves[bk.id] {
+					if err := s.pushSnapshotLocked(st, bk.id); err != nil {
+						s.log.Error("resyncing a slave", "slave", st.to, "bucket", bk.id, "err", err)
+					}
+				}
+				bk.diverged.Store(false)
+				s.log.Info("sent slaves a full copy of a diverged bucket", "bucket", bk.id)
+			}
+			bk.mu.Unlock()
+			continue
+		}
+		if !t.IsSlave(bk.id, s.addr) || !bk.resyncing.CompareAndSwap(false, true) {
+			continue
+		}
+		go func() {
+			defer bk.resyncing.Store(false)
+			for i := 0; i < 50 && bk.diverged.Load() && !s.closing.Load(); i++ {
+				tb := s.Table()
+				if tb == nil || !tb.IsSlave(bk.id, s.addr) {
+					return
+				}
+				m := tb.Master(bk.id)
+				if m != "" && s.askResync(m, bk.id) {
+					s.log.Info("asked the master for a full copy of a diverged bucket", "bucket", bk.id, "master", m)
+					// The copy's begin item clears diverged; ask again if
+					// it does not come.
+					for j := 0; j < 20 && bk.diverged.Load(); j++ {
+						time.Sleep(50 * time.Millisecond)
+					}
+					continue
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}()
+	}
+}
+
+func (s *Server) askResync(master string, b uint32) bool {
+	c, err := s.pool.get(master)
+	if err != nil {
+		return false
+	}
+	raw, err := c.roundTrip(resp.AppendCommand(nil, []byte("TAIR.RESYNC"),
+		strconv.AppendUint(nil, uint64(b), 10), []byte(s.addr)), time.Second)
+	if err != nil {
+		_ = c.Close()
+		return false
+	}
+	s.pool.put(master, c)
+	return len(raw) > 0 && raw[0] == '+'
+}
+
+// resyncRequest serves TAIR.RESYNC <bucket> <slave>.
+func (s *Server) resyncRequest(out []byte, args [][]byte) []byte {
+	if len(args) != 3 {
+		return resp.AppendError(out, "ERR wrong number of arguments for 'tair.resync' command")
+	}
+	b64, ok := parseUint(args[1])
+	rt := s.rt.Load()
+	if !ok || rt == nil || b64 >= uint64(rt.t.Buckets) {
+		return resp.AppendError(out, "ERR bad bucket")
+	}
+	b, slave := uint32(b64), string(args[2])
+	bk := s.bucket(b)
+	bk.mu.Lock()
+	defer bk.mu.Unlock()
+	rt = s.rt.Load()
+	var st *stream
+	if rt.t.IsMaster(b, s.addr) {
+		for _, x := range rt.slaves[b] {
+			if x.to == slave {
+				st = x
+			}
+		}
+	}
+	if st == nil {
+		return resp.AppendErr(out, errNotMaster(b, rt.t.Version))
+	}
+	if err := s.pushSnapshotLocked(st, b); err != nil {
+		return resp.AppendErr(out, err)
+	}
+	s.log.Info("resyncing a slave copy", "bucket", b, "slave", slave)
+	return resp.AppendOK(out)
+}
+
+// pushSnapshotLocked appends "begin" and every record of bucket b to st;
+// the bucket's lock is held. It returns the number of records.
+func (s *Server) pushSnapshotLocked(st *stream, b uint32) error {
+	st.push(b, 0, kindBegin, payload{})
+	var buf []byte
+	return s.eng.ForEach(b, func(r *engines.Record) error {
+		rec, err := encodeRecord(buf[:0], r)
+		if err != nil {
+			return err
+		}
+		buf = rec
+		st.push(b, r.Area, kindRecord, payload{data: resp.AppendBulk(nil, rec), nargs: 1})
+		return nil
+	})
+}
+
+// replaceStream replaces a replication stream that gave up its slave (too
+// far behind): a new stream (a new session, which makes the slave refuse
+// the old one) first carries a full copy of each bucket the node holds as
+// this node's slave, then the writes. Writes that went nowhere meanwhile
+// are in the copies, which are taken after them under each bucket's lock.
+func (s *Server) replaceStream(old *stream) {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	s.mu.Lock()
+	if s.mu.closed || s.mu.streams[old.to] != old {
+		s.mu.Unlock()
+		return
+	}
+	st := s.newStream(old.to, false, old.session)
+	st.unreachable.Store(true) // until it has caught up
+	s.mu.streams[old.to] = st
+	s.mu.Unlock()
+
+	rt := s.rt.Load()
+	nrt := &routing{t: rt.t, slaves: make([][]*stream, len(rt.slaves))}
+	var buckets []uint32
+	for b, ss := range rt.slaves {
+		nrt.slaves[b] = make([]*stream, len(ss))
+		for i, x := range ss {
+			if x == old {
+				x = st
+				buckets = append(buckets, uint32(b))
+			}
+			nrt.slaves[b][i] = x
+		}
+	}
+	s.rt.Store(nrt)
+	for _, b := range buckets {
+		bk := s.bucket(b)
+		bk.mu.Lock()
+		err := s.pushSnapshotLocked(st, b)
+		bk.mu.Unlock()
+		if err != nil {
+			s.log.Error("resyncing a slave", "slave", st.to, "bucket", b, "err", err)
+		}
+	}
+	go old.close(0)
+	s.log.Warn("slave fell too far behind: sending it a full copy", "slave", st.to, "buckets", len(buckets))
+}

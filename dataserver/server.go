@@ -1,0 +1,386 @@
+// Package dataserver is one Tair storage node: it serves the buckets the
+// configserver's table gives it, as master or slave, over RESP.
+//
+// # Requests
+//
+// Proxies wrap each command in an envelope (see handler.go):
+//
+//	TAIR.X  <area> <proxy-table-version> <proto 2|3> <cmd> <args...>
+//	TAIR.XR <area> <proxy-table-version> <proto 2|3> <cmd> <args...>   (a read a slave may serve)
+//	TAIR.XF <area> <proxy-table-version> <proto 2|3> <cmd> <args...>   (forwarded by a former master)
+//
+// Plain commands work too (area 0, RESP2) so redis-cli can poke a node.
+// Every key of a command must be in a bucket this node masters (TAIR.XR
+// reads: masters or holds as slave), else
+// "-NOTMASTER bucket <b> table <v> (tair -3986)"; a write's keys must share
+// one bucket (else CROSSSLOT). During the final step of an outgoing
+// migration writes get "-TRYAGAIN bucket <b> is migrating (tair -3984)".
+// NOTMASTER and TRYAGAIN always mean the command did not run. Commands the
+// node answers itself (inside the envelope):
+//
+//	DBSIZE                                  keys of the area in the buckets this node masters
+//	SCANBUCKET <b> <cursor> [MATCH p] [COUNT n] [TYPE t]   -> [next-cursor, [keys...]], the whole bucket ("0")
+//	FLUSHDB | FLUSHALL                      the area / every area on this node (proxies send it to every node)
+//	MULTIEXEC <n> (<argc> <arg>...){n} [WATCH <m> (<key> <version>){m}]   atomic, one bucket
+//	TAIR.KEYVER <key>...                    the keys' versions (0 = missing), for WATCH
+//	PING, ECHO, QUIT
+//
+// Between nodes (stream.go): TAIR.REPLHELLO, TAIR.REPL (replication and
+// migration items), TAIR.TABLE (a node's table as JSON, so tables spread
+// between nodes while no configserver answers).
+//
+// # Replication
+//
+// Writes run under their bucket's lock: exec, then the propagated commands
+// are appended to the replication stream of every slave of the bucket
+// (stream.go). The reply is released when every slave applied them
+// (strict), or when the reachable ones did (degraded), and only while the
+// node's lease from the configserver holds (heartbeat.go).
+//
+// # Migration
+//
+// Moves listed in the table with From = this node are carried out by
+// migration.go: a snapshot of the bucket and every later write flow through
+// one ordered stream to the destination; a short freeze drains it, the
+// heartbeat reports Done, the configserver switches the table, and this
+// node forwards the bucket's requests to the new master for ForwardGrace
+// before deleting its copy.
+package dataserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tairkv/tair/dataserver/exec"
+	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/internal/wire"
+)
+
+// Server is one dataserver. Create it with New, then Start; Close stops it.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+
+	eng  engines.Engine
+	x    atomic.Pointer[exec.Executor]
+	rt   atomic.Pointer[routing]
+	bk   atomic.Pointer[[]*bucket]
+	addr string
+
+	cs          *wire.Client
+	incarnation int64
+	// leaseFrom is when the last successful heartbeat was sent (unix ns).
+	leaseFrom atomic.Int64
+	csDown    atomic.Bool // every configserver refused the last heartbeat
+	fetching  atomic.Bool // a table fetch from a peer is running
+	hbKick    chan struct{}
+	areas     atomic.Pointer[areaTable]
+	hooks     atomic.Pointer[[]string]
+
+	ln      net.Listener
+	httpLn  net.Listener
+	httpSrv *http.Server
+
+	// connWG counts the accept loop and the connections' goroutines.
+	connWG   sync.WaitGroup
+	closing  atomic.Bool
+	ctx      context.Context
+	cancel   context.CancelFunc
+	hbCancel context.CancelFunc
+	hbDone   chan struct{}
+	wg       sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		streams map[string]*stream // replication streams by slave node
+		migs    map[uint32]*migration
+		recv    map[string]*recvState
+		drops   map[uint32]time.Time // buckets to delete after their grace
+		conns   map[any]struct{}     // open client connections (net.Conn)
+		retired map[string]string    // node -> session of its last closed replication stream
+		started bool
+		closed  bool
+	}
+	// loadN/loadAt: the request count at the last heartbeat (guarded by mu).
+	loadN   float64
+	loadAt  time.Time
+	applyMu sync.Mutex // serialises table applies
+	migSem  chan struct{}
+	pool    connPool
+	m       *metrics
+}
+
+// routing is the published table with what requests need from it.
+type routing struct {
+	t *route.Table
+	// slaves[b] are the replication streams of bucket b when this node is
+	// its master.
+	slaves [][]*stream
+}
+
+// bucket is this node's state of one bucket.
+type bucket struct {
+	id uint32
+	// mu orders the bucket's writes with their replication appends.
+	mu sync.Mutex
+	// frozen: the final step of an outgoing migration (TRYAGAIN).
+	frozen atomic.Bool
+	// mig is the outgoing migration in progress (guarded by mu).
+	mig *migration
+	// inMig is the stream session of the latest incoming migration
+	// (guarded by mu).
+	inMig string
+	// diverged: a write applied here was refused by a slave that had
+	// moved to a newer table; once this node is a slave of the bucket it
+	// asks its master for a full copy (resync.go).
+	diverged  atomic.Bool
+	resyncing atomic.Bool
+	// moved is set when the bucket moved away: requests are forwarded to
+	// the new master until then.
+	moved atomic.Pointer[movedTo]
+}
+
+type movedTo struct {
+	to    string
+	until time.Time
+}
+
+// New checks cfg and returns a stopped server.
+func New(cfg Config, log *slog.Logger) (*Server, error) {
+	cfg.Adjust()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{
+		cfg:         cfg,
+		log:         log,
+		cs:          wire.NewClient(cfg.ConfigServers...),
+		incarnation: time.Now().UnixNano(),
+		hbKick:      make(chan struct{}, 1),
+		migSem:      make(chan struct{}, cfg.MigrateParallel),
+	}
+	s.mu.streams = map[string]*stream{}
+	s.mu.migs = map[uint32]*migration{}
+	s.mu.recv = map[string]*recvState{}
+	s.mu.conns = map[any]struct{}{}
+	s.mu.retired = map[string]string{}
+	s.areas.Store(&areaTable{})
+	s.m = newMetrics()
+	return s, nil
+}
+
+// Start opens the engine, binds the RESP and HTTP addresses and starts the
+// heartbeat loop. It returns once the node serves.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	if s.mu.started {
+		s.mu.Unlock()
+		return errors.New("dataserver: already started")
+	}
+	s.mu.started = true
+	s.mu.Unlock()
+
+	eng, err := engines.Open(s.cfg.Engine, engines.Options{
+		Dir:          s.cfg.Dir,
+		Sync:         s.cfg.Sync,
+		MemoryLimit:  s.cfg.MemoryLimit,
+		MaxKeySize:   s.cfg.MaxKeySize,
+		MaxValueSize: s.cfg.MaxValueSize,
+	})
+	if err != nil {
+		return fmt.Errorf("dataserver: open engine: %w", err)
+	}
+	s.eng = eng
+	s.x.Store(exec.New(eng, exec.Options{Buckets: route.DefaultBuckets}))
+
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		_ = eng.Close()
+		return fmt.Errorf("dataserver: listen %s: %w", s.cfg.Listen, err)
+	}
+	s.ln = ln
+	s.addr = ln.Addr().String()
+	if s.cfg.HTTP != "" {
+		hl, err := net.Listen("tcp", s.cfg.HTTP)
+		if err != nil {
+			_ = ln.Close()
+			_ = eng.Close()
+			return fmt.Errorf("dataserver: listen http %s: %w", s.cfg.HTTP, err)
+		}
+		s.httpLn = hl
+		s.httpSrv = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = s.httpSrv.Serve(hl) }()
+	}
+	s.log = s.log.With("node", s.addr)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+
+	s.connWG.Add(1)
+	go s.acceptLoop(ln)
+
+	var hbCtx context.Context
+	hbCtx, s.hbCancel = context.WithCancel(s.ctx)
+	s.hbDone = make(chan struct{})
+	tableDone := make(chan struct{})
+	go func() {
+		defer close(tableDone)
+		s.tableLoop(hbCtx)
+	}()
+	go func() {
+		defer close(s.hbDone)
+		s.heartbeatLoop(hbCtx)
+		<-tableDone
+	}()
+	s.log.Info("dataserver started", "engine", eng.Name(), "http", s.HTTPAddr(), "replication", s.cfg.ReplicationMode)
+	return nil
+}
+
+// Addr is the bound RESP address, the node's identity in the table.
+func (s *Server) Addr() string { return s.addr }
+
+// HTTPAddr is the bound HTTP address ("" when none).
+func (s *Server) HTTPAddr() string {
+	if s.httpLn == nil {
+		return ""
+	}
+	return s.httpLn.Addr().String()
+}
+
+// TableVersion is the version of the table the node serves with (0 before
+// the first one arrives).
+func (s *Server) TableVersion() uint64 {
+	if r := s.rt.Load(); r != nil && r.t != nil {
+		return r.t.Version
+	}
+	return 0
+}
+
+// Table returns the table the node serves with (nil before the first).
+func (s *Server) Table() *route.Table {
+	if r := s.rt.Load(); r != nil {
+		return r.t
+	}
+	return nil
+}
+
+// Engine returns the storage engine (for tests and tools).
+func (s *Server) Engine() engines.Engine { return s.eng }
+
+// Close stops the node: it stops taking requests, lets those in flight
+// finish (their replication included), drains the replication streams,
+// stops heartbeats and closes the engine. Nothing acknowledged is lost.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if !s.mu.started || s.mu.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.closed = true
+	s.mu.Unlock()
+	s.closing.Store(true)
+
+	// Stop taking requests: close the listener and every connection (a
+	// reply not yet written was not acknowledged), and wait for their
+	// goroutines; replies waiting for replication finish first, the
+	// streams still run.
+	_ = s.ln.Close()
+	s.mu.Lock()
+	for c := range s.mu.conns {
+		_ = c.(net.Conn).Close()
+	}
+	s.mu.Unlock()
+	s.connWG.Wait()
+
+	// Stop heartbeats first: no table applied from now on starts
+	// migrations or streams.
+	s.hbCancel()
+	<-s.hbDone
+
+	s.mu.Lock()
+	migs := make([]*migration, 0, len(s.mu.migs))
+	for _, m := range s.mu.migs {
+		migs = append(migs, m)
+	}
+	streams := make([]*stream, 0, len(s.mu.streams))
+	for _, st := range s.mu.streams {
+		streams = append(streams, st)
+	}
+	s.mu.Unlock()
+	for _, m := range migs {
+		m.abort()
+	}
+	var wg sync.WaitGroup
+	for _, st := range streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st.close(s.cfg.ReplicationTimeout)
+		}()
+	}
+	wg.Wait()
+	s.cancel()
+	s.wg.Wait()
+	s.pool.close()
+	if s.httpSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = s.httpSrv.Shutdown(ctx)
+		cancel()
+	}
+	err := s.eng.Close()
+	s.log.Info("dataserver stopped")
+	return err
+}
+
+// buckets returns the bucket states (nil before the first table).
+func (s *Server) buckets() []*bucket {
+	if p := s.bk.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (s *Server) bucket(b uint32) *bucket {
+	bs := s.buckets()
+	if int(b) < len(bs) {
+		return bs[b]
+	}
+	return nil
+}
+
+// streamTo returns the replication stream to node, creating it.
+func (s *Server) streamTo(node string) *stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.mu.streams[node]
+	if st == nil {
+		// A stream closed earlier to the same node may still have a batch
+		// in flight: the new one retires it at the receiver.
+		st = s.newStream(node, false, s.mu.retired[node])
+		delete(s.mu.retired, node)
+		s.mu.streams[node] = st
+	}
+	return st
+}
+
+// leaseOK reports whether the node may acknowledge requests as a master.
+func (s *Server) leaseOK() bool {
+	from := s.leaseFrom.Load()
+	return from != 0 && time.Since(time.Unix(0, from)) < s.cfg.LeaseTimeout
+}
+
+func (s *Server) kickHeartbeat() {
+	select {
+	case s.hbKick <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,594 @@
+package dataserver
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tairkv/tair/resp"
+)
+
+// # Streams
+//
+// A stream is one ordered flow of items from this node to another: the
+// replication stream to a slave node (one per node, carrying every bucket
+// this node masters there) or the stream of one outgoing bucket migration.
+// Items are appended under the bucket's lock, so a stream carries each
+// bucket's changes in the order the master applied them; the receiver
+// applies them in stream order. Each item has a sequence number unique in
+// the stream's session; the receiver remembers the last one it applied, so
+// a reconnect resends the unacknowledged tail without applying anything
+// twice.
+//
+// Wire forms (RESP arrays of bulk strings):
+//
+//	TAIR.REPLHELLO <from> <session> <acked>         -> :<last applied seq>
+//	    (a receiver that knows less than <acked> lost its state: it
+//	    restarted; it replies what it knew and continues from <acked>)
+//	TAIR.REPL <table-version> <from> <session> <item>...
+//	                                                -> +ACK <last seq> <stale 0|1> <refused seqs, comma-separated or ->
+//
+// where an item is <seq> <bucket> <area> <kind> <payload...>:
+//
+//	C <ncmds> (<nargs> <arg>...)...   commands to replay (exec with replica=true)
+//	R <record>                        a migrated record to Restore (encodeRecord)
+//	B                                 migration begins: drop any partial copy of the bucket
+//
+// The receiver refuses an item when, in its table, <from> is neither the
+// bucket's master nor the source of a move of the bucket to it; when its
+// table is older than <table-version> it stops and says stale (the sender
+// retries shortly, the receiver fetches the new table meanwhile).
+
+const (
+	kindCmds   = 'C'
+	kindRecord = 'R'
+	kindBegin  = 'B'
+)
+
+var (
+	errRefused = errors.New("replication refused: the slave does not take this node as the bucket's master")
+	errBacklog = errors.New("replication backlog overflow: slave given up")
+	errStopped = errors.New("replication stream stopped")
+)
+
+// entry is one item in a stream.
+type entry struct {
+	seq     uint64
+	hdr     []byte // encoded <seq> <bucket> <area> <kind>
+	payload []byte // encoded payload bulk strings, shared between streams
+	nargs   int    // bulk strings in hdr+payload
+	kind    byte
+	bucket  uint32
+	at      time.Time
+	done    chan struct{}
+	err     error
+}
+
+// payload is an encoded item payload.
+type payload struct {
+	data  []byte
+	nargs int
+}
+
+// cmdsPayload encodes propagated commands (kind C). It copies the bytes, so
+// args may alias the connection's read buffer.
+func cmdsPayload(cmds [][][]byte) payload {
+	size := 16
+	for _, c := range cmds {
+		size += 16
+		for _, a := range c {
+			size += len(a) + 16
+		}
+	}
+	b := make([]byte, 0, size)
+	n := 1
+	b = resp.AppendBulkInt(b, int64(len(cmds)))
+	for _, c := range cmds {
+		b = resp.AppendBulkInt(b, int64(len(c)))
+		n++
+		for _, a := range c {
+			b = resp.AppendBulk(b, a)
+			n++
+		}
+	}
+	return payload{data: b, nargs: n}
+}
+
+func newSession(kind string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return kind + "-" + hex.EncodeToString(b[:])
+}
+
+// stream sends items to one node. See "Streams" above.
+type stream struct {
+	s       *Server
+	to      string
+	session string
+	mig     bool // migration stream (adaptive batches, no backlog cap)
+	log     *slog.Logger
+	// supersedes is the session of the stream this one replaced (given
+	// up): the receiver refuses the old one from the first hello on.
+	supersedes string
+
+	mu struct {
+		sync.Mutex
+		q        []*entry // unacknowledged, in seq order
+		bytes    int64
+		cmdBytes int64 // of kind C items: the backlog cap
+		nextSeq  uint64
+		acked    uint64 // highest seq acknowledged
+		lost     error
+		stopping bool
+	}
+	kick        chan struct{}
+	stop        chan struct{}
+	stopped     chan struct{}
+	unreachable atomic.Bool
+	// receiverLost is set when the receiver forgot our session (it
+	// restarted): a migration must start over.
+	receiverLost atomic.Bool
+	sentBytes    atomic.Int64
+	batchMax     atomic.Int64
+	lastRTT      atomic.Int64
+}
+
+// newStream starts a stream to node to; supersedes names an earlier
+// session to the same node that the receiver must refuse from now on.
+func (s *Server) newStream(to string, mig bool, supersedes string) *stream {
+	kind := "repl"
+	if mig {
+		kind = "mig"
+	}
+	st := &stream{
+		s: s, to: to, session: newSession(kind), mig: mig, supersedes: supersedes,
+		log:     s.log.With("peer", to, "stream", kind),
+		kick:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		stopped: make(chan struct{}),
+	}
+	st.batchMax.Store(512)
+	if mig {
+		st.batchMax.Store(64)
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		st.sendLoop()
+	}()
+	return st
+}
+
+// push appends an item; callers hold the bucket's lock. It returns the
+// entry, whose done channel closes when the receiver applied it (err nil)
+// or refused it.
+func (st *stream) push(bucket uint32, area uint16, kind byte, p payload) *entry {
+	e := &entry{payload: p.data, nargs: 4 + p.nargs, kind: kind, bucket: bucket, at: time.Now(), done: make(chan struct{})}
+	st.mu.Lock()
+	if st.mu.lost != nil || st.mu.stopping {
+		e.err = st.mu.lost
+		if e.err == nil {
+			e.err = errStopped
+		}
+		st.mu.Unlock()
+		close(e.done)
+		return e
+	}
+	st.mu.nextSeq++
+	e.seq = st.mu.nextSeq
+	h := make([]byte, 0, 64)
+	h = resp.AppendBulkInt(h, int64(e.seq))
+	h = resp.AppendBulkInt(h, int64(bucket))
+	h = resp.AppendBulkInt(h, int64(area))
+	h = resp.AppendBulk(h, []byte{kind})
+	e.hdr = h
+	st.mu.q = append(st.mu.q, e)
+	st.mu.bytes += int64(len(h) + len(p.data))
+	if kind == kindCmds {
+		// The cap is on the writes waiting for an absent slave, not on
+		// a snapshot on its way (resync).
+		st.mu.cmdBytes += int64(len(h) + len(p.data))
+	}
+	if !st.mig && st.mu.cmdBytes > st.s.cfg.ReplicationBacklog {
+		st.giveUpLocked(errBacklog)
+	}
+	st.mu.Unlock()
+	select {
+	case st.kick <- struct{}{}:
+	default:
+	}
+	return e
+}
+
+func (st *stream) giveUpLocked(err error) {
+	st.log.Warn("giving up slave", "err", err, "backlog_bytes", st.mu.bytes)
+	st.mu.lost = err
+	for _, e := range st.mu.q {
+		e.err = err
+		close(e.done)
+	}
+	st.mu.q = nil
+	st.mu.bytes, st.mu.cmdBytes = 0, 0
+	st.unreachable.Store(true)
+	// A new stream with a full copy of the slave's buckets takes over.
+	go st.s.replaceStream(st)
+}
+
+// lastSeq is the sequence number of the last item pushed.
+func (st *stream) lastSeq() uint64 {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.mu.nextSeq
+}
+
+// ackedSeq is the highest sequence number the receiver acknowledged.
+func (st *stream) ackedSeq() uint64 {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.mu.acked
+}
+
+// pending returns the number of unacknowledged items.
+func (st *stream) pending() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return len(st.mu.q)
+}
+
+// lost reports whether the stream gave up its receiver.
+func (st *stream) lost() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.mu.lost != nil
+}
+
+// close stops the sender: it first tries for up to drain to deliver what is
+// queued, then fails the rest.
+func (st *stream) close(drain time.Duration) {
+	st.mu.Lock()
+	if st.mu.stopping {
+		st.mu.Unlock()
+		<-st.stopped
+		return
+	}
+	st.mu.stopping = true
+	st.mu.Unlock()
+	deadline := time.Now().Add(drain)
+	for time.Now().Before(deadline) && st.pending() > 0 && !st.unreachable.Load() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(st.stop)
+	<-st.stopped
+	st.mu.Lock()
+	for _, e := range st.mu.q {
+		e.err = errStopped
+		close(e.done)
+	}
+	st.mu.q = nil
+	st.mu.Unlock()
+}
+
+var errStale = errors.New("receiver's table is older, or it saw a gap")
+
+func (st *stream) sendLoop() {
+	defer close(st.stopped)
+	backoff := 50 * time.Millisecond
+	for {
+		// Wait for work.
+		if st.pending() == 0 {
+			select {
+			case <-st.kick:
+				continue
+			case <-st.stop:
+				return
+			}
+		}
+		st.checkAge()
+		conn, err := st.connect()
+		if err != nil {
+			st.log.Debug("stream connect failed", "err", err)
+			select {
+			case <-time.After(backoff):
+			case <-st.stop:
+				return
+			}
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+		err = st.runConn(conn)
+		_ = conn.Close()
+		if err == errStopped {
+			return
+		}
+		st.log.Debug("stream connection ended", "err", err)
+		if err == errStale {
+			// Give the receiver a moment to learn the newer table.
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-st.stop:
+				return
+			}
+		}
+	}
+}
+
+// checkAge marks the receiver unreachable when the oldest unacknowledged
+// item is older than the replication timeout.
+func (st *stream) checkAge() {
+	st.mu.Lock()
+	old := len(st.mu.q) > 0 && time.Since(st.mu.q[0].at) > st.s.cfg.ReplicationTimeout
+	st.mu.Unlock()
+	if old {
+		st.unreachable.Store(true)
+	}
+}
+
+type inflight struct {
+	last uint64
+	at   time.Time
+	size int
+}
+
+// runConn streams over one connection with several batches in flight; a
+// reader goroutine completes them in order. It returns when the
+// connection fails, the receiver is stale, or the stream stops.
+func (st *stream) runConn(c *peerConn) error {
+	maxInflight := 4
+	if st.mig {
+		maxInflight = 2
+	}
+	flights := make(chan inflight, maxInflight)
+	errc := make(chan error, 1)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		var buf []byte
+		for f := range flights {
+			_ = c.c.SetReadDeadline(time.Now().Add(st.timeout()))
+			raw, err := readReply(c.br, buf[:0])
+			if err != nil {
+				errc <- err
+				return
+			}
+			buf = raw
+			last, stale, refused, err := parseAck(raw)
+			if err != nil {
+				errc <- err
+				return
+			}
+			st.ackUpTo(last, refused)
+			rtt := time.Since(f.at)
+			st.lastRTT.Store(int64(rtt))
+			if st.mig {
+				st.adapt(rtt)
+			}
+			if stale || last < f.last {
+				errc <- errStale
+				return
+			}
+		}
+	}()
+	finish := func(err error) error {
+		close(flights)
+		_ = c.c.Close()
+		<-readerDone
+		return err
+	}
+	st.mu.Lock()
+	sent := st.mu.acked
+	st.mu.Unlock()
+	var buf []byte
+	tick := time.NewTicker(st.s.cfg.ReplicationTimeout / 4)
+	defer tick.Stop()
+	for {
+		batch := st.unsent(sent)
+		if len(batch) == 0 {
+			select {
+			case <-st.kick:
+				continue
+			case err := <-errc:
+				return finish(err)
+			case <-tick.C:
+				st.checkAge()
+				continue
+			case <-st.stop:
+				return finish(errStopped)
+			}
+		}
+		buf = st.encodeBatch(buf[:0], batch)
+		records := 0 // snapshot bytes: what the migration rate cap counts
+		for _, e := range batch {
+			if e.kind == kindRecord {
+				records += len(e.payload)
+			}
+		}
+		f := inflight{last: batch[len(batch)-1].seq, at: time.Now(), size: len(buf)}
+		// Reserve a flight slot first (bounded pipeline).
+		select {
+		case flights <- f:
+		case err := <-errc:
+			return finish(err)
+		case <-st.stop:
+			return finish(errStopped)
+		}
+		_ = c.c.SetWriteDeadline(time.Now().Add(st.timeout()))
+		if _, err := c.bw.Write(buf); err != nil {
+			return finish(err)
+		}
+		if err := c.bw.Flush(); err != nil {
+			return finish(err)
+		}
+		sent = f.last
+		st.sentBytes.Add(int64(len(buf)))
+		if st.mig {
+			if r := st.s.cfg.MigrateBytesPerSec; r > 0 && records > 0 {
+				// Only the snapshot is capped: the writes logged since
+				// must flow, or the copy would never catch up.
+				time.Sleep(time.Duration(int64(records) * int64(time.Second) / r))
+			}
+		}
+	}
+}
+
+func (st *stream) timeout() time.Duration {
+	t := 2 * st.s.cfg.ReplicationTimeout
+	if st.mig && t < 10*time.Second {
+		t = 10 * time.Second
+	}
+	return t
+}
+
+// adapt grows the migration batch while the destination answers fast and
+// shrinks it when it slows down; MigrateBytesPerSec caps the rate.
+func (st *stream) adapt(rtt time.Duration) {
+	bm, ceiling := st.batchMax.Load(), int64(st.s.cfg.MigrateBatchMax)
+	switch {
+	case rtt < 20*time.Millisecond && bm < ceiling:
+		st.batchMax.Store(min(2*bm, ceiling))
+	case rtt > 100*time.Millisecond && bm > 16:
+		st.batchMax.Store(bm / 2)
+	}
+}
+
+func (st *stream) connect() (*peerConn, error) {
+	c, err := dialPeer(st.to, st.s.cfg.ReplicationTimeout)
+	if err != nil {
+		return nil, err
+	}
+	st.mu.Lock()
+	acked := st.mu.acked
+	st.mu.Unlock()
+	hello := [][]byte{[]byte("TAIR.REPLHELLO"), []byte(st.s.Addr()), []byte(st.session), strconv.AppendUint(nil, acked, 10)}
+	if st.supersedes != "" {
+		hello = append(hello, []byte(st.supersedes))
+	}
+	raw, err := c.roundTrip(resp.AppendCommand(nil, hello...), st.timeout())
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	last, err := replyInt(raw)
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	if uint64(last) < acked {
+		// The receiver forgot our session: it restarted.
+		st.receiverLost.Store(true)
+		st.log.Warn("receiver lost the stream's state (restarted?)", "acked", acked, "receiver_last", last)
+	}
+	st.ackUpTo(uint64(last), nil)
+	return c, nil
+}
+
+// unsent returns the items after seq sent, at most batchMax of them and
+// about 4 MiB.
+func (st *stream) unsent(sent uint64) []*entry {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	q := st.mu.q
+	if len(q) == 0 {
+		return nil
+	}
+	i := 0
+	if sent >= q[0].seq {
+		i = int(sent - q[0].seq + 1)
+	}
+	if i >= len(q) {
+		return nil
+	}
+	n, size := 0, 0
+	bm := int(st.batchMax.Load())
+	for i+n < len(q) && n < bm && size < 4<<20 {
+		size += len(q[i+n].hdr) + len(q[i+n].payload)
+		n++
+	}
+	out := make([]*entry, n)
+	copy(out, q[i:i+n])
+	return out
+}
+
+func (st *stream) encodeBatch(b []byte, batch []*entry) []byte {
+	n := 4
+	for _, e := range batch {
+		n += e.nargs
+	}
+	b = resp.AppendArray(b, n)
+	b = resp.AppendBulkString(b, "TAIR.REPL")
+	b = resp.AppendBulkInt(b, int64(st.s.TableVersion()))
+	b = resp.AppendBulkString(b, st.s.Addr())
+	b = resp.AppendBulkString(b, st.session)
+	for _, e := range batch {
+		b = append(b, e.hdr...)
+		b = append(b, e.payload...)
+	}
+	return b
+}
+
+// ackUpTo completes every entry up to seq last.
+func (st *stream) ackUpTo(last uint64, refused map[uint64]bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if last > st.mu.acked {
+		st.mu.acked = last
+	}
+	i := 0
+	for ; i < len(st.mu.q) && st.mu.q[i].seq <= last; i++ {
+		e := st.mu.q[i]
+		if refused[e.seq] {
+			e.err = errRefused
+			if e.kind == kindCmds && !st.mig {
+				// Applied here, refused there: this copy may hold a write
+				// the new master lacks.
+				st.s.markDiverged(e.bucket)
+			}
+		}
+		st.mu.bytes -= int64(len(e.hdr) + len(e.payload))
+		if e.kind == kindCmds {
+			st.mu.cmdBytes -= int64(len(e.hdr) + len(e.payload))
+		}
+		close(e.done)
+	}
+	if i > 0 {
+		st.mu.q = append(st.mu.q[:0:0], st.mu.q[i:]...)
+	}
+	if len(st.mu.q) == 0 && st.mu.lost == nil {
+		st.unreachable.Store(false)
+	}
+	if len(refused) > 0 {
+		// The receiver has another table: learn it.
+		st.s.kickHeartbeat()
+	}
+}
+
+// parseAck parses "+ACK <last> <stale> <refused>".
+func parseAck(raw []byte) (last uint64, stale bool, refused map[uint64]bool, err error) {
+	if len(raw) < 3 || raw[0] != '+' {
+		return 0, false, nil, replyErr(raw)
+	}
+	f := bytes.Fields(raw[1 : len(raw)-2])
+	if len(f) != 4 || string(f[0]) != "ACK" {
+		return 0, false, nil, fmt.Errorf("dataserver: bad ack %q", raw)
+	}
+	if last, err = strconv.ParseUint(string(f[1]), 10, 64); err != nil {
+		return 0, false, nil, err
+	}
+	stale = string(f[2]) == "1"
+	if string(f[3]) != "-" {
+		refused = map[uint64]bool{}
+		for _, s := range bytes.Split(f[3], []byte{','}) {
+			if n, err := strconv.ParseUint(string(s), 10, 64); err == nil {
+				refused[n] = true
+			}
+		}
+	}
+	return last, stale, refused, nil
+}

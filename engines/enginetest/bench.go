@@ -1,0 +1,185 @@
+package enginetest
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tairkv/tair/engines"
+)
+
+// BenchOpenFunc opens a fresh, empty engine for a benchmark.
+type BenchOpenFunc func(b *testing.B, o engines.Options) engines.Engine
+
+// BenchKeys is the key count of the data-set benchmarks.
+const BenchKeys = 100_000
+
+// benchKeys returns n 16-byte keys with their buckets, and a 32-byte value.
+func benchKeys(n int) ([]engines.Key, []byte) {
+	keys := make([]engines.Key, n)
+	for i := range keys {
+		k := []byte(fmt.Sprintf("key:%012d", i))
+		keys[i] = engines.Key{Bucket: BucketOf(k), Key: k}
+	}
+	return keys, []byte("0123456789abcdef0123456789abcdef")
+}
+
+func benchOpen(b *testing.B, open BenchOpenFunc) engines.Engine {
+	b.Helper()
+	o := engines.Options{}
+	o.Adjust()
+	e := open(b, o)
+	b.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+// Bench runs the engine benchmarks: single-threaded and parallel put and
+// get over 100k 16-byte keys with 32-byte values, prefix ranges, and the
+// memory cost per key (engine accounting and live heap).
+func Bench(b *testing.B, open BenchOpenFunc) {
+	b.Run("Put", func(b *testing.B) {
+		e := benchOpen(b, open)
+		keys, val := benchKeys(BenchKeys)
+		b.ReportAllocs()
+		b.SetBytes(int64(len(val)))
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if _, err := e.Put(keys[i%len(keys)], val, engines.PutOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Get", func(b *testing.B) {
+		e := benchOpen(b, open)
+		keys, val := benchKeys(BenchKeys)
+		for _, k := range keys {
+			if _, err := e.Put(k, val, engines.PutOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if _, err := e.Get(keys[i%len(keys)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("PutParallel", func(b *testing.B) {
+		e := benchOpen(b, open)
+		keys, val := benchKeys(BenchKeys)
+		var seq atomic.Int64
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			i := int(seq.Add(1)) * 7919
+			for pb.Next() {
+				i++
+				if _, err := e.Put(keys[i%len(keys)], val, engines.PutOptions{}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+	b.Run("GetParallel", func(b *testing.B) {
+		e := benchOpen(b, open)
+		keys, val := benchKeys(BenchKeys)
+		for _, k := range keys {
+			if _, err := e.Put(k, val, engines.PutOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var seq atomic.Int64
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			i := int(seq.Add(1)) * 7919
+			for pb.Next() {
+				i++
+				if _, err := e.Get(keys[i%len(keys)]); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+	b.Run("PrefixRange10of100", func(b *testing.B) {
+		e := benchOpen(b, open)
+		const pkeys, skeys = 1000, 100
+		pks := make([]engines.Key, pkeys)
+		for p := range pks {
+			k := []byte(fmt.Sprintf("user:%08d", p))
+			pks[p] = engines.Key{Bucket: BucketOf(k), Key: k}
+			for s := 0; s < skeys; s++ {
+				if _, err := e.PrefixPut(pks[p], []byte(fmt.Sprintf("field:%04d", s)), []byte("value-of-some-field"), engines.PutOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		start := []byte("field:0050")
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			kvs, err := e.PrefixRange(pks[i%pkeys], engines.RangeOptions{Start: start, Limit: 10})
+			if err != nil || len(kvs) != 10 {
+				b.Fatalf("range: %d %v", len(kvs), err)
+			}
+		}
+	})
+	b.Run("ForEachBucket", func(b *testing.B) {
+		// One bucket's scan (migration, SCAN, DBSIZE) with 100k keys over
+		// 1023 buckets: about 98 records per bucket.
+		e := benchOpen(b, open)
+		keys, val := benchKeys(BenchKeys)
+		for _, k := range keys {
+			if _, err := e.Put(k, val, engines.PutOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		n := 0
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if err := e.ForEach(uint32(i%1023), func(*engines.Record) error { n++; return nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(n)/float64(b.N), "records/op")
+	})
+	b.Run("BytesPerKey", func(b *testing.B) {
+		// A measurement, not a timing: it loads the data set once per call
+		// whatever b.N is (so -benchtime=Nx stays cheap) and reports the
+		// memory per key by the engine's accounting and by the live heap.
+		heap, acct := bytesPerKey(b, open)
+		b.ReportMetric(heap, "heap-B/key")
+		b.ReportMetric(acct, "acct-B/key")
+	})
+}
+
+// bytesPerKey loads BenchKeys keys into a fresh engine and returns the
+// live-heap growth and the engine's accounted bytes per key. The engine is
+// closed and unreachable when it returns, so calls do not add up.
+func bytesPerKey(b *testing.B, open BenchOpenFunc) (heap, acct float64) {
+	keys, val := benchKeys(BenchKeys)
+	o := engines.Options{}
+	o.Adjust()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	e := open(b, o)
+	for _, k := range keys {
+		if _, err := e.Put(k, val, engines.PutOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	heap = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / BenchKeys
+	acct = float64(e.Stats(0).Bytes) / BenchKeys
+	_ = e.Close()
+	runtime.KeepAlive(keys)
+	return heap, acct
+}

@@ -1,0 +1,841 @@
+// Package generic implements the whole engines.Engine contract on top of a
+// small primitive Store, so that every engine (mdb, rdb, ldb, kdb) has the
+// same Tair semantics: version rules, expiry, NX/XX conditions, bounded
+// counters, items, hiding, key and value limits, WRONGTYPE and the per-area
+// statistics are written once, here. An engine only provides a Store: how
+// records are kept, locked, counted, evicted and reclaimed.
+//
+// # Semantics decided here
+//
+//   - A record that has expired (engines.Expired) is missing to every
+//     operation; a write on it creates a new key at version 1.
+//   - Put replaces the whole record: type, value, flags, and it unhides a
+//     hidden key. Read-modify-writes (Incr, items, Update) keep Hidden and
+//     Flags unless the UpdateFunc changes them.
+//   - Cond is checked before the version: an NX put on an existing key is a
+//     no-op (version 0, nil error) whatever version it carries.
+//   - An unmet condition, a version mismatch or a range error changes
+//     nothing, including expiry.
+//   - Plain keys and pkeys are separate namespaces (Tair's prefix keys);
+//     Count counts a plain key once and a pkey with live skeys once, hidden
+//     keys included (they exist; Redis-facing counts filter them).
+//   - Item ops on a missing key fail with errs.ErrNotFound (ItemAdd creates
+//     it); removing the last item deletes the key.
+//   - Statistics count once per key operation: MultiGet counts a get per
+//     key, PrefixRange one get, Update a get when it keeps the record and a
+//     put otherwise.
+package generic
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/errs"
+)
+
+// MaxArea is the highest area (namespace) number.
+const MaxArea = 1023
+
+// ErrClosed is returned by every operation after Close.
+var ErrClosed = errs.New(errs.ServerCanNotWork, "engine is closed")
+
+var (
+	errBadArea  = errs.New(errs.InvalidArgument, "area out of range 0..1023")
+	errOverflow = errs.New(errs.InvalidArgument, "increment or decrement would overflow")
+	errNotInt   = errs.New(errs.InvalidArgument, "value is not an integer or out of range")
+	errMaxCount = errs.New(errs.InvalidArgument, "item maxcount must be positive")
+	errNoItems  = errs.New(errs.InvalidArgument, "no items to add")
+)
+
+// Config describes the engine built on a store.
+type Config struct {
+	Name       string
+	Persistent bool
+	Store      Store
+	Options    engines.Options
+}
+
+// Engine implements engines.Engine on a Store.
+type Engine struct {
+	name       string
+	persistent bool
+	st         Store
+	o          engines.Options
+	closed     atomic.Bool
+	stats      [MaxArea + 1][statStripes]counters
+}
+
+// statStripes spreads an area's counters over cache lines (by bucket), so
+// that cores counting operations of one area do not contend on one line.
+const statStripes = 4
+
+// counters are the operation counters the generic layer keeps (gets are
+// hits + misses); keys, bytes and evictions come from the store.
+type counters struct {
+	puts, hits, misses atomic.Int64
+	_                  [40]byte // pad to a cache line
+}
+
+var _ engines.Engine = (*Engine)(nil)
+
+// New returns an engine over c.Store; c.Options are adjusted (defaults).
+func New(c Config) *Engine {
+	c.Options.Adjust()
+	return &Engine{name: c.Name, persistent: c.Persistent, st: c.Store, o: c.Options}
+}
+
+// Store returns the underlying store (for engine-specific tests and tools).
+func (e *Engine) Store() Store { return e.st }
+
+func (e *Engine) Name() string     { return e.name }
+func (e *Engine) Persistent() bool { return e.persistent }
+
+func (e *Engine) nowMs() int64 { return e.o.Now().UnixMilli() }
+
+// check validates the key and the engine state shared by every keyed call.
+func (e *Engine) check(k engines.Key) error {
+	if e.closed.Load() {
+		return ErrClosed
+	}
+	if k.Area > MaxArea {
+		return errBadArea
+	}
+	return e.o.CheckKey(k.Key)
+}
+
+// checkPrefix validates a pkey and skey: together they obey the key limit.
+func (e *Engine) checkPrefix(k engines.Key, skey []byte) error {
+	if err := e.check(k); err != nil {
+		return err
+	}
+	if len(k.Key)+len(skey) > e.o.MaxKeySize {
+		return errs.ErrKeyTooLong
+	}
+	return nil
+}
+
+func (e *Engine) counters(k *engines.Key) *counters {
+	return &e.stats[k.Area][k.Bucket%statStripes]
+}
+
+func (e *Engine) countGet(k *engines.Key, hit bool) {
+	if hit {
+		e.counters(k).hits.Add(1)
+	} else {
+		e.counters(k).misses.Add(1)
+	}
+}
+
+func (e *Engine) countPut(k *engines.Key) { e.counters(k).puts.Add(1) }
+
+// live reports whether a raw record is visible at nowMs.
+func live(ent *engines.Entry, exists bool, nowMs int64) bool {
+	return exists && !engines.Expired(ent.ExpireAt, nowMs)
+}
+
+// get is the read path shared by Get, MultiGet and PrefixGet.
+func (e *Engine) get(r Ref) (engines.Entry, error) {
+	ent, ok, err := e.st.Get(r)
+	if err != nil {
+		return engines.Entry{}, err
+	}
+	if !live(&ent, ok, e.nowMs()) {
+		e.countGet(&r.Key, false)
+		return engines.Entry{}, errs.ErrNotFound
+	}
+	e.countGet(&r.Key, true)
+	return ent, nil
+}
+
+func (e *Engine) Get(k engines.Key) (engines.Entry, error) {
+	if err := e.check(k); err != nil {
+		return engines.Entry{}, err
+	}
+	return e.get(Ref{Key: k})
+}
+
+func (e *Engine) MultiGet(keys []engines.Key) ([]engines.Entry, []error) {
+	ents := make([]engines.Entry, len(keys))
+	errv := make([]error, len(keys))
+	for i, k := range keys {
+		ents[i], errv[i] = e.Get(k)
+	}
+	return ents, errv
+}
+
+// updateOp carries one Tair-level read-modify-write through Store.Update.
+// Ops are pooled and their RawUpdate is bound once, at allocation, so that
+// the hot write path (Put) allocates no closures: only the value copy, and
+// the record itself when the key is new.
+type updateOp struct {
+	e       *Engine
+	now     int64
+	fn      engines.UpdateFunc
+	out     engines.Entry
+	act     engines.Action
+	existed bool      // whether fn saw a live record
+	raw     RawUpdate // op.apply
+
+	// Put's state; putFn is op.putApply.
+	value   []byte
+	po      engines.PutOptions
+	skipped bool
+	putFn   engines.UpdateFunc
+}
+
+var opPool = sync.Pool{New: func() any {
+	op := &updateOp{}
+	op.raw = op.apply
+	op.putFn = op.putApply
+	return op
+}}
+
+func (e *Engine) getOp() *updateOp {
+	op := opPool.Get().(*updateOp)
+	op.e, op.now = e, e.nowMs()
+	return op
+}
+
+// release drops every reference the op holds and pools it.
+func (op *updateOp) release() {
+	op.e, op.fn, op.out, op.value, op.po, op.skipped, op.existed = nil, nil, engines.Entry{}, nil, engines.PutOptions{}, false, false
+	opPool.Put(op)
+}
+
+// apply is the RawUpdate of every Tair write: an expired record reads as
+// missing (and is reclaimed when the write keeps it), the version is set
+// here, string values are checked against the limit.
+func (op *updateOp) apply(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+	wasExpired := exists && engines.Expired(cur.ExpireAt, op.now)
+	if wasExpired {
+		cur, exists = engines.Entry{}, false
+	}
+	op.existed = exists
+	next, a, err := op.fn(cur, exists)
+	if err != nil {
+		return engines.Entry{}, engines.Keep, err
+	}
+	op.act = a
+	switch a {
+	case engines.Store:
+		// Items are checked one by one, Objects element by element (by
+		// their package); a string value is checked here.
+		if next.Type == engines.TypeString && next.Object == nil {
+			if err := op.e.o.CheckValue(next.Value); err != nil {
+				return engines.Entry{}, engines.Keep, err
+			}
+		}
+		next.Version = cur.Version + 1 // cur is zero when missing
+		op.out = next
+		return next, engines.Store, nil
+	case engines.Delete:
+		if !exists && !wasExpired {
+			op.act = engines.Keep
+			return engines.Entry{}, engines.Keep, nil
+		}
+		return engines.Entry{}, engines.Delete, nil
+	default:
+		op.act = engines.Keep
+		op.out = cur
+		if wasExpired {
+			// Reclaim the expired record while we hold it.
+			return engines.Entry{}, engines.Delete, nil
+		}
+		return engines.Entry{}, engines.Keep, nil
+	}
+}
+
+// update runs fn as a Tair-level read-modify-write of r and returns the
+// entry as it is after the operation, and what was done.
+func (e *Engine) update(r Ref, fn engines.UpdateFunc) (engines.Entry, engines.Action, error) {
+	op := e.getOp()
+	op.fn = fn
+	out, act, err := op.run(r)
+	op.release()
+	return out, act, err
+}
+
+func (op *updateOp) run(r Ref) (engines.Entry, engines.Action, error) {
+	op.act = engines.Keep
+	if err := op.e.st.Update(r, op.raw); err != nil {
+		return engines.Entry{}, engines.Keep, err
+	}
+	return op.out, op.act, nil
+}
+
+// checkVersion applies SPEC §2's version rule to a live record.
+func checkVersion(cur *engines.Entry, exists bool, version int64) error {
+	if exists && version != 0 && version != cur.Version {
+		return errs.ErrVersion
+	}
+	return nil
+}
+
+// condHolds reports whether an NX/XX condition allows the write.
+func condHolds(c engines.Cond, exists bool) bool {
+	switch c {
+	case engines.CondIfMissing:
+		return !exists
+	case engines.CondIfExists:
+		return exists
+	}
+	return true
+}
+
+// putApply is the UpdateFunc of Put and PrefixPut.
+func (op *updateOp) putApply(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+	if !condHolds(op.po.Cond, exists) {
+		op.skipped = true
+		return cur, engines.Keep, nil
+	}
+	if err := checkVersion(&cur, exists, op.po.Version); err != nil {
+		return cur, engines.Keep, err
+	}
+	return engines.Entry{
+		Type:     engines.TypeString,
+		Value:    op.value,
+		ExpireAt: op.po.Expire.Apply(cur.ExpireAt),
+		Flags:    op.po.Flags,
+	}, engines.Store, nil
+}
+
+// cloneBytes copies b: the store owns what it is given and callers may
+// reuse their buffers.
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	c := make([]byte, len(b))
+	copy(c, b)
+	return c
+}
+
+func (e *Engine) Put(k engines.Key, value []byte, o engines.PutOptions) (int64, error) {
+	if err := e.check(k); err != nil {
+		return 0, err
+	}
+	if err := e.o.CheckValue(value); err != nil {
+		return 0, err
+	}
+	return e.put(Ref{Key: k}, value, &o)
+}
+
+func (e *Engine) put(r Ref, value []byte, o *engines.PutOptions) (int64, error) {
+	op := e.getOp()
+	op.fn, op.value, op.po = op.putFn, cloneBytes(value), *o
+	ent, _, err := op.run(r)
+	skipped := op.skipped
+	op.release()
+	e.countPut(&r.Key)
+	if err != nil || skipped {
+		return 0, err
+	}
+	return ent.Version, nil
+}
+
+// removeFunc is the UpdateFunc of Remove and PrefixRemove.
+func removeFunc(version int64) engines.UpdateFunc {
+	return func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		if !exists {
+			return cur, engines.Keep, errs.ErrNotFound
+		}
+		if err := checkVersion(&cur, exists, version); err != nil {
+			return cur, engines.Keep, err
+		}
+		return engines.Entry{}, engines.Delete, nil
+	}
+}
+
+func (e *Engine) Remove(k engines.Key, version int64) error {
+	if err := e.check(k); err != nil {
+		return err
+	}
+	_, _, err := e.update(Ref{Key: k}, removeFunc(version))
+	e.countPut(&k)
+	return err
+}
+
+// ParseInt parses a Redis integer: canonical decimal, no sign '+', no
+// leading zeros, no spaces, within int64.
+func ParseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	// Reject non-canonical forms ("+1", "01", "-0") as Redis does.
+	var buf [24]byte
+	if string(strconv.AppendInt(buf[:0], n, 10)) != string(b) {
+		return 0, false
+	}
+	return n, true
+}
+
+// addInt64 returns a+b and whether it overflowed.
+func addInt64(a, b int64) (int64, bool) {
+	s := a + b
+	return s, (a >= 0) == (b >= 0) && (s >= 0) != (a >= 0)
+}
+
+func (e *Engine) Incr(k engines.Key, delta int64, o engines.IncrOptions) (int64, int64, error) {
+	if err := e.check(k); err != nil {
+		return 0, 0, err
+	}
+	var result int64
+	ent, _, err := e.update(Ref{Key: k}, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		base := o.Init
+		if exists {
+			if cur.Type != engines.TypeString {
+				return cur, engines.Keep, errs.ErrWrongType
+			}
+			if err := checkVersion(&cur, exists, o.Version); err != nil {
+				return cur, engines.Keep, err
+			}
+			n, ok := ParseInt(cur.Value)
+			if !ok {
+				return cur, engines.Keep, errNotInt
+			}
+			base = n
+		}
+		v, overflow := addInt64(base, delta)
+		if overflow {
+			return cur, engines.Keep, errOverflow
+		}
+		if (o.HasMin && v < o.Min) || (o.HasMax && v > o.Max) {
+			return cur, engines.Keep, errs.ErrCounterOutOfRange
+		}
+		result = v
+		next := cur
+		next.Type = engines.TypeString
+		next.Object = nil
+		next.Value = strconv.AppendInt(make([]byte, 0, 20), v, 10)
+		next.ExpireAt = o.Expire.Apply(cur.ExpireAt)
+		return next, engines.Store, nil
+	})
+	e.countPut(&k)
+	if err != nil {
+		return 0, 0, err
+	}
+	return result, ent.Version, nil
+}
+
+func (e *Engine) SetHidden(k engines.Key, hidden bool) error {
+	if err := e.check(k); err != nil {
+		return err
+	}
+	now := e.nowMs()
+	err := e.st.Update(Ref{Key: k}, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		if !live(&cur, exists, now) {
+			return cur, engines.Keep, errs.ErrNotFound
+		}
+		// Hiding is not a write of the value: the version stays.
+		cur.Hidden = hidden
+		return cur, engines.Store, nil
+	})
+	e.countPut(&k)
+	return err
+}
+
+func (e *Engine) Update(k engines.Key, fn engines.UpdateFunc) (engines.Entry, error) {
+	if err := e.check(k); err != nil {
+		return engines.Entry{}, err
+	}
+	return e.userUpdate(Ref{Key: k}, fn)
+}
+
+func (e *Engine) userUpdate(r Ref, fn engines.UpdateFunc) (engines.Entry, error) {
+	op := e.getOp()
+	op.fn = fn
+	ent, act, err := op.run(r)
+	existed := op.existed
+	op.release()
+	if err == nil && act == engines.Keep {
+		e.countGet(&r.Key, existed)
+	} else {
+		e.countPut(&r.Key)
+	}
+	return ent, err
+}
+
+// Prefix operations.
+
+func (e *Engine) PrefixPut(k engines.Key, skey, value []byte, o engines.PutOptions) (int64, error) {
+	if err := e.checkPrefix(k, skey); err != nil {
+		return 0, err
+	}
+	if err := e.o.CheckValue(value); err != nil {
+		return 0, err
+	}
+	return e.put(Ref{Key: k, Prefix: true, Skey: skey}, value, &o)
+}
+
+func (e *Engine) PrefixGet(k engines.Key, skey []byte) (engines.Entry, error) {
+	if err := e.checkPrefix(k, skey); err != nil {
+		return engines.Entry{}, err
+	}
+	return e.get(Ref{Key: k, Prefix: true, Skey: skey})
+}
+
+func (e *Engine) PrefixRemove(k engines.Key, skey []byte, version int64) error {
+	if err := e.checkPrefix(k, skey); err != nil {
+		return err
+	}
+	_, _, err := e.update(Ref{Key: k, Prefix: true, Skey: skey}, removeFunc(version))
+	e.countPut(&k)
+	return err
+}
+
+func (e *Engine) PrefixRange(k engines.Key, o engines.RangeOptions) ([]engines.KV, error) {
+	if err := e.check(k); err != nil {
+		return nil, err
+	}
+	if o.Limit < 0 {
+		return nil, errs.New(errs.InvalidArgument, "limit must not be negative")
+	}
+	now := e.nowMs()
+	var out []engines.KV
+	if o.Limit > 0 {
+		out = make([]engines.KV, 0, min(o.Limit, 256))
+	}
+	var keyBuf []byte // one allocation for many skeys; earlier slices keep old arrays
+	start, end := o.Start, o.End
+	if len(start) == 0 {
+		start = nil
+	}
+	if len(end) == 0 {
+		end = nil
+	}
+	err := e.st.Range(k, start, end, o.Reverse, func(skey []byte, ent *engines.Entry) bool {
+		if engines.Expired(ent.ExpireAt, now) {
+			return true
+		}
+		if cap(keyBuf)-len(keyBuf) < len(skey) {
+			keyBuf = make([]byte, 0, max(512, len(skey)))
+		}
+		keyBuf = append(keyBuf, skey...)
+		out = append(out, engines.KV{Key: keyBuf[len(keyBuf)-len(skey) : len(keyBuf) : len(keyBuf)], Entry: *ent})
+		return o.Limit == 0 || len(out) < o.Limit
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.countGet(&k, len(out) > 0)
+	return out, nil
+}
+
+func (e *Engine) PrefixRemoveAll(k engines.Key) (int, error) {
+	if err := e.check(k); err != nil {
+		return 0, err
+	}
+	n, err := e.st.RemovePrefix(k)
+	e.countPut(&k)
+	return n, err
+}
+
+func (e *Engine) PrefixUpdate(k engines.Key, skey []byte, fn engines.UpdateFunc) (engines.Entry, error) {
+	if err := e.checkPrefix(k, skey); err != nil {
+		return engines.Entry{}, err
+	}
+	return e.userUpdate(Ref{Key: k, Prefix: true, Skey: skey}, fn)
+}
+
+// Items.
+
+func (e *Engine) ItemAdd(k engines.Key, maxCount int, items [][]byte, o engines.PutOptions) (int, error) {
+	if err := e.check(k); err != nil {
+		return 0, err
+	}
+	if maxCount <= 0 {
+		return 0, errMaxCount
+	}
+	if len(items) == 0 {
+		return 0, errNoItems
+	}
+	for _, it := range items {
+		if err := e.o.CheckValue(it); err != nil {
+			return 0, err
+		}
+	}
+	var count int
+	_, _, err := e.update(Ref{Key: k}, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		if !condHolds(o.Cond, exists) {
+			// No write; report the items there are (0 for another type).
+			if exists && cur.Type == engines.TypeItems {
+				items, err := DecodeItems(cur.Value)
+				count = len(items)
+				return cur, engines.Keep, err
+			}
+			return cur, engines.Keep, nil
+		}
+		var old [][]byte
+		if exists {
+			if cur.Type != engines.TypeItems {
+				return cur, engines.Keep, errs.ErrWrongType
+			}
+			if err := checkVersion(&cur, exists, o.Version); err != nil {
+				return cur, engines.Keep, err
+			}
+			var err error
+			if old, err = DecodeItems(cur.Value); err != nil {
+				return cur, engines.Keep, err
+			}
+		}
+		all := make([][]byte, 0, len(old)+len(items))
+		all = append(append(all, old...), items...)
+		if len(all) > maxCount {
+			all = all[len(all)-maxCount:]
+		}
+		count = len(all)
+		next := cur
+		next.Type = engines.TypeItems
+		next.Object = nil
+		next.Value = EncodeItems(all) // copies the caller's items
+		next.ExpireAt = o.Expire.Apply(cur.ExpireAt)
+		if !exists {
+			next.Flags = o.Flags
+		}
+		return next, engines.Store, nil
+	})
+	e.countPut(&k)
+	if err != nil {
+		return 0, err
+	}
+	return count, nil
+}
+
+// readItems returns the live items of k.
+func (e *Engine) readItems(k engines.Key) ([][]byte, error) {
+	ent, ok, err := e.st.Get(Ref{Key: k})
+	if err != nil {
+		return nil, err
+	}
+	if !live(&ent, ok, e.nowMs()) {
+		return nil, errs.ErrNotFound
+	}
+	if ent.Type != engines.TypeItems {
+		return nil, errs.ErrWrongType
+	}
+	return DecodeItems(ent.Value)
+}
+
+func (e *Engine) ItemGet(k engines.Key, offset, count int) ([][]byte, error) {
+	if err := e.check(k); err != nil {
+		return nil, err
+	}
+	items, err := e.readItems(k)
+	e.countGet(&k, err == nil)
+	if err != nil {
+		return nil, err
+	}
+	lo, hi, err := itemWindow(len(items), offset, count)
+	if err != nil {
+		return nil, err
+	}
+	return cloneItems(items[lo:hi]), nil
+}
+
+func cloneItems(items [][]byte) [][]byte {
+	out := make([][]byte, len(items))
+	for i, it := range items {
+		out[i] = cloneBytes(it)
+	}
+	return out
+}
+
+// itemTake removes the window (offset, count) atomically and returns the
+// removed items.
+func (e *Engine) itemTake(k engines.Key, offset, count int) ([][]byte, error) {
+	if err := e.check(k); err != nil {
+		return nil, err
+	}
+	var removed [][]byte
+	_, _, err := e.update(Ref{Key: k}, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		if !exists {
+			return cur, engines.Keep, errs.ErrNotFound
+		}
+		if cur.Type != engines.TypeItems {
+			return cur, engines.Keep, errs.ErrWrongType
+		}
+		items, err := DecodeItems(cur.Value)
+		if err != nil {
+			return cur, engines.Keep, err
+		}
+		lo, hi, err := itemWindow(len(items), offset, count)
+		if err != nil {
+			return cur, engines.Keep, err
+		}
+		if lo == hi {
+			return cur, engines.Keep, nil
+		}
+		removed = cloneItems(items[lo:hi])
+		rest := make([][]byte, 0, len(items)-(hi-lo))
+		rest = append(append(rest, items[:lo]...), items[hi:]...)
+		if len(rest) == 0 {
+			return engines.Entry{}, engines.Delete, nil
+		}
+		next := cur
+		next.Value = EncodeItems(rest)
+		return next, engines.Store, nil
+	})
+	e.countPut(&k)
+	if err != nil {
+		return nil, err
+	}
+	if removed == nil {
+		removed = [][]byte{}
+	}
+	return removed, nil
+}
+
+func (e *Engine) ItemDelete(k engines.Key, offset, count int) (int, error) {
+	removed, err := e.itemTake(k, offset, count)
+	return len(removed), err
+}
+
+func (e *Engine) ItemGetDelete(k engines.Key, offset, count int) ([][]byte, error) {
+	return e.itemTake(k, offset, count)
+}
+
+func (e *Engine) ItemCount(k engines.Key) (int, error) {
+	if err := e.check(k); err != nil {
+		return 0, err
+	}
+	items, err := e.readItems(k)
+	e.countGet(&k, err == nil)
+	if err != nil {
+		return 0, err
+	}
+	return len(items), nil
+}
+
+// Bucket and area operations.
+
+func (e *Engine) ForEach(bucket uint32, fn func(r *engines.Record) error) error {
+	if e.closed.Load() {
+		return ErrClosed
+	}
+	now := e.nowMs()
+	return e.st.ForEach(bucket, func(r *engines.Record) error {
+		if r.Prefix == nil {
+			if engines.Expired(r.Entry.ExpireAt, now) {
+				return nil
+			}
+			return fn(r)
+		}
+		// Drop expired skeys in place; skip a pkey with none left.
+		kept := r.Prefix[:0]
+		for _, kv := range r.Prefix {
+			if !engines.Expired(kv.Entry.ExpireAt, now) {
+				kept = append(kept, kv)
+			}
+		}
+		if len(kept) == 0 {
+			return nil
+		}
+		r.Prefix = kept
+		return fn(r)
+	})
+}
+
+func (e *Engine) Restore(bucket uint32, r *engines.Record) error {
+	if e.closed.Load() {
+		return ErrClosed
+	}
+	if r == nil {
+		return errs.New(errs.InvalidArgument, "nil record")
+	}
+	if err := e.check(engines.Key{Bucket: bucket, Area: r.Area, Key: r.Key}); err != nil {
+		return err
+	}
+	for _, kv := range r.Prefix {
+		if len(r.Key)+len(kv.Key) > e.o.MaxKeySize {
+			return errs.ErrKeyTooLong
+		}
+	}
+	return e.st.Restore(bucket, r)
+}
+
+func (e *Engine) DeleteBucket(bucket uint32) error {
+	if e.closed.Load() {
+		return ErrClosed
+	}
+	return e.st.DeleteBucket(bucket)
+}
+
+func (e *Engine) DeleteArea(area uint16) (int64, error) {
+	if e.closed.Load() {
+		return 0, ErrClosed
+	}
+	if area > MaxArea {
+		return 0, errBadArea
+	}
+	return e.st.DeleteArea(area)
+}
+
+func (e *Engine) Count(area uint16) int64 {
+	if area > MaxArea || e.closed.Load() {
+		return 0
+	}
+	return e.st.Count(area)
+}
+
+func (e *Engine) Stats(area uint16) engines.AreaStats {
+	if area > MaxArea {
+		return engines.AreaStats{}
+	}
+	var s engines.AreaStats
+	for i := range e.stats[area] {
+		c := &e.stats[area][i]
+		s.Puts += c.puts.Load()
+		s.Hits += c.hits.Load()
+		s.Misses += c.misses.Load()
+	}
+	s.Gets = s.Hits + s.Misses
+	if !e.closed.Load() {
+		s.Keys = e.st.Count(area)
+		s.Bytes, s.Evictions = e.st.Usage(area)
+	}
+	return s
+}
+
+// AllStats returns the stats of every area that holds data or has seen an
+// operation.
+func (e *Engine) AllStats() map[uint16]engines.AreaStats {
+	out := map[uint16]engines.AreaStats{}
+	for a := uint16(0); a <= MaxArea; a++ {
+		s := e.Stats(a)
+		if s != (engines.AreaStats{}) {
+			out[a] = s
+		}
+	}
+	return out
+}
+
+func (e *Engine) SetQuota(area uint16, bytes int64) {
+	if area > MaxArea || e.closed.Load() {
+		return
+	}
+	if bytes < 0 {
+		bytes = 0
+	}
+	e.st.SetQuota(area, bytes)
+}
+
+func (e *Engine) Compact() error {
+	if e.closed.Load() {
+		return ErrClosed
+	}
+	return e.st.Compact()
+}
+
+// Close closes the store once; later calls return nil.
+func (e *Engine) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	return e.st.Close()
+}

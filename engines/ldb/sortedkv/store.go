@@ -1,0 +1,890 @@
+// Package sortedkv is the generic.Store of Tair's persistent engines over
+// any ordered byte store with atomic batches (a Backend): pebble under ldb,
+// bbolt under kdb. The Tair rules (versions, conditions, items, limits) are
+// package generic's; this package owns what a persistent store adds: the
+// key and value encodings (keys.go, value.go), per-key atomicity, the
+// persisted per-area counters, quotas, and the expiry index with its
+// background sweep.
+//
+// # Atomicity
+//
+// Reads do not lock: a backend Get or Scan sees committed batches only. An
+// Update reads the record, runs the generic layer's function and commits
+// one backend batch while it holds the key's stripe of a striped mutex, so
+// two read-modify-writes of one key never interleave. Prefix records lock
+// the pkey, not the skey, so "is this the pkey's first (or last) skey?" is
+// decided under the same lock as the write that changes the answer.
+//
+// Every write also holds its bucket's lock shared; DeleteBucket and
+// DeleteArea hold it exclusively, so the in-memory counters they subtract
+// are exactly those of the data their range deletion removes.
+//
+// # Counting
+//
+// Each (bucket, area) has a counters record (keys, bytes) inside its own
+// key range, changed in the same batch as the data it counts (keys.go), and
+// mirrored in memory; Open rebuilds the memory copy from the records, so
+// counts are exact after a restart or a crash without scanning the data. A
+// pkey counts once while it has at least one stored skey; bytes are the
+// stored keys plus the stored values.
+//
+// Stored records include expired ones until they are reclaimed. Count and
+// DeleteArea first reclaim the area's expired records (only in the
+// (bucket, area)s whose earliest expiry has passed, which memory tracks),
+// so the count they report is of live keys, as the generic layer requires.
+//
+// # Quota
+//
+// A write that would grow an area's bytes beyond its quota fails with
+// errs.ErrQuota and changes nothing; writes that shrink an area always
+// pass. Concurrent writers to different keys of one area may each pass the
+// check, so an area can overshoot its quota by the writes in flight.
+package sortedkv
+
+import (
+	"bytes"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/engines/generic"
+	"github.com/tairkv/tair/internal/errs"
+)
+
+const (
+	numAreas      = generic.MaxArea + 1
+	keyStripes    = 1024
+	bucketStripes = 256
+	sweepChunk    = 256
+	scanChunk     = 512
+)
+
+// ErrClosed is returned by every operation after Close.
+var ErrClosed = errs.New(errs.ServerCanNotWork, "sortedkv: store is closed")
+
+// pair holds one (bucket, area)'s stored keys and bytes and a lower bound
+// of its earliest expiry (0: nothing expires).
+type pair struct {
+	bucket      uint32
+	area        uint16
+	keys, bytes atomic.Int64
+	minExp      atomic.Int64 // read lock-free; changed under expMu
+
+	expMu  sync.Mutex
+	expGen uint64 // counts writes that added expiring records
+}
+
+// addExpiry lowers p's earliest expiry to at after a write committed an
+// expiring record.
+func (p *pair) addExpiry(at int64) {
+	p.expMu.Lock()
+	if cur := p.minExp.Load(); cur == 0 || at < cur {
+		p.minExp.Store(at)
+	}
+	p.expGen++
+	p.expMu.Unlock()
+}
+
+// expiryGen returns the generation resetExpiry compares against.
+func (p *pair) expiryGen() uint64 {
+	p.expMu.Lock()
+	defer p.expMu.Unlock()
+	return p.expGen
+}
+
+// resetExpiry sets p's earliest expiry to next, read from the index after
+// gen was taken, unless a write added an expiring record since: its entry
+// may be missing from that read, and the value it left is a lower bound
+// still (a bound too low costs a read; one too high, a wrong Count).
+func (p *pair) resetExpiry(gen uint64, next int64) {
+	p.expMu.Lock()
+	if p.expGen == gen {
+		p.minExp.Store(next)
+	}
+	p.expMu.Unlock()
+}
+
+// areaState holds an area's totals (sums over its pairs) and its quota.
+type areaState struct {
+	keys, bytes, quota atomic.Int64
+}
+
+// Store is generic.Store over a Backend.
+type Store struct {
+	be  Backend
+	now func() time.Time
+
+	life   sync.RWMutex // shared by every operation, exclusive for Close
+	closed bool
+
+	keyLocks    [keyStripes]sync.Mutex
+	bucketLocks [bucketStripes]sync.RWMutex
+	// sweepLocks serialise the sweeps of one bucket stripe: a Count that
+	// finds a pair due waits for a background sweep of it to finish, so it
+	// never sees a reclaim committed but not yet counted.
+	sweepLocks [bucketStripes]sync.Mutex
+
+	pairs sync.Map // uint64(bucket)<<16|area -> *pair
+	areas [numAreas]areaState
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+var _ generic.Store = (*Store)(nil)
+
+// Options configure a Store.
+type Options struct {
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// SweepInterval is the period of the background reclaim of expired
+	// records (default 1s; negative disables it).
+	SweepInterval time.Duration
+}
+
+// New returns a Store over be, rebuilding the in-memory counters from the
+// persisted ones, and starts the background sweep. On error be is left
+// open.
+func New(be Backend, o Options) (*Store, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.SweepInterval == 0 {
+		o.SweepInterval = time.Second
+	}
+	s := &Store{be: be, now: o.Now, stop: make(chan struct{})}
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	if o.SweepInterval > 0 {
+		s.wg.Add(1)
+		go s.sweepLoop(o.SweepInterval)
+	}
+	return s, nil
+}
+
+// load reads every counters record and each pair's earliest expiry. It
+// does not scan the data: each (bucket, area) range starts with its
+// counters record and then its expiry index, so two positioned reads per
+// (bucket, area) find both and jump to the next pair.
+func (s *Store) load() error {
+	var lo []byte
+	for {
+		k, v, err := s.first(lo, nil)
+		if err != nil {
+			return err
+		}
+		if k == nil {
+			return nil
+		}
+		if len(k) < headerLen {
+			lo = append(k, 0) // not ours: no key of this package is this short
+			continue
+		}
+		bucket, area := be32(k), be16(k[4:])
+		if k[bucketAreaLen] == kindCounters && len(k) == headerLen && area <= generic.MaxArea {
+			keys, nbytes := DecodeCounters(v)
+			if keys != 0 || nbytes != 0 {
+				p := s.pair(bucket, area)
+				p.keys.Add(keys)
+				p.bytes.Add(nbytes)
+				s.areas[area].keys.Add(keys)
+				s.areas[area].bytes.Add(nbytes)
+				if err := s.resetMinExp(p); err != nil {
+					return err
+				}
+			}
+		}
+		if _, lo = areaRange(bucket, area); lo == nil {
+			return nil
+		}
+	}
+}
+
+// first returns a copy of the first key in [lo, hi) and its value.
+func (s *Store) first(lo, hi []byte) (k, v []byte, err error) {
+	err = s.be.Scan(lo, hi, false, func(kk, vv []byte) bool {
+		k, v = bytes.Clone(kk), bytes.Clone(vv)
+		return false
+	})
+	return k, v, err
+}
+
+func be32(b []byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+func be16(b []byte) uint16 { return uint16(b[0])<<8 | uint16(b[1]) }
+
+func (s *Store) pair(bucket uint32, area uint16) *pair {
+	id := uint64(bucket)<<16 | uint64(area)
+	if p, ok := s.pairs.Load(id); ok {
+		return p.(*pair)
+	}
+	p, _ := s.pairs.LoadOrStore(id, &pair{bucket: bucket, area: area})
+	return p.(*pair)
+}
+
+// pairsOf returns the pairs that match, by bucket then area.
+func (s *Store) pairsOf(match func(p *pair) bool) []*pair {
+	var out []*pair
+	s.pairs.Range(func(_, v any) bool {
+		if p := v.(*pair); match(p) {
+			out = append(out, p)
+		}
+		return true
+	})
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].bucket != out[j].bucket {
+			return out[i].bucket < out[j].bucket
+		}
+		return out[i].area < out[j].area
+	})
+	return out
+}
+
+// enter guards an operation against a concurrent Close.
+func (s *Store) enter() error {
+	s.life.RLock()
+	if s.closed {
+		s.life.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (s *Store) leave() { s.life.RUnlock() }
+
+func (s *Store) keyLock(lockKey []byte) *sync.Mutex {
+	return &s.keyLocks[xxhash.Sum64(lockKey)%keyStripes]
+}
+
+func (s *Store) bucketLock(bucket uint32) *sync.RWMutex {
+	return &s.bucketLocks[bucket%bucketStripes]
+}
+
+// locked runs fn holding bucket shared and lockKey's stripe.
+func (s *Store) locked(bucket uint32, lockKey []byte, fn func() error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	bl := s.bucketLock(bucket)
+	bl.RLock()
+	defer bl.RUnlock()
+	kl := s.keyLock(lockKey)
+	kl.Lock()
+	defer kl.Unlock()
+	return fn()
+}
+
+func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
+
+// ---- records ----
+
+// slot is a key's stored state as a write sees it.
+type slot struct {
+	key  []byte
+	phys bool   // a record is stored (it may be expired)
+	rec  record // when phys
+	size int    // len(stored value), when phys
+}
+
+func (s *Store) read(key []byte) (slot, error) {
+	sl := slot{key: key}
+	v, found, err := s.be.Get(key)
+	if err != nil {
+		return sl, errs.Wrap(errs.Unknown, err)
+	}
+	if !found {
+		return sl, nil
+	}
+	r, err := decodeValue(v)
+	if err != nil {
+		return sl, errs.Wrap(errs.Unknown, err)
+	}
+	sl.phys, sl.rec, sl.size = true, r, len(v)
+	return sl, nil
+}
+
+// errPkeyTooLong refuses a pkey the u16 length of the prefix encoding
+// cannot hold (only reachable with Options.MaxKeySize above 65535).
+var errPkeyTooLong = errs.New(errs.KeyTooLong, "sortedkv: pkey longer than 65535 bytes")
+
+func checkPkey(pkey []byte) error {
+	if len(pkey) > maxPkeyLen {
+		return errPkeyTooLong
+	}
+	return nil
+}
+
+// refKey returns the encoded key of r and the key its lock is taken on.
+func refKey(r *generic.Ref) (key, lockKey []byte) {
+	if !r.Prefix {
+		key = plainKey(r.Bucket, r.Area, r.Key.Key)
+		return key, key
+	}
+	pfx := pkeyPrefix(r.Bucket, r.Area, r.Key.Key)
+	return append(pfx[:len(pfx):len(pfx)], r.Skey...), pfx
+}
+
+// write collects one atomic change to a (bucket, area).
+type write struct {
+	s             *Store
+	bucket        uint32
+	area          uint16
+	b             Batch
+	dKeys, dBytes int64
+	minExp        int64 // earliest expiry this write adds (0: none)
+}
+
+func (s *Store) newWrite(bucket uint32, area uint16) *write {
+	return &write{s: s, bucket: bucket, area: area}
+}
+
+// set stores r at sl.key, replacing what sl holds. countKey: a new record
+// adds a key (plain records; for skeys the caller counts the pkey).
+func (w *write) set(sl *slot, r *record, countKey bool) {
+	v := appendValue(make([]byte, 0, 16+len(r.payload)), r)
+	w.b.Set(sl.key, v)
+	w.dBytes += int64(len(sl.key) + len(v))
+	if sl.phys {
+		w.dBytes -= int64(len(sl.key) + sl.size)
+		if sl.rec.expireAt != 0 && sl.rec.expireAt != r.expireAt {
+			w.b.Delete(expiryKey(sl.key, sl.rec.expireAt))
+		}
+	} else if countKey {
+		w.dKeys++
+	}
+	if r.expireAt != 0 {
+		if !sl.phys || sl.rec.expireAt != r.expireAt {
+			w.b.Set(expiryKey(sl.key, r.expireAt), nil)
+		}
+		if w.minExp == 0 || r.expireAt < w.minExp {
+			w.minExp = r.expireAt
+		}
+	}
+}
+
+// del removes what sl holds.
+func (w *write) del(sl *slot, countKey bool) {
+	if !sl.phys {
+		return
+	}
+	w.b.Delete(sl.key)
+	w.dBytes -= int64(len(sl.key) + sl.size)
+	if sl.rec.expireAt != 0 {
+		w.b.Delete(expiryKey(sl.key, sl.rec.expireAt))
+	}
+	if countKey {
+		w.dKeys--
+	}
+}
+
+// commit checks the quota, commits the batch and updates the counters.
+func (w *write) commit() error {
+	if w.b.Empty() {
+		return nil
+	}
+	s := w.s
+	a := &s.areas[w.area]
+	if q := a.quota.Load(); q > 0 && w.dBytes > 0 && a.bytes.Load()+w.dBytes > q {
+		return errs.ErrQuota
+	}
+	if w.dKeys != 0 || w.dBytes != 0 {
+		w.b.Counters = append(w.b.Counters, CounterDelta{Key: countersKey(w.bucket, w.area), Keys: w.dKeys, Bytes: w.dBytes})
+	}
+	if err := s.be.Commit(&w.b); err != nil {
+		return errs.Wrap(errs.Unknown, err)
+	}
+	p := s.pair(w.bucket, w.area)
+	if w.dKeys != 0 || w.dBytes != 0 {
+		p.keys.Add(w.dKeys)
+		p.bytes.Add(w.dBytes)
+		a.keys.Add(w.dKeys)
+		a.bytes.Add(w.dBytes)
+	}
+	// After the commit, so that a sweep that did not see the new index
+	// entry sees the new generation (see resetExpiry).
+	if w.minExp != 0 {
+		p.addExpiry(w.minExp)
+	}
+	return nil
+}
+
+// otherSkeys reports whether the pkey with prefix pfx has a stored skey
+// other than except.
+func (s *Store) otherSkeys(pfx, except []byte) (bool, error) {
+	found := false
+	err := s.be.Scan(pfx, prefixEnd(pfx), false, func(k, _ []byte) bool {
+		if !bytes.Equal(k, except) {
+			found = true
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return false, errs.Wrap(errs.Unknown, err)
+	}
+	return found, nil
+}
+
+// setSkey stores an skey, counting its pkey when it is the first skey.
+func (s *Store) setSkey(w *write, pfx []byte, sl *slot, r *record) error {
+	if !sl.phys {
+		others, err := s.otherSkeys(pfx, sl.key)
+		if err != nil {
+			return err
+		}
+		if !others {
+			w.dKeys++
+		}
+	}
+	w.set(sl, r, false)
+	return nil
+}
+
+// delSkey removes an skey, uncounting its pkey when it was the last one.
+func (s *Store) delSkey(w *write, pfx []byte, sl *slot) error {
+	others, err := s.otherSkeys(pfx, sl.key)
+	if err != nil {
+		return err
+	}
+	w.del(sl, false)
+	if !others {
+		w.dKeys--
+	}
+	return nil
+}
+
+// ---- generic.Store ----
+
+// Get returns the stored record at r, expired included.
+func (s *Store) Get(r generic.Ref) (engines.Entry, bool, error) {
+	if err := s.enter(); err != nil {
+		return engines.Entry{}, false, err
+	}
+	defer s.leave()
+	if r.Prefix {
+		if err := checkPkey(r.Key.Key); err != nil {
+			return engines.Entry{}, false, err
+		}
+	}
+	key, _ := refKey(&r)
+	sl, err := s.read(key)
+	if err != nil || !sl.phys {
+		return engines.Entry{}, false, err
+	}
+	ent, err := sl.rec.entry()
+	if err != nil {
+		return engines.Entry{}, false, errs.Wrap(errs.Unknown, err)
+	}
+	return ent, true, nil
+}
+
+// Update runs fn on the record at r and commits its action in one batch.
+func (s *Store) Update(r generic.Ref, fn generic.RawUpdate) error {
+	if r.Prefix {
+		if err := checkPkey(r.Key.Key); err != nil {
+			return err
+		}
+	}
+	key, lockKey := refKey(&r)
+	return s.locked(r.Bucket, lockKey, func() error {
+		sl, err := s.read(key)
+		if err != nil {
+			return err
+		}
+		var cur engines.Entry
+		if sl.phys {
+			if cur, err = sl.rec.entry(); err != nil {
+				return errs.Wrap(errs.Unknown, err)
+			}
+		}
+		next, act, err := fn(cur, sl.phys)
+		if err != nil {
+			return err
+		}
+		w := s.newWrite(r.Bucket, r.Area)
+		switch act {
+		case engines.Keep:
+			return nil
+		case engines.Delete:
+			if !sl.phys {
+				return nil
+			}
+			if !r.Prefix {
+				w.del(&sl, true)
+			} else if err := s.delSkey(w, lockKey, &sl); err != nil {
+				return err
+			}
+		case engines.Store:
+			rec, err := recordOf(&next)
+			if err != nil {
+				return errs.Wrap(errs.InvalidArgument, err)
+			}
+			if !r.Prefix {
+				w.set(&sl, &rec, true)
+			} else if err := s.setSkey(w, lockKey, &sl, &rec); err != nil {
+				return err
+			}
+		default:
+			return errs.Newf(errs.InvalidArgument, "sortedkv: unknown action %d", act)
+		}
+		return w.commit()
+	})
+}
+
+// Range calls fn with the stored skeys of pkey k within [start, end] (nil:
+// open), in skey order or reverse. It is one bounded backend scan.
+func (s *Store) Range(k engines.Key, start, end []byte, reverse bool, fn func(skey []byte, e *engines.Entry) bool) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	if err := checkPkey(k.Key); err != nil {
+		return err
+	}
+	pfx := pkeyPrefix(k.Bucket, k.Area, k.Key)
+	lo := append(pfx[:len(pfx):len(pfx)], start...)
+	hi := prefixEnd(pfx)
+	if end != nil {
+		// end is inclusive: the first key after pfx+end is pfx+end+0x00.
+		hi = append(append(pfx[:len(pfx):len(pfx)], end...), 0)
+	}
+	if hi != nil && bytes.Compare(lo, hi) >= 0 {
+		return nil
+	}
+	var ferr error
+	err := s.be.Scan(lo, hi, reverse, func(key, v []byte) bool {
+		r, err := decodeValue(v)
+		if err != nil {
+			ferr = err
+			return false
+		}
+		ent, err := r.entry()
+		if err != nil {
+			ferr = err
+			return false
+		}
+		return fn(key[len(pfx):], &ent)
+	})
+	if err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return errs.Wrap(errs.Unknown, err)
+	}
+	return nil
+}
+
+// RemovePrefix deletes every skey of pkey k in one batch and returns how
+// many were live.
+func (s *Store) RemovePrefix(k engines.Key) (int, error) {
+	if err := checkPkey(k.Key); err != nil {
+		return 0, err
+	}
+	pfx := pkeyPrefix(k.Bucket, k.Area, k.Key)
+	n := 0
+	err := s.locked(k.Bucket, pfx, func() error {
+		w := s.newWrite(k.Bucket, k.Area)
+		var err error
+		if n, err = s.removeAllLocked(w, pfx); err != nil {
+			return err
+		}
+		return w.commit()
+	})
+	return n, err
+}
+
+// removeAllLocked adds the deletion of every skey under pfx (and the
+// pkey's count) to w and returns how many skeys were live.
+func (s *Store) removeAllLocked(w *write, pfx []byte) (int, error) {
+	now := s.nowMs()
+	var slots []slot
+	var ferr error
+	err := s.be.Scan(pfx, prefixEnd(pfx), false, func(key, v []byte) bool {
+		r, err := decodeValue(v)
+		if err != nil {
+			ferr = err
+			return false
+		}
+		slots = append(slots, slot{key: bytes.Clone(key), phys: true, rec: record{expireAt: r.expireAt}, size: len(v)})
+		return true
+	})
+	if err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return 0, errs.Wrap(errs.Unknown, err)
+	}
+	n := 0
+	for i := range slots {
+		w.del(&slots[i], false)
+		if !engines.Expired(slots[i].rec.expireAt, now) {
+			n++
+		}
+	}
+	if len(slots) > 0 {
+		w.dKeys--
+	}
+	return n, nil
+}
+
+// Restore writes r as given, replacing the plain key or every skey of the
+// pkey, in one batch.
+func (s *Store) Restore(bucket uint32, r *engines.Record) error {
+	if r.Prefix == nil {
+		ref := generic.Ref{Key: engines.Key{Bucket: bucket, Area: r.Area, Key: r.Key}}
+		key, _ := refKey(&ref)
+		rec, err := recordOf(&r.Entry)
+		if err != nil {
+			return errs.Wrap(errs.InvalidArgument, err)
+		}
+		return s.locked(bucket, key, func() error {
+			sl, err := s.read(key)
+			if err != nil {
+				return err
+			}
+			w := s.newWrite(bucket, r.Area)
+			w.set(&sl, &rec, true)
+			return w.commit()
+		})
+	}
+	if err := checkPkey(r.Key); err != nil {
+		return err
+	}
+	recs := make([]record, len(r.Prefix))
+	for i := range r.Prefix {
+		if i > 0 && bytes.Compare(r.Prefix[i-1].Key, r.Prefix[i].Key) >= 0 {
+			return errs.New(errs.InvalidArgument, "sortedkv: restore: skeys not in strictly ascending order")
+		}
+		var err error
+		if recs[i], err = recordOf(&r.Prefix[i].Entry); err != nil {
+			return errs.Wrap(errs.InvalidArgument, err)
+		}
+	}
+	pfx := pkeyPrefix(bucket, r.Area, r.Key)
+	return s.locked(bucket, pfx, func() error {
+		w := s.newWrite(bucket, r.Area)
+		if _, err := s.removeAllLocked(w, pfx); err != nil {
+			return err
+		}
+		// removeAllLocked took the old skeys (and the pkey) out of the
+		// accounting, so each new skey is written as new and the pkey
+		// counted once more if it gets any.
+		if len(recs) > 0 {
+			w.dKeys++
+		}
+		for i := range recs {
+			sl := slot{key: append(pfx[:len(pfx):len(pfx)], r.Prefix[i].Key...)}
+			w.set(&sl, &recs[i], false)
+		}
+		return w.commit()
+	})
+}
+
+// ForEach calls fn for every stored record of bucket: plain keys one by one,
+// a pkey with all its skeys in one call. The bucket is read in chunks so
+// that no backend snapshot or read transaction stays open while fn runs (a
+// long bbolt read transaction would stall writers that grow the file).
+func (s *Store) ForEach(bucket uint32, fn func(r *engines.Record) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	pairs := s.pairsOf(func(p *pair) bool { return p.bucket == bucket })
+	s.leave()
+	for _, p := range pairs {
+		for _, kind := range []byte{kindPlain, kindPrefix} {
+			lo, hi := kindRange(bucket, p.area, kind)
+			if err := s.forEachRange(lo, hi, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+type rawKV struct{ k, v []byte }
+
+// forEachRange walks [lo, hi) of plain or prefix records in chunks.
+func (s *Store) forEachRange(lo, hi []byte, fn func(r *engines.Record) error) error {
+	var pending *engines.Record // the pkey being gathered, across chunks
+	for {
+		if err := s.enter(); err != nil {
+			return err
+		}
+		var chunk []rawKV
+		err := s.be.Scan(lo, hi, false, func(k, v []byte) bool {
+			chunk = append(chunk, rawKV{bytes.Clone(k), bytes.Clone(v)})
+			return len(chunk) < scanChunk
+		})
+		s.leave()
+		if err != nil {
+			return errs.Wrap(errs.Unknown, err)
+		}
+		for _, kv := range chunk {
+			d, err := parseDataKey(kv.k)
+			if err != nil {
+				return errs.Wrap(errs.Unknown, err)
+			}
+			r, err := decodeValue(kv.v)
+			if err != nil {
+				return errs.Wrap(errs.Unknown, err)
+			}
+			ent, err := r.entry()
+			if err != nil {
+				return errs.Wrap(errs.Unknown, err)
+			}
+			if d.kind == kindPlain {
+				if err := fn(&engines.Record{Area: d.area, Key: d.key, Entry: ent}); err != nil {
+					return err
+				}
+				continue
+			}
+			if pending != nil && !bytes.Equal(pending.Key, d.key) {
+				if err := fn(pending); err != nil {
+					return err
+				}
+				pending = nil
+			}
+			if pending == nil {
+				pending = &engines.Record{Area: d.area, Key: d.key}
+			}
+			pending.Prefix = append(pending.Prefix, engines.KV{Key: d.skey, Entry: ent})
+		}
+		if len(chunk) < scanChunk {
+			break
+		}
+		lo = append(chunk[len(chunk)-1].k, 0)
+	}
+	if pending != nil {
+		return fn(pending)
+	}
+	return nil
+}
+
+// DeleteBucket removes every record of bucket with one range deletion.
+func (s *Store) DeleteBucket(bucket uint32) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	bl := s.bucketLock(bucket)
+	bl.Lock()
+	defer bl.Unlock()
+	var b Batch
+	lo, hi := bucketRange(bucket)
+	b.DeleteRange(lo, hi)
+	if err := s.be.Commit(&b); err != nil {
+		return errs.Wrap(errs.Unknown, err)
+	}
+	for _, p := range s.pairsOf(func(p *pair) bool { return p.bucket == bucket }) {
+		s.dropPair(p)
+	}
+	return nil
+}
+
+// dropPair forgets p after its range was deleted; the bucket lock is held
+// exclusively.
+func (s *Store) dropPair(p *pair) {
+	a := &s.areas[p.area]
+	a.keys.Add(-p.keys.Load())
+	a.bytes.Add(-p.bytes.Load())
+	s.pairs.Delete(uint64(p.bucket)<<16 | uint64(p.area))
+}
+
+// DeleteArea removes area from every bucket that holds it, one range
+// deletion per bucket, and returns how many live keys it held.
+func (s *Store) DeleteArea(area uint16) (int64, error) {
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.leave()
+	var n int64
+	now := s.nowMs()
+	for _, p := range s.pairsOf(func(p *pair) bool { return p.area == area }) {
+		bl := s.bucketLock(p.bucket)
+		bl.Lock()
+		err := s.sweepPairLocked(p, now, false)
+		if err == nil {
+			var b Batch
+			lo, hi := areaRange(p.bucket, area)
+			b.DeleteRange(lo, hi)
+			if err = s.be.Commit(&b); err == nil {
+				n += p.keys.Load()
+				s.dropPair(p)
+			}
+		}
+		bl.Unlock()
+		if err != nil {
+			return n, errs.Wrap(errs.Unknown, err)
+		}
+	}
+	return n, nil
+}
+
+// Count returns area's live keys: it reclaims the area's expired records
+// first, so the stored count is the live count.
+func (s *Store) Count(area uint16) int64 {
+	if area > generic.MaxArea || s.enter() != nil {
+		return 0
+	}
+	defer s.leave()
+	now := s.nowMs()
+	for _, p := range s.pairsOf(func(p *pair) bool { return p.area == area && due(p, now) }) {
+		bl := s.bucketLock(p.bucket)
+		bl.RLock()
+		_ = s.sweepPairLocked(p, now, true)
+		bl.RUnlock()
+	}
+	return s.areas[area].keys.Load()
+}
+
+// Usage returns area's stored bytes; a persistent store never evicts.
+func (s *Store) Usage(area uint16) (int64, int64) {
+	if area > generic.MaxArea {
+		return 0, 0
+	}
+	return s.areas[area].bytes.Load(), 0
+}
+
+// SetQuota sets area's byte quota (0 = none). Quotas live in memory: the
+// dataserver applies them from the configserver when it starts.
+func (s *Store) SetQuota(area uint16, nbytes int64) {
+	if area > generic.MaxArea {
+		return
+	}
+	s.areas[area].quota.Store(max(nbytes, 0))
+}
+
+// Compact reclaims every expired record, then has the backend reclaim the
+// space of deleted data.
+func (s *Store) Compact() error {
+	if err := s.sweep(true); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	return s.be.Compact()
+}
+
+// Close stops the sweep and closes the backend; operations after Close fail
+// with ErrClosed. Close is idempotent.
+func (s *Store) Close() error {
+	s.life.Lock()
+	if s.closed {
+		s.life.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.stop)
+	s.life.Unlock()
+	s.wg.Wait()
+	return s.be.Close()
+}

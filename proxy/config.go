@@ -1,0 +1,171 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config is a proxy's configuration. Zero values take the defaults of
+// DefaultConfig (Adjust).
+type Config struct {
+	// Listen is the RESP address ("127.0.0.1:6379"; ":0" picks a port).
+	Listen string
+	// HTTP serves /metrics, /healthz and /status ("" = no HTTP server).
+	HTTP string
+	// ConfigServers are the configserver addresses (host:port). Empty:
+	// the proxy waits for SetTable (tests).
+	ConfigServers []string
+	// Advertise is the address clients reach this proxy at, as CLUSTER
+	// SLOTS/NODES show it ("" = the local address of each client's
+	// connection).
+	Advertise string
+	// Peers are the other proxies' advertised addresses: CLUSTER
+	// SLOTS/SHARDS/NODES share the 16384 slots among the live ones
+	// (probed with PING every second).
+	Peers []string
+	// RequirePass is the password of the "default" user ("" = none).
+	RequirePass string
+	// Users maps further user names to passwords (AUTH user pass).
+	Users map[string]string
+	// MaxClients bounds client connections (default 10000).
+	MaxClients int
+	// ReadFromSlave sends ReadOnly commands to any copy of their bucket
+	// (TAIR.XR); slaves may lag the master by in-flight writes.
+	ReadFromSlave bool
+	// IdleTimeout closes a client idle that long (0 = never).
+	IdleTimeout time.Duration
+	// MaxBulkLen is the largest bulk string a client may send (default
+	// 512 MiB, Redis's proto-max-bulk-len).
+	MaxBulkLen int64
+	// MaxMultiBulkLen is the largest argument count (default 1<<20).
+	MaxMultiBulkLen int64
+	// MaxInlineLen is the longest inline command line (default 64 KiB).
+	MaxInlineLen int64
+	// MaxOutputBuffer bounds a client's pending output in bytes (default
+	// 256 MiB): the proxy stops reading a client whose replies are not
+	// being read, and closes it once its pending output is over this
+	// limit for longer than WriteTimeout.
+	MaxOutputBuffer int64
+	// WriteTimeout closes a client that accepts no reply bytes for that
+	// long (default 30 s).
+	WriteTimeout time.Duration
+	// RetryBudget bounds the time spent retrying one command (NOTMASTER,
+	// TRYAGAIN, lost connections; default 2 s) ...
+	RetryBudget time.Duration
+	// ... and RetryAttempts the attempts (default 30).
+	RetryAttempts int
+	// RequestTimeout fails a request a dataserver does not answer in
+	// that long (default 10 s); the backend connection is reset.
+	RequestTimeout time.Duration
+	// DialTimeout bounds connecting to a dataserver (default 1 s).
+	DialTimeout time.Duration
+	// BackendConns is the number of pipelined connections per
+	// dataserver (default 2).
+	BackendConns int
+	// MaxPipeline is the largest batch of client commands handled at
+	// once (default 512); more wait in the client's buffer.
+	MaxPipeline int
+	// StartTimeout is how long Start waits for a first table (default
+	// 30 s).
+	StartTimeout time.Duration
+	// TablePoll is the long-poll wait of table refreshes (default 10 s).
+	TablePoll time.Duration
+	// SlowlogSlowerThan logs commands slower than this (default 10 ms;
+	// negative disables); SlowlogMaxLen bounds the log (default 128).
+	SlowlogSlowerThan time.Duration
+	SlowlogMaxLen     int
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		Listen:            "127.0.0.1:6379",
+		HTTP:              "127.0.0.1:8379",
+		MaxClients:        10000,
+		MaxBulkLen:        512 << 20,
+		MaxMultiBulkLen:   1 << 20,
+		MaxInlineLen:      64 << 10,
+		MaxOutputBuffer:   256 << 20,
+		WriteTimeout:      30 * time.Second,
+		RetryBudget:       2 * time.Second,
+		RetryAttempts:     30,
+		RequestTimeout:    10 * time.Second,
+		DialTimeout:       time.Second,
+		BackendConns:      2,
+		MaxPipeline:       512,
+		StartTimeout:      30 * time.Second,
+		TablePoll:         10 * time.Second,
+		SlowlogSlowerThan: 10 * time.Millisecond,
+		SlowlogMaxLen:     128,
+	}
+}
+
+// Adjust fills zero values with the defaults.
+func (c *Config) Adjust() {
+	d := DefaultConfig()
+	if c.MaxClients <= 0 {
+		c.MaxClients = d.MaxClients
+	}
+	if c.MaxBulkLen <= 0 {
+		c.MaxBulkLen = d.MaxBulkLen
+	}
+	if c.MaxMultiBulkLen <= 0 {
+		c.MaxMultiBulkLen = d.MaxMultiBulkLen
+	}
+	if c.MaxInlineLen <= 0 {
+		c.MaxInlineLen = d.MaxInlineLen
+	}
+	if c.MaxOutputBuffer <= 0 {
+		c.MaxOutputBuffer = d.MaxOutputBuffer
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = d.WriteTimeout
+	}
+	if c.RetryBudget <= 0 {
+		c.RetryBudget = d.RetryBudget
+	}
+	if c.RetryAttempts <= 0 {
+		c.RetryAttempts = d.RetryAttempts
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = d.RequestTimeout
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = d.DialTimeout
+	}
+	if c.BackendConns <= 0 {
+		c.BackendConns = d.BackendConns
+	}
+	if c.MaxPipeline <= 0 {
+		c.MaxPipeline = d.MaxPipeline
+	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = d.StartTimeout
+	}
+	if c.TablePoll <= 0 {
+		c.TablePoll = d.TablePoll
+	}
+	if c.SlowlogSlowerThan == 0 {
+		c.SlowlogSlowerThan = d.SlowlogSlowerThan
+	}
+	if c.SlowlogMaxLen <= 0 {
+		c.SlowlogMaxLen = d.SlowlogMaxLen
+	}
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	if c.Listen == "" {
+		return errors.New("proxy: listen address is empty")
+	}
+	if c.BackendConns > 64 {
+		return fmt.Errorf("proxy: backend-conns %d is over 64", c.BackendConns)
+	}
+	for u := range c.Users {
+		if u == "" {
+			return errors.New("proxy: user with an empty name")
+		}
+	}
+	return nil
+}

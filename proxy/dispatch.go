@@ -1,0 +1,657 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tairkv/tair/internal/command"
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/resp"
+)
+
+// request is one command on its way to a dataserver (or answered here).
+// Requests are pooled per session and reused batch after batch; wire and
+// reply keep their capacity.
+type request struct {
+	ss   *session
+	args [][]byte
+	spec *command.Spec
+	stat *cmdStat
+
+	bucket  uint32
+	group   uint32 // split parts: the bucket, or 1<<31|master index for reads
+	grouped bool   // a read part over several buckets of one master
+	noGroup bool   // split per bucket only
+	area    int    // the session's area and protocol when it was prepared
+	proto   int
+	slaveOK bool // a read that may go to a slave
+	write   bool
+	node    *node
+
+	wire    []byte // the envelope as sent
+	reply   []byte // raw reply
+	err     error  // backend failure instead of a reply
+	written bool   // the request may have reached the dataserver
+	wg      sync.WaitGroup
+
+	local    bool // reply already complete (answered by the proxy)
+	rejected bool // refused before running (arity, NOAUTH, unknown)
+	// barrier requests run alone, after every earlier request of the
+	// batch is answered (cluster-wide commands, blocking pops, EXEC).
+	barrier func(r *request)
+
+	// multi-key split: one sub-request per bucket, merged into reply
+	subs  []*request
+	merge mergeKind
+	keyAt []uint64 // MGET: for each key, its sub-request (hi 32 bits) and index
+	own   [][]byte // a sub-request's own argument list
+
+	start time.Time
+}
+
+func (r *request) complete(raw []byte) {
+	r.reply = append(r.reply[:0], raw...)
+	r.err = nil
+	r.wg.Done()
+}
+
+func (r *request) fail(err error) {
+	r.err = err
+	r.wg.Done()
+}
+
+func (r *request) setError(msg string) {
+	r.reply = resp.AppendError(r.reply[:0], msg)
+	r.local = true
+}
+
+// newReq takes a pooled request.
+func (ss *session) newReq() *request {
+	if ss.nreq == len(ss.reqs) {
+		ss.reqs = append(ss.reqs, &request{ss: ss})
+	}
+	r := ss.reqs[ss.nreq]
+	ss.nreq++
+	r.args, r.spec, r.stat, r.node, r.barrier = nil, nil, nil, nil, nil
+	r.bucket, r.slaveOK, r.write, r.local, r.written, r.err = 0, false, false, false, false, nil
+	r.rejected, r.grouped, r.noGroup, r.group = false, false, false, 0
+	r.subs, r.merge, r.keyAt = r.subs[:0], mergeNone, r.keyAt[:0]
+	r.reply = r.reply[:0]
+	return r
+}
+
+// handleBatch handles one batch of pipelined commands: each is prepared
+// (answered here, or routed and sent at once); then replies are awaited
+// in order and appended to the output. A barrier request first drains
+// everything before it.
+func (ss *session) handleBatch(cmds []resp.Command) {
+	ss.nreq = 0
+	ss.pending = ss.pending[:0]
+	start := time.Now()
+	for i := range cmds {
+		if ss.quit {
+			break
+		}
+		r := ss.newReq()
+		r.start = start
+		ss.prepare(r, cmds[i].Args)
+		if r.barrier != nil {
+			ss.drain()
+			if ss.quit {
+				break
+			}
+			r.start = time.Now()
+			r.barrier(r)
+			r.local = true
+			ss.pending = append(ss.pending, r)
+			ss.drain()
+			start = time.Now()
+			continue
+		}
+		ss.pending = append(ss.pending, r)
+		if !r.local && len(ss.pending) >= ss.window() {
+			// Bound the replies held at once: large replies shrink the
+			// window, so a client that does not read holds about
+			// MaxOutputBuffer, not a whole pipeline of replies.
+			ss.drain()
+		}
+	}
+	ss.drain()
+	// Drop references into the client's buffer, and large buffers.
+	for _, r := range ss.reqs[:ss.nreq] {
+		r.args = nil
+		r.own = r.own[:0]
+		if cap(r.reply) > 64<<10 {
+			r.reply = nil
+		}
+		if cap(r.wire) > 64<<10 {
+			r.wire = nil
+		}
+	}
+}
+
+// window is how many forwarded requests a session keeps in flight: the
+// whole batch for small replies, fewer as the replies it sees grow.
+func (ss *session) window() int {
+	avg := ss.avgReply
+	if avg < 64 {
+		avg = 64
+	}
+	w := ss.srv.dyn.maxOutput.Load() / (2 * avg)
+	if w > int64(ss.win) {
+		w = int64(ss.win)
+	}
+	if w < 1 {
+		w = 1
+	}
+	return int(w)
+}
+
+// drain waits for every pending request in order and writes its reply.
+// A full window of small replies doubles the window (slow start), up to
+// MaxPipeline.
+func (ss *session) drain() {
+	if len(ss.pending) >= ss.win && ss.win < ss.srv.cfg.MaxPipeline {
+		defer func() {
+			if ss.avgReply < 4<<10 {
+				ss.win = min(2*ss.win, ss.srv.cfg.MaxPipeline)
+			}
+		}()
+	}
+	for _, r := range ss.pending {
+		if !r.local {
+			ss.finish(r)
+		}
+		ss.out = append(ss.out, r.reply...)
+		ss.account(r)
+		if !ss.checkOutput() {
+			ss.quit = true
+		}
+	}
+	ss.pending = ss.pending[:0]
+}
+
+// prepare classifies one command and either answers it, queues it (in
+// MULTI), marks it a barrier, or routes and sends it.
+func (ss *session) prepare(r *request, args [][]byte) {
+	s := ss.srv
+	s.stats.commands.Add(1)
+	r.args = args
+	r.area, r.proto = ss.area, ss.proto
+	ent := s.lookup(args[0])
+	spec := ent.spec
+	r.spec = spec
+	r.stat = ent.stat
+	if spec == nil {
+		r.rejected = true
+		if !ss.authed {
+			r.setError("NOAUTH Authentication required.")
+			return
+		}
+		if ss.tx.active {
+			ss.tx.dirty = true
+		}
+		r.setError(unknownCommand(args))
+		return
+	}
+	if !ss.authed && !authExempt(spec.Name) {
+		r.rejected = true
+		r.setError("NOAUTH Authentication required.")
+		return
+	}
+	if !spec.ArityOK(len(args)) || spec.Step > 1 && spec.LastKey == -1 && spec.KeysFunc == nil && (len(args)-spec.FirstKey)%spec.Step != 0 {
+		if ss.tx.active {
+			ss.tx.dirty = true
+		}
+		r.rejected = true
+		r.setError("ERR wrong number of arguments for '" + spec.Name + "' command")
+		return
+	}
+	if ss.tx.active && !txControl(spec.Name) {
+		ss.tx.queue(r, args)
+		return
+	}
+	if ent.h != nil {
+		ent.h(ss, r)
+		return
+	}
+	if spec.Has(command.Blocking) {
+		r.barrier = ss.blockingPop
+		return
+	}
+	ss.keyBuf = keyIndexes(spec, args, ss.keyBuf[:0])
+	keys := ss.keyBuf
+	if len(keys) == 0 {
+		// A keyless data command (TAIR.STAT ...): any one dataserver.
+		r.barrier = ss.anyNode
+		return
+	}
+	ss.route(r, keys)
+}
+
+// route picks the bucket of a keyed command and sends it; multi-key
+// commands over several buckets are split or refused.
+func (ss *session) route(r *request, keys []int) {
+	rt := ss.srv.r.load()
+	q := uint32(route.DefaultBuckets)
+	if rt != nil {
+		q = rt.t.Buckets
+	}
+	args := r.args
+	b := route.BucketOf(args[keys[0]], q)
+	same := true
+	for _, k := range keys[1:] {
+		if route.BucketOf(args[k], q) != b {
+			same = false
+			break
+		}
+	}
+	r.bucket = b
+	r.write = r.spec.Has(command.Write)
+	r.slaveOK = !r.write && r.spec.Has(command.ReadOnly)
+	if !same {
+		if r.spec.Has(command.MultiKey) && !r.spec.Has(command.Atomic) {
+			ss.split(r, keys, q)
+			return
+		}
+		r.setError("CROSSSLOT Keys in request don't hash to the same slot")
+		return
+	}
+	ss.send(r)
+}
+
+// Retryable conditions reported by send without a reply.
+var (
+	errNoTable  = errors.New("proxy: no table yet")
+	errNoMaster = errors.New("proxy: bucket has no master")
+)
+
+// send encodes r's envelope for the current table and queues it on its
+// node's pipelined connection. Failures are left in r.err for finish.
+func (ss *session) send(r *request) {
+	r.wg.Add(1)
+	rt := ss.srv.r.load()
+	if rt == nil {
+		r.fail(errNoTable)
+		return
+	}
+	copies := rt.copies[r.bucket%uint32(len(rt.copies))]
+	var n *node
+	slave := false
+	if len(copies) > 0 {
+		n = copies[0]
+		if r.slaveOK && ss.srv.cfg.ReadFromSlave && len(copies) > 1 {
+			i := ss.id % int64(len(copies))
+			if c := copies[i]; c != nil {
+				n, slave = c, i > 0
+			}
+		}
+	}
+	if n == nil {
+		r.fail(errNoMaster)
+		return
+	}
+	r.node = n
+	r.wire = envelope(r.wire[:0], rt, slave, r.area, r.proto, r.args)
+	bc, err := n.conn(ss.connIdx)
+	if err != nil {
+		r.written = false
+		r.fail(err)
+		return
+	}
+	r.written = false
+	if !bc.push(r) {
+		r.fail(bc.cause())
+	}
+}
+
+// envelope appends TAIR.X|TAIR.XR <area> <version> <proto> args...
+func envelope(b []byte, rt *routing, slave bool, area, proto int, args [][]byte) []byte {
+	b = resp.AppendArray(b, len(args)+4)
+	if slave {
+		b = append(b, "$7\r\nTAIR.XR\r\n"...)
+	} else {
+		b = append(b, "$6\r\nTAIR.X\r\n"...)
+	}
+	if area < 10 {
+		b = append(b, '$', '1', '\r', '\n', byte('0'+area), '\r', '\n')
+	} else {
+		var buf [8]byte
+		b = resp.AppendBulk(b, strconv.AppendInt(buf[:0], int64(area), 10))
+	}
+	b = resp.AppendBulk(b, rt.ver)
+	if proto == 3 {
+		b = append(b, "$1\r\n3\r\n"...)
+	} else {
+		b = append(b, "$1\r\n2\r\n"...)
+	}
+	for _, a := range args {
+		b = resp.AppendBulk(b, a)
+	}
+	return b
+}
+
+// finish waits for r's reply, retrying what the cluster asks to retry,
+// until the retry budget is spent. Split requests finish each part and
+// merge.
+func (ss *session) finish(r *request) {
+	if len(r.subs) > 0 {
+		for _, sub := range r.subs {
+			ss.finish(sub)
+		}
+		ss.mergeReplies(r)
+		return
+	}
+	s := ss.srv
+	var deadline time.Time
+	attempt := 0
+	for {
+		r.wg.Wait()
+		retry, wait := ss.classify(r)
+		if !retry {
+			return
+		}
+		if r.grouped && wait != retryTryAgain {
+			// A read over several buckets of one node that the node
+			// refused (or lost): one part per bucket from now on.
+			s.stats.retries.Add(1)
+			s.stats.resplits.Add(1)
+			s.m.retries.WithLabelValues("resplit").Inc()
+			r.err = nil
+			ss.resplit(r)
+			ss.finish(r)
+			return
+		}
+		if attempt == 0 {
+			deadline = time.Now().Add(s.cfg.RetryBudget)
+		}
+		attempt++
+		// TRYAGAIN (a migration's short final freeze) is bounded by the
+		// time budget only; the other retries also by the attempt count.
+		if (wait != retryTryAgain && attempt >= s.cfg.RetryAttempts) || time.Now().After(deadline) {
+			ss.giveUp(r)
+			return
+		}
+		s.stats.retries.Add(1)
+		s.m.retries.WithLabelValues(wait.String()).Inc()
+		ss.backoff(r, wait, attempt)
+		ss.send(r)
+	}
+}
+
+type retryKind int
+
+const (
+	retryNone retryKind = iota
+	retryNotMaster
+	retryTryAgain
+	retryConn
+	retryNoMaster
+)
+
+func (k retryKind) String() string {
+	switch k {
+	case retryNotMaster:
+		return "notmaster"
+	case retryTryAgain:
+		return "tryagain"
+	case retryConn:
+		return "conn"
+	case retryNoMaster:
+		return "nomaster"
+	}
+	return "none"
+}
+
+var (
+	prefixNotMaster = []byte("-NOTMASTER ")
+	prefixTryAgain  = []byte("-TRYAGAIN ")
+)
+
+// classify decides whether r must be sent again.
+//
+// The rule for lost connections: a request that never reached the
+// connection's socket (dial failure, queued when it broke) is always
+// retried; one that may have been written is retried only when it is
+// not a write (reads are idempotent) — a write is never sent twice, the
+// client gets -TIMEOUT and decides. NOTMASTER and TRYAGAIN replies mean
+// the dataserver did not run the command, so they are always retried.
+func (ss *session) classify(r *request) (bool, retryKind) {
+	if r.err != nil {
+		switch {
+		case r.err == errNoTable || r.err == errNoMaster:
+			return true, retryNoMaster
+		case !r.written || !r.write:
+			return true, retryConn
+		}
+		return false, retryNone
+	}
+	if len(r.reply) > 0 && r.reply[0] == '-' {
+		switch {
+		case bytes.HasPrefix(r.reply, prefixNotMaster):
+			return true, retryNotMaster
+		case bytes.HasPrefix(r.reply, prefixTryAgain):
+			return true, retryTryAgain
+		}
+	}
+	return false, retryNone
+}
+
+// backoff waits before attempt n of r.
+func (ss *session) backoff(r *request, k retryKind, n int) {
+	s := ss.srv
+	switch k {
+	case retryTryAgain:
+		d := time.Duration(n) * time.Millisecond
+		if d > 5*time.Millisecond {
+			d = 5 * time.Millisecond
+		}
+		time.Sleep(d)
+	case retryNotMaster:
+		// The table moved on (or this proxy is ahead of the dataserver):
+		// fetch the configserver's table now, then retry at once when
+		// it changed, after a short pause otherwise. A slave read goes
+		// to the master next.
+		r.slaveOK = false
+		dsVer := notMasterVersion(r.reply)
+		before := s.r.version()
+		ch := s.r.waitChange()
+		s.r.refresh(s.ctx)
+		if s.r.version() != before {
+			return
+		}
+		d := time.Duration(n) * time.Millisecond
+		if dsVer > before {
+			d = 20 * time.Millisecond
+		}
+		if d > 20*time.Millisecond {
+			d = 20 * time.Millisecond
+		}
+		select {
+		case <-ch:
+		case <-time.After(d):
+		}
+	case retryConn, retryNoMaster:
+		r.slaveOK = false
+		ch := s.r.waitChange()
+		s.r.refresh(s.ctx)
+		d := time.Duration(n) * 10 * time.Millisecond
+		if d > 100*time.Millisecond {
+			d = 100 * time.Millisecond
+		}
+		select {
+		case <-ch:
+		case <-time.After(d):
+		}
+	}
+}
+
+// notMasterVersion parses "-NOTMASTER bucket <b> table <v> ...".
+func notMasterVersion(reply []byte) uint64 {
+	i := bytes.Index(reply, []byte(" table "))
+	if i < 0 {
+		return 0
+	}
+	rest := reply[i+7:]
+	j := 0
+	for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+		j++
+	}
+	v, _ := strconv.ParseUint(string(rest[:j]), 10, 64)
+	return v
+}
+
+// giveUp turns r's last failure into the client's error.
+func (ss *session) giveUp(r *request) {
+	if r.err == nil {
+		return // the last NOTMASTER/TRYAGAIN reply stands
+	}
+	switch {
+	case r.err == errNoTable:
+		r.reply = resp.AppendError(r.reply[:0], "CLUSTERDOWN the proxy has no bucket table yet")
+	case r.err == errNoMaster:
+		r.reply = resp.AppendError(r.reply[:0], fmt.Sprintf("CLUSTERDOWN bucket %d has no master", r.bucket))
+	default:
+		r.reply = resp.AppendError(r.reply[:0], "CLUSTERDOWN "+r.err.Error())
+	}
+	r.err = nil
+}
+
+// account finishes r's bookkeeping and turns a non-retryable backend
+// failure into its error reply.
+func (ss *session) account(r *request) {
+	if r.err != nil {
+		msg := "TIMEOUT " + r.err.Error()
+		if r.write {
+			msg += "; the write may have applied"
+		}
+		r.reply = resp.AppendError(r.reply[:0], msg+" (tair -3989)")
+		r.err = nil
+	}
+	// Moving average of reply sizes (window).
+	ss.avgReply += (int64(len(r.reply)) - ss.avgReply) / 8
+	if r.stat != nil {
+		d := time.Since(r.start)
+		isErr := len(r.reply) > 0 && r.reply[0] == '-'
+		r.stat.record(d, isErr, r.rejected)
+		ss.srv.m.latency.Observe(d.Seconds())
+		if sl := ss.srv.dyn.slowlogSlower(); sl >= 0 && d > sl {
+			ss.srv.slowlog.add(ss, r.args, d)
+		}
+		if r.spec != nil {
+			ss.info.lastCmd.Store(&r.spec.Name)
+		}
+	}
+}
+
+// unknownCommand is Redis's text for an unknown command.
+func unknownCommand(args [][]byte) string {
+	var b strings.Builder
+	for _, a := range args[1:] {
+		if b.Len() >= 128 {
+			break
+		}
+		room := 128 - b.Len()
+		if len(a) > room {
+			a = a[:room]
+		}
+		b.WriteByte('\'')
+		b.WriteString(sanitize(a))
+		b.WriteString("' ")
+	}
+	name := args[0]
+	if len(name) > 128 {
+		name = name[:128]
+	}
+	return "ERR unknown command '" + sanitize(name) + "', with args beginning with: " + b.String()
+}
+
+func sanitize(b []byte) string {
+	s := string(b)
+	if strings.ContainsAny(s, "\r\n") {
+		s = strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
+	}
+	return s
+}
+
+func authExempt(name string) bool {
+	switch name {
+	case "auth", "hello", "quit", "reset":
+		return true
+	}
+	return false
+}
+
+// cmdEntry is a command as the proxy handles it: its spec, its handler
+// when the proxy answers it, and its counters.
+type cmdEntry struct {
+	spec *command.Spec
+	h    handler
+	stat *cmdStat
+}
+
+// lookup finds a command case-insensitively with one map access; unknown
+// names share one entry with a nil spec.
+func (s *Server) lookup(name []byte) *cmdEntry {
+	var buf [32]byte
+	key := name
+	if len(name) <= len(buf) {
+		b := buf[:len(name)]
+		for i, c := range name {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			b[i] = c
+		}
+		key = b
+	}
+	if e := (*s.cmds.Load())[string(key)]; e != nil {
+		return e
+	}
+	spec := command.Lookup(name)
+	if spec == nil {
+		return s.unknown
+	}
+	s.cmdsMu.Lock()
+	defer s.cmdsMu.Unlock()
+	old := *s.cmds.Load()
+	if e := old[spec.Name]; e != nil {
+		return e
+	}
+	e := &cmdEntry{spec: spec, h: localHandlers[spec.Name], stat: s.m.stat(spec.Name)}
+	next := make(map[string]*cmdEntry, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	next[spec.Name] = e
+	s.cmds.Store(&next)
+	return e
+}
+
+// keyIndexes is spec.KeyIndexes appending to buf (no allocation for
+// regular specs).
+func keyIndexes(spec *command.Spec, args [][]byte, buf []int) []int {
+	if spec.KeysFunc != nil {
+		return append(buf, spec.KeysFunc(args)...)
+	}
+	if spec.FirstKey <= 0 {
+		return buf
+	}
+	last := spec.LastKey
+	if last < 0 {
+		last = len(args) + last
+	}
+	step := spec.Step
+	if step <= 0 {
+		step = 1
+	}
+	for i := spec.FirstKey; i <= last && i < len(args); i += step {
+		buf = append(buf, i)
+	}
+	return buf
+}

@@ -1,0 +1,70 @@
+// Package proxy is Tair's stateless RESP front door: it parses client
+// requests, routes each key to its bucket's dataserver over pipelined
+// backend connections, retries what the cluster asks it to retry
+// (NOTMASTER, TRYAGAIN, lost connections), splits and merges multi-key
+// commands, and answers connection-level commands itself.
+//
+// # What the proxy sends to dataservers
+//
+// Every forwarded command is wrapped in one RESP array:
+//
+//	TAIR.X  <area> <proxy-table-version> <2|3> <cmd> <args...>   to a bucket's master
+//	TAIR.XR <area> <proxy-table-version> <2|3> <cmd> <args...>   a read a slave may serve (ReadFromSlave)
+//
+// and the dataserver replies in the RESP version given. Beyond the plain
+// Redis/Tair commands the proxy relies on these forms (always inside the
+// envelope, which gives the area and protocol):
+//
+//	DBSIZE                                   :n = the area's keys in the buckets the node is master of
+//	FLUSHDB [ASYNC|SYNC]                     +OK, the area emptied on that node (sent to every node)
+//	FLUSHALL [ASYNC|SYNC]                    +OK, every area emptied on that node (sent to every node)
+//	SCANBUCKET <b> <cursor> [MATCH p] [COUNT n] [TYPE t]
+//	                                         [next-cursor, [key...]] of bucket b, "0" when the bucket is done;
+//	                                         NOTMASTER unless the node is b's master (or slave, under TAIR.XR)
+//	MULTIEXEC <n> (<argc> <arg>...){n} [WATCH <m> (<key> <version>){m}]
+//	                                         EXEC's reply: an array of n replies, atomic on one bucket; a null
+//	                                         array when a watched key's version differs; CROSSSLOT otherwise
+//	TAIR.KEYVER <key>...                     array of the keys' versions (0 = missing), for WATCH
+//	TAIR.STAT [area], TAIR.DELALL area,
+//	TAIR.HOTKEYS [area]                      sent to every node; replies merged (STAT: keys exact via DBSIZE,
+//	                                         bytes divided by the copy count, other counters summed)
+//	BLPOP/BRPOP/BLMOVE/BRPOPLPUSH/BLMPOP/BZPOPMIN/BZPOPMAX/BZMPOP
+//	                                         one non-blocking attempt: the element(s), or a null reply
+//
+// Errors the proxy absorbs:
+//
+//	-NOTMASTER bucket <b> table <v> (tair -3986)   refetch the table (now), retry
+//	-TRYAGAIN bucket <b> is migrating (tair -3984) retry after 1..5 ms
+//	a lost or refused connection                   refetch the table, retry when the request was
+//	                                               never written, or is not a write
+//
+// within RetryBudget (time) and RetryAttempts (count, not applied to
+// TRYAGAIN); then the client gets the last NOTMASTER/TRYAGAIN reply, or
+// -CLUSTERDOWN when no master could be reached. A write that may have
+// reached a dataserver whose connection then broke is never sent twice:
+// the client gets -TIMEOUT ... the write may have applied (tair -3989).
+//
+// # Request path
+//
+// One goroutine per client: read every complete pipelined command (at
+// most MaxPipeline), route and send each at once (a window that shrinks
+// when replies are large bounds what is held), wait for the replies in
+// order, write them with one write. Commands that need the whole cluster
+// or wait (SCAN, DBSIZE, FLUSHDB, EXEC, blocking pops, WATCH) are
+// barriers: the commands before them are answered first. Per dataserver,
+// BackendConns connections, each with a writer goroutine (batches the
+// queue, flushes when it is drained) and a reader goroutine (completes
+// the FIFO of written requests); a session always uses the same
+// connection per node, so its commands reach a node in order.
+//
+// # Limits
+//
+// Client requests are parsed by resp.RequestReader, which refuses a bulk
+// over MaxBulkLen (CONFIG SET proto-max-bulk-len), a multibulk over
+// MaxMultiBulkLen and an inline line over MaxInlineLen before reserving
+// memory for them (unauthenticated clients: 10 arguments of 16 KiB, as
+// Redis), replies "-ERR Protocol error: ..." and closes. A client that
+// does not read its replies holds about MaxOutputBuffer of them (the
+// proxy stops reading its commands) and is closed when a write makes no
+// progress for WriteTimeout.
+package proxy

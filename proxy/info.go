@@ -1,0 +1,432 @@
+package proxy
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tairkv/tair/resp"
+)
+
+// dynConfig holds what CONFIG SET may change at run time.
+type dynConfig struct {
+	maxBulkLen atomic.Int64
+	maxClients atomic.Int64
+	maxOutput  atomic.Int64
+	idle       atomic.Int64 // nanoseconds
+	slower     atomic.Int64 // nanoseconds; negative disables
+	pass       atomic.Pointer[string]
+
+	mu     sync.Mutex
+	values map[string]string // the rest: answered as set
+	areas  map[int]bool      // areas clients selected (INFO keyspace)
+}
+
+func (d *dynConfig) init(c *Config) {
+	d.maxBulkLen.Store(c.MaxBulkLen)
+	d.maxClients.Store(int64(c.MaxClients))
+	d.maxOutput.Store(c.MaxOutputBuffer)
+	d.idle.Store(int64(c.IdleTimeout))
+	d.slower.Store(int64(c.SlowlogSlowerThan))
+	p := c.RequirePass
+	d.pass.Store(&p)
+	d.areas = map[int]bool{0: true}
+	d.values = map[string]string{
+		"save":                      "",
+		"appendonly":                "no",
+		"appendfsync":               "everysec",
+		"maxmemory":                 "0",
+		"maxmemory-policy":          "noeviction",
+		"hash-max-listpack-entries": "128",
+		"hash-max-listpack-value":   "64",
+		"hash-max-ziplist-entries":  "128",
+		"hash-max-ziplist-value":    "64",
+		"list-max-listpack-size":    "-2",
+		"list-max-ziplist-size":     "-2",
+		"list-compress-depth":       "0",
+		"set-max-intset-entries":    "512",
+		"set-max-listpack-entries":  "128",
+		"set-max-listpack-value":    "64",
+		"zset-max-listpack-entries": "128",
+		"zset-max-listpack-value":   "64",
+		"zset-max-ziplist-entries":  "128",
+		"zset-max-ziplist-value":    "64",
+		"client-query-buffer-limit": "1073741824",
+		"databases":                 "1024",
+		"cluster-enabled":           "yes",
+		"lazyfree-lazy-user-del":    "no",
+		"lazyfree-lazy-user-flush":  "no",
+		"activedefrag":              "no",
+		"lua-time-limit":            "5000",
+		"busy-reply-threshold":      "5000",
+		"notify-keyspace-events":    "",
+		"latency-tracking":          "yes",
+		"enable-debug-command":      "no",
+		"io-threads":                "1",
+		"stream-node-max-entries":   "100",
+		"stream-node-max-bytes":     "4096",
+		"maxmemory-samples":         "5",
+		"lfu-log-factor":            "10",
+		"lfu-decay-time":            "1",
+		"hz":                        "10",
+		"tcp-keepalive":             "300",
+		"dir":                       "",
+		"dbfilename":                "dump.rdb",
+		"bind":                      c.Listen,
+		"loglevel":                  "notice",
+	}
+}
+
+func (d *dynConfig) password() string             { return *d.pass.Load() }
+func (d *dynConfig) idleTimeout() time.Duration   { return time.Duration(d.idle.Load()) }
+func (d *dynConfig) slowlogSlower() time.Duration { return time.Duration(d.slower.Load()) }
+
+// get returns every (name, value) whose name matches pattern.
+func (s *Server) configGet(pattern []byte) [][2]string {
+	d := &s.dyn
+	d.mu.Lock()
+	all := map[string]string{}
+	for k, v := range d.values {
+		all[k] = v
+	}
+	d.mu.Unlock()
+	all["proto-max-bulk-len"] = strconv.FormatInt(d.maxBulkLen.Load(), 10)
+	all["maxclients"] = strconv.FormatInt(d.maxClients.Load(), 10)
+	all["timeout"] = strconv.FormatInt(int64(d.idleTimeout()/time.Second), 10)
+	all["requirepass"] = d.password()
+	all["slowlog-log-slower-than"] = strconv.FormatInt(d.slowlogSlower().Microseconds(), 10)
+	s.slowlog.mu.Lock()
+	all["slowlog-max-len"] = strconv.Itoa(s.slowlog.max)
+	s.slowlog.mu.Unlock()
+	all["port"] = strconv.Itoa(func() int { _, p := splitHostPort(s.Addr()); return p }())
+	out := make([][2]string, 0)
+	for k, v := range all {
+		if globMatch(pattern, []byte(k), true) {
+			out = append(out, [2]string{k, v})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out
+}
+
+// configSet applies one setting; the error is the reply text.
+func (s *Server) configSet(name, value string) string {
+	d := &s.dyn
+	parseInt := func() (int64, bool) {
+		n, err := parseMemory(value)
+		return n, err == nil
+	}
+	switch name {
+	case "proto-max-bulk-len":
+		n, ok := parseInt()
+		if !ok || n < 1024*1024 {
+			return "ERR CONFIG SET failed (possibly related to argument 'proto-max-bulk-len') - argument must be a memory value at least 1mb"
+		}
+		d.maxBulkLen.Store(n)
+		s.applyLimits()
+	case "maxclients":
+		n, ok := parseInt()
+		if !ok || n < 1 {
+			return "ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument couldn't be parsed into an integer"
+		}
+		d.maxClients.Store(n)
+	case "timeout":
+		n, ok := parseInt()
+		if !ok || n < 0 {
+			return "ERR CONFIG SET failed (possibly related to argument 'timeout') - argument couldn't be parsed into an integer"
+		}
+		d.idle.Store(int64(time.Duration(n) * time.Second))
+	case "requirepass":
+		v := value
+		d.pass.Store(&v)
+	case "slowlog-log-slower-than":
+		n, err := strconv.ParseInt(value, 10, 64)
+		if err != nil {
+			return "ERR CONFIG SET failed (possibly related to argument 'slowlog-log-slower-than') - argument couldn't be parsed into an integer"
+		}
+		if n < 0 {
+			d.slower.Store(-1)
+		} else {
+			d.slower.Store(int64(time.Duration(n) * time.Microsecond))
+		}
+	case "slowlog-max-len":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 0 {
+			return "ERR CONFIG SET failed (possibly related to argument 'slowlog-max-len') - argument couldn't be parsed into an integer"
+		}
+		s.slowlog.mu.Lock()
+		s.slowlog.max = n
+		if len(s.slowlog.entries) > n {
+			s.slowlog.entries = append(s.slowlog.entries[:0], s.slowlog.entries[len(s.slowlog.entries)-n:]...)
+		}
+		s.slowlog.mu.Unlock()
+	case "client-output-buffer-limit":
+		d.mu.Lock()
+		d.values[name] = value
+		d.mu.Unlock()
+	default:
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if _, ok := d.values[name]; !ok {
+			return "ERR Unknown option or number of arguments for CONFIG SET - '" + name + "'"
+		}
+		d.values[name] = value
+	}
+	return ""
+}
+
+// applyLimits pushes new request limits to every session.
+func (s *Server) applyLimits() {
+	lim := s.requestLimits()
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	for _, ss := range s.sessions {
+		ss.limits.Store(&lim)
+	}
+}
+
+// parseMemory parses "1gb", "512mb", "100k", "123".
+func parseMemory(v string) (int64, error) {
+	v = strings.ToLower(strings.TrimSpace(v))
+	mul := int64(1)
+	for _, u := range []struct {
+		s string
+		m int64
+	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"g", 1e9}, {"m", 1e6}, {"k", 1e3}, {"b", 1}} {
+		if strings.HasSuffix(v, u.s) {
+			mul = u.m
+			v = strings.TrimSuffix(v, u.s)
+			break
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n * mul, err
+}
+
+func cmdConfig(ss *session, r *request) {
+	s := ss.srv
+	switch strings.ToLower(string(r.args[1])) {
+	case "get":
+		if len(r.args) < 3 {
+			r.setError("ERR wrong number of arguments for 'config|get' command")
+			return
+		}
+		seen := map[string]bool{}
+		var kv [][2]string
+		for _, p := range r.args[2:] {
+			for _, e := range s.configGet(p) {
+				if !seen[e[0]] {
+					seen[e[0]] = true
+					kv = append(kv, e)
+				}
+			}
+		}
+		b := resp.AppendMap(r.reply[:0], len(kv), r.proto)
+		for _, e := range kv {
+			b = resp.AppendBulkString(b, e[0])
+			b = resp.AppendBulkString(b, e[1])
+		}
+		r.raw(b)
+	case "set":
+		if len(r.args) < 4 || len(r.args)%2 != 0 {
+			r.setError("ERR wrong number of arguments for 'config|set' command")
+			return
+		}
+		for i := 2; i+1 < len(r.args); i += 2 {
+			if e := s.configSet(strings.ToLower(string(r.args[i])), string(r.args[i+1])); e != "" {
+				r.setError(e)
+				return
+			}
+		}
+		r.ok()
+	case "resetstat":
+		s.m.resetStats()
+		s.stats.commands.Store(0)
+		s.stats.connections.Store(0)
+		s.stats.rejected.Store(0)
+		s.stats.retries.Store(0)
+		r.ok()
+	case "rewrite":
+		r.setError("ERR The server is running without a config file")
+	case "help":
+		r.raw(helpReply("CONFIG", []string{"GET <pattern>", "SET <directive> <value>", "RESETSTAT", "REWRITE"}))
+	default:
+		r.setError("ERR unknown subcommand '" + sanitize(r.args[1]) + "'. Try CONFIG HELP.")
+	}
+}
+
+// noteArea remembers an area a client used (INFO keyspace lists them).
+func (s *Server) noteArea(a int) {
+	s.dyn.mu.Lock()
+	s.dyn.areas[a] = true
+	s.dyn.mu.Unlock()
+}
+
+// INFO [section ...]: server, clients, memory, stats, keyspace,
+// commandstats, latencystats, cluster. "all"/"everything"/"default".
+func cmdInfo(ss *session, r *request) {
+	want := map[string]bool{}
+	for _, a := range r.args[1:] {
+		want[strings.ToLower(string(a))] = true
+	}
+	all := len(want) == 0 || want["all"] || want["everything"] || want["default"]
+	has := func(s string) bool {
+		if s == "commandstats" || s == "latencystats" {
+			return want[s] || want["all"] || want["everything"]
+		}
+		return all || want[s]
+	}
+	if has("keyspace") {
+		r.barrier = func(r *request) { r.reply = resp.AppendVerbatim(r.reply[:0], ss.info2(has), r.proto) }
+		return
+	}
+	r.reply = resp.AppendVerbatim(r.reply[:0], ss.info2(has), r.proto)
+	r.local = true
+}
+
+func (ss *session) info2(has func(string) bool) string {
+	s := ss.srv
+	var b strings.Builder
+	section := func(name string) {
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString("# " + name + "\r\n")
+	}
+	kv := func(k string, v any) { fmt.Fprintf(&b, "%s:%v\r\n", k, v) }
+	now := time.Now()
+	if has("server") {
+		section("Server")
+		_, port := splitHostPort(s.Addr())
+		kv("redis_version", Version)
+		kv("redis_mode", "cluster")
+		kv("tair_role", "proxy")
+		kv("os", runtime.GOOS+" "+runtime.GOARCH)
+		kv("arch_bits", 64)
+		kv("go_version", runtime.Version())
+		kv("process_id", os.Getpid())
+		kv("run_id", s.id)
+		kv("tcp_port", port)
+		kv("server_time_usec", now.UnixMicro())
+		kv("uptime_in_seconds", int64(now.Sub(s.start).Seconds()))
+		kv("uptime_in_days", int64(now.Sub(s.start).Hours()/24))
+		kv("hz", 10)
+		kv("executable", os.Args[0])
+		kv("table_version", s.r.version())
+		kv("config_servers", strings.Join(s.cfg.ConfigServers, ","))
+	}
+	if has("clients") {
+		section("Clients")
+		kv("connected_clients", s.clients.Load())
+		kv("maxclients", s.dyn.maxClients.Load())
+		kv("blocked_clients", s.stats.blocked.Load())
+		kv("tracking_clients", 0)
+	}
+	if has("memory") {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		section("Memory")
+		kv("used_memory", ms.HeapAlloc)
+		kv("used_memory_human", human(int64(ms.HeapAlloc)))
+		kv("used_memory_rss", ms.Sys)
+		kv("used_memory_rss_human", human(int64(ms.Sys)))
+		kv("used_memory_peak", ms.HeapSys)
+		kv("total_system_memory", 0)
+		kv("maxmemory", 0)
+		kv("maxmemory_policy", "noeviction")
+		kv("mem_allocator", "go")
+		kv("gc_cycles", ms.NumGC)
+	}
+	if has("stats") {
+		section("Stats")
+		kv("total_connections_received", s.stats.connections.Load())
+		kv("total_commands_processed", s.stats.commands.Load())
+		kv("rejected_connections", s.stats.rejected.Load())
+		kv("total_net_input_bytes", s.stats.netIn.Load())
+		kv("total_net_output_bytes", s.stats.netOut.Load())
+		kv("instantaneous_ops_per_sec", s.stats.opsPerSec.Load())
+		kv("proxy_retries", s.stats.retries.Load())
+		kv("proxy_backend_connections", int64(s.backendConnCount()))
+	}
+	if has("cluster") {
+		section("Cluster")
+		kv("cluster_enabled", 1)
+	}
+	if has("keyspace") {
+		section("Keyspace")
+		s.dyn.mu.Lock()
+		areas := make([]int, 0, len(s.dyn.areas))
+		for a := range s.dyn.areas {
+			areas = append(areas, a)
+		}
+		s.dyn.mu.Unlock()
+		sort.Ints(areas)
+		for _, a := range areas {
+			q := ss.part(&request{area: a, proto: 2}, nil)
+			q.area = a
+			q.args = [][]byte{[]byte("dbsize")}
+			cmdDBSize(ss, q)
+			if n, ok := parseIntReply(q.reply); ok && n > 0 {
+				fmt.Fprintf(&b, "db%d:keys=%d,expires=0,avg_ttl=0\r\n", a, n)
+			}
+		}
+	}
+	if has("commandstats") {
+		section("Commandstats")
+		for _, c := range s.m.sortedStats() {
+			calls, rej := c.calls.Load(), c.rejected.Load()
+			if calls == 0 && rej == 0 {
+				continue
+			}
+			usec := c.usec.Load()
+			per := 0.0
+			if calls > 0 {
+				per = float64(usec) / float64(calls)
+			}
+			fmt.Fprintf(&b, "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d\r\n",
+				c.name, calls, usec, per, rej, c.failed.Load())
+		}
+	}
+	if has("latencystats") {
+		section("Latencystats")
+		for _, c := range s.m.sortedStats() {
+			calls := c.calls.Load()
+			if calls == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "latency_percentiles_usec_%s:p50=%.3f,p99=%.3f,p99.9=%.3f\r\n",
+				c.name, c.percentile(0.5), c.percentile(0.99), c.percentile(0.999))
+		}
+	}
+	return b.String()
+}
+
+func (s *Server) backendConnCount() int {
+	n := 0
+	for _, nd := range s.r.allNodes() {
+		for i := range nd.conns {
+			if bc := nd.conns[i].Load(); bc != nil && !bc.dead.Load() {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func human(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2fG", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2fM", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.2fK", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%dB", n)
+}

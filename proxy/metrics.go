@@ -1,0 +1,207 @@
+package proxy
+
+import (
+	"encoding/json"
+	"math/bits"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// cmdStat counts one command's calls (INFO commandstats and the
+// tair_proxy_commands_total metric read them).
+type cmdStat struct {
+	name     string
+	calls    atomic.Int64
+	usec     atomic.Int64
+	failed   atomic.Int64
+	rejected atomic.Int64
+	// hist[i] counts calls of at most 2^i microseconds (i=0: <=1us).
+	hist [32]atomic.Int64
+}
+
+// percentile returns the upper bound (us) of the bucket holding quantile q.
+func (c *cmdStat) percentile(q float64) float64 {
+	var total int64
+	for i := range c.hist {
+		total += c.hist[i].Load()
+	}
+	if total == 0 {
+		return 0
+	}
+	want := int64(q * float64(total))
+	if want < 1 {
+		want = 1
+	}
+	var seen int64
+	for i := range c.hist {
+		seen += c.hist[i].Load()
+		if seen >= want {
+			return float64(uint64(1) << i)
+		}
+	}
+	return float64(uint64(1) << 31)
+}
+
+func (c *cmdStat) record(d time.Duration, isErr, rejected bool) {
+	if rejected {
+		c.rejected.Add(1)
+		return
+	}
+	c.calls.Add(1)
+	us := d.Microseconds()
+	c.usec.Add(us)
+	i := 0
+	if us > 1 {
+		i = bits.Len64(uint64(us - 1))
+		if i > 31 {
+			i = 31
+		}
+	}
+	c.hist[i].Add(1)
+	if isErr {
+		c.failed.Add(1)
+	}
+}
+
+// metrics are a server's Prometheus collectors, in its own registry (a
+// process may run several proxies).
+type metrics struct {
+	reg              *prometheus.Registry
+	latency          prometheus.Histogram
+	backendErrors    *prometheus.CounterVec
+	retries          *prometheus.CounterVec
+	tableVersion     prometheus.Gauge
+	tableFetchErrors prometheus.Counter
+	clients          prometheus.Gauge
+	backendConns     prometheus.Gauge
+	authFailures     prometheus.Counter
+	clientEvictions  prometheus.Counter
+	panics           prometheus.Counter
+
+	statsMu sync.Mutex
+	stats   atomic.Pointer[map[string]*cmdStat] // copy-on-write
+}
+
+func newMetrics(s *Server) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.latency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "tair_proxy_command_duration_seconds", Help: "Time from reading a command to having its reply.",
+		Buckets: prometheus.ExponentialBuckets(50e-6, 2, 16),
+	})
+	m.backendErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tair_proxy_backend_errors_total", Help: "Dataserver connection failures by kind (dial, read, write, timeout).",
+	}, []string{"kind"})
+	m.retries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tair_proxy_retries_total", Help: "Commands sent again, by reason.",
+	}, []string{"reason"})
+	m.tableVersion = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tair_proxy_table_version", Help: "Version of the bucket table in use."})
+	m.tableFetchErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "tair_proxy_table_fetch_errors_total", Help: "Failed table fetches from the configservers."})
+	m.clients = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tair_proxy_clients", Help: "Connected clients."})
+	m.backendConns = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tair_proxy_backend_connections", Help: "Open dataserver connections."})
+	m.authFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "tair_proxy_auth_failures_total", Help: "Failed AUTH/HELLO AUTH attempts."})
+	m.clientEvictions = prometheus.NewCounter(prometheus.CounterOpts{Name: "tair_proxy_client_output_evictions_total", Help: "Clients closed for not reading their replies."})
+	m.panics = prometheus.NewCounter(prometheus.CounterOpts{Name: "tair_proxy_session_panics_total", Help: "Client sessions ended by an internal error (a bug)."})
+	empty := map[string]*cmdStat{}
+	m.stats.Store(&empty)
+	m.reg.MustRegister(m.latency, m.backendErrors, m.retries, m.tableVersion, m.tableFetchErrors,
+		m.clients, m.backendConns, m.authFailures, m.clientEvictions, m.panics, &cmdCollector{m: m},
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// stat returns the counters of a command, creating them.
+func (m *metrics) stat(name string) *cmdStat {
+	if c := (*m.stats.Load())[name]; c != nil {
+		return c
+	}
+	m.statsMu.Lock()
+	defer m.statsMu.Unlock()
+	old := *m.stats.Load()
+	if c := old[name]; c != nil {
+		return c
+	}
+	next := make(map[string]*cmdStat, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	c := &cmdStat{name: name}
+	next[name] = c
+	m.stats.Store(&next)
+	return c
+}
+
+func (m *metrics) sortedStats() []*cmdStat {
+	st := *m.stats.Load()
+	out := make([]*cmdStat, 0, len(st))
+	for _, c := range st {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+func (m *metrics) resetStats() {
+	for _, c := range m.sortedStats() {
+		c.calls.Store(0)
+		c.usec.Store(0)
+		c.failed.Store(0)
+		c.rejected.Store(0)
+		for i := range c.hist {
+			c.hist[i].Store(0)
+		}
+	}
+}
+
+type cmdCollector struct{ m *metrics }
+
+var (
+	descCalls  = prometheus.NewDesc("tair_proxy_commands_total", "Commands by name.", []string{"cmd"}, nil)
+	descFailed = prometheus.NewDesc("tair_proxy_command_errors_total", "Commands answered with an error, by name.", []string{"cmd"}, nil)
+	descUsec   = prometheus.NewDesc("tair_proxy_command_seconds_total", "Time spent in commands, by name.", []string{"cmd"}, nil)
+)
+
+func (c *cmdCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descCalls
+	ch <- descFailed
+	ch <- descUsec
+}
+
+func (c *cmdCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.m.sortedStats() {
+		ch <- prometheus.MustNewConstMetric(descCalls, prometheus.CounterValue, float64(s.calls.Load()), s.name)
+		ch <- prometheus.MustNewConstMetric(descFailed, prometheus.CounterValue, float64(s.failed.Load()), s.name)
+		ch <- prometheus.MustNewConstMetric(descUsec, prometheus.CounterValue, float64(s.usec.Load())/1e6, s.name)
+	}
+}
+
+// httpHandler serves /metrics, /healthz and /status.
+func (s *Server) httpHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if s.r.load() == nil {
+			http.Error(w, "no table yet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"kind":           "proxy",
+			"id":             s.id,
+			"addr":           s.Addr(),
+			"table_version":  s.r.version(),
+			"clients":        s.clients.Load(),
+			"config_servers": s.cfg.ConfigServers,
+			"uptime_seconds": int64(time.Since(s.start).Seconds()),
+		})
+	})
+	return mux
+}

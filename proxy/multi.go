@@ -1,0 +1,244 @@
+package proxy
+
+import (
+	"bytes"
+	"strconv"
+
+	"github.com/tairkv/tair/internal/command"
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/resp"
+)
+
+// txState is a session's transaction: MULTI queues commands in the
+// proxy; EXEC sends them as one atomic MULTIEXEC to the master of their
+// one bucket:
+//
+//	TAIR.X <area> <ver> <proto> MULTIEXEC <n> (<argc> <arg>...){n} [WATCH <m> (<key> <version>){m}]
+//
+// replying like EXEC (an array of the n replies), or a null array when a
+// watched key's version changed. WATCH asks the versions first:
+//
+//	TAIR.X <area> <ver> <proto> TAIR.KEYVER <key>...  -> array of integers (0 = missing)
+type txState struct {
+	active  bool
+	dirty   bool
+	cmds    [][][]byte // copies of the queued commands
+	watched [][]byte   // watched keys (copies)
+	vers    [][]byte   // their versions, as text; nil when not known
+	watchOK bool       // versions known (the dataserver has TAIR.KEYVER)
+}
+
+func (tx *txState) reset() {
+	tx.active, tx.dirty = false, false
+	tx.cmds = tx.cmds[:0]
+	tx.watched, tx.vers = nil, nil
+	tx.watchOK = false
+}
+
+func txControl(name string) bool {
+	switch name {
+	case "exec", "discard", "multi", "watch", "quit", "reset", "unwatch":
+		return true
+	}
+	return false
+}
+
+// queue adds a command to the transaction (MULTI is active).
+func (tx *txState) queue(r *request, args [][]byte) {
+	if h := localHandlers[r.spec.Name]; h != nil && r.spec.Name != "ping" && r.spec.Name != "echo" && r.spec.Name != "time" {
+		tx.dirty = true
+		r.setError("ERR " + r.spec.Name + " is not supported inside MULTI by this cluster")
+		return
+	}
+	if r.spec.Has(command.NoKey) && r.spec.Name != "ping" && r.spec.Name != "echo" && r.spec.Name != "time" {
+		tx.dirty = true
+		r.setError("ERR " + r.spec.Name + " is not supported inside MULTI by this cluster")
+		return
+	}
+	c := make([][]byte, len(args))
+	for i, a := range args {
+		c[i] = append([]byte(nil), a...)
+	}
+	tx.cmds = append(tx.cmds, c)
+	r.status("QUEUED")
+}
+
+func cmdMulti(ss *session, r *request) {
+	if ss.tx.active {
+		r.setError("ERR MULTI calls can not be nested")
+		return
+	}
+	ss.tx.active = true
+	ss.tx.dirty = false
+	ss.tx.cmds = ss.tx.cmds[:0]
+	ss.info.multi.Store(0)
+	r.ok()
+}
+
+func cmdDiscard(ss *session, r *request) {
+	if !ss.tx.active {
+		r.setError("ERR DISCARD without MULTI")
+		return
+	}
+	ss.tx.reset()
+	ss.info.multi.Store(-1)
+	r.ok()
+}
+
+func cmdUnwatch(ss *session, r *request) {
+	ss.tx.watched, ss.tx.vers = nil, nil
+	r.ok()
+}
+
+func cmdWatch(ss *session, r *request) {
+	if ss.tx.active {
+		r.setError("ERR WATCH inside MULTI is not allowed")
+		return
+	}
+	r.barrier = func(r *request) { ss.watch(r) }
+}
+
+func (ss *session) watch(r *request) {
+	keys := r.args[1:]
+	all := append(append([][]byte(nil), ss.tx.watched...), keys...)
+	if !sameBucket(ss, all) {
+		r.setError("CROSSSLOT Keys in request don't hash to the same slot")
+		return
+	}
+	args := append([][]byte{[]byte("TAIR.KEYVER")}, keys...)
+	p := ss.part(r, args)
+	p.bucket = ss.bucketOf(keys[0])
+	ss.send(p)
+	ss.finish(p)
+	ss.account(p)
+	for _, k := range keys {
+		ss.tx.watched = append(ss.tx.watched, append([]byte(nil), k...))
+	}
+	vs, err := flatFields(p.reply)
+	if err != nil || len(vs) != len(keys) {
+		// No versions from the dataserver: the watch is not enforced.
+		if ss.srv.watchWarned.CompareAndSwap(false, true) {
+			ss.srv.log.Warn("WATCH is not enforced: the dataservers do not answer TAIR.KEYVER", "reply", string(p.reply))
+		}
+		ss.tx.watchOK = false
+		ss.tx.vers = nil
+		r.ok()
+		return
+	}
+	if len(ss.tx.vers) == 0 && len(ss.tx.watched) == len(keys) {
+		ss.tx.watchOK = true
+	}
+	for _, v := range vs {
+		ss.tx.vers = append(ss.tx.vers, append([]byte(nil), v...))
+	}
+	r.ok()
+}
+
+func (ss *session) bucketOf(key []byte) uint32 {
+	q := uint32(route.DefaultBuckets)
+	if rt := ss.srv.r.load(); rt != nil {
+		q = rt.t.Buckets
+	}
+	return route.BucketOf(key, q)
+}
+
+func sameBucket(ss *session, keys [][]byte) bool {
+	if len(keys) == 0 {
+		return true
+	}
+	b := ss.bucketOf(keys[0])
+	for _, k := range keys[1:] {
+		if ss.bucketOf(k) != b {
+			return false
+		}
+	}
+	return true
+}
+
+func cmdExec(ss *session, r *request) {
+	if !ss.tx.active {
+		r.setError("ERR EXEC without MULTI")
+		return
+	}
+	if ss.tx.dirty {
+		ss.tx.reset()
+		ss.info.multi.Store(-1)
+		r.setError("EXECABORT Transaction discarded because of previous errors.")
+		return
+	}
+	r.barrier = func(r *request) { ss.exec(r) }
+}
+
+func (ss *session) exec(r *request) {
+	tx := &ss.tx
+	defer func() {
+		tx.reset()
+		ss.info.multi.Store(-1)
+	}()
+	// Keys of every data command, and of the watch.
+	var keys [][]byte
+	var data []int
+	for i, c := range tx.cmds {
+		spec := command.Lookup(c[0])
+		if spec.Has(command.NoKey) {
+			continue
+		}
+		data = append(data, i)
+		for _, k := range spec.KeyIndexes(c) {
+			keys = append(keys, c[k])
+		}
+	}
+	keys = append(keys, tx.watched...)
+	if !sameBucket(ss, keys) {
+		r.setError("CROSSSLOT Keys in request don't hash to the same slot")
+		return
+	}
+	var sub []byte // the MULTIEXEC reply
+	var subElems [][]byte
+	if len(data) > 0 {
+		args := [][]byte{[]byte("MULTIEXEC"), strconv.AppendInt(nil, int64(len(data)), 10)}
+		for _, i := range data {
+			c := tx.cmds[i]
+			args = append(args, strconv.AppendInt(nil, int64(len(c)), 10))
+			args = append(args, c...)
+		}
+		if tx.watchOK && len(tx.watched) > 0 {
+			args = append(args, []byte("WATCH"), strconv.AppendInt(nil, int64(len(tx.watched)), 10))
+			for i, k := range tx.watched {
+				args = append(args, k, tx.vers[i])
+			}
+		}
+		p := ss.part(r, args)
+		p.bucket = ss.bucketOf(keys[0])
+		p.write = true
+		ss.send(p)
+		ss.finish(p)
+		ss.account(p)
+		sub = p.reply
+		if len(sub) > 0 && (sub[0] == '-' || bytes.Equal(sub, []byte("*-1\r\n")) || bytes.Equal(sub, []byte("_\r\n"))) {
+			r.raw(sub)
+			return
+		}
+		var err error
+		subElems, err = rawElements(sub)
+		if err != nil || len(subElems) != len(data) {
+			r.setError("ERR bad MULTIEXEC reply from dataserver")
+			return
+		}
+	}
+	// Splice the proxy's own replies (PING, ECHO, TIME) in place.
+	b := resp.AppendArray(r.reply[:0], len(tx.cmds))
+	di := 0
+	for i, c := range tx.cmds {
+		if di < len(data) && data[di] == i {
+			b = append(b, subElems[di]...)
+			di++
+			continue
+		}
+		q := ss.part(r, c)
+		q.spec = command.Lookup(c[0])
+		localHandlers[q.spec.Name](ss, q)
+		b = append(b, q.reply...)
+	}
+	r.raw(b)
+}

@@ -1,0 +1,292 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tairkv/tair/internal/route"
+)
+
+// Server is one proxy.
+//
+// # Lifecycle
+//
+// New checks the config; Start binds both listeners, waits for a first
+// table (up to StartTimeout) and serves; Close stops accepting, closes
+// every client and backend connection and waits for the goroutines.
+//
+// # Concurrency
+//
+// One goroutine per client connection reads a batch of pipelined
+// commands, sends every forwarded one to its backend, waits for the
+// replies in order and writes them. Two goroutines per backend
+// connection. The table is an immutable snapshot behind an atomic
+// pointer.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger
+	m     *metrics
+	r     *router
+	id    string // CLUSTER MYID
+	start time.Time
+
+	ln      net.Listener
+	httpLn  net.Listener
+	httpSrv *http.Server
+
+	ctx     context.Context
+	cancel  context.CancelFunc
+	closing atomic.Bool
+	wg      sync.WaitGroup
+
+	nextID   atomic.Int64
+	sessMu   sync.Mutex
+	sessions map[int64]*session
+	clients  atomic.Int64
+
+	cmds    atomic.Pointer[map[string]*cmdEntry] // copy-on-write
+	cmdsMu  sync.Mutex
+	unknown *cmdEntry
+
+	watchWarned atomic.Bool
+	livePeers   atomic.Pointer[[]string]
+
+	stats   serverStats
+	slowlog slowlog
+	dyn     dynConfig
+}
+
+// serverStats are INFO stats counters.
+type serverStats struct {
+	connections atomic.Int64 // total_connections_received
+	rejected    atomic.Int64 // rejected_connections
+	commands    atomic.Int64 // total_commands_processed
+	netIn       atomic.Int64
+	netOut      atomic.Int64
+	retries     atomic.Int64
+	blocked     atomic.Int64 // clients in a blocking pop
+	resplits    atomic.Int64 // read parts split again per bucket
+	opsPerSec   atomic.Int64 // commands in the last second
+}
+
+// New returns a proxy for cfg; Start runs it.
+func New(cfg Config, log *slog.Logger) (*Server, error) {
+	cfg.Adjust()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var idb [20]byte
+	_, _ = rand.Read(idb[:])
+	s := &Server{
+		cfg:      cfg,
+		log:      log,
+		id:       hex.EncodeToString(idb[:]),
+		sessions: map[int64]*session{},
+	}
+	s.m = newMetrics(s)
+	s.unknown = &cmdEntry{stat: s.m.stat("unknown")}
+	cmds := map[string]*cmdEntry{}
+	s.cmds.Store(&cmds)
+	s.r = newRouter(s)
+	s.slowlog.max = cfg.SlowlogMaxLen
+	s.dyn.init(&s.cfg)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Start binds, fetches a first table and serves.
+func (s *Server) Start() error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("proxy: listen %s: %w", s.cfg.Listen, err)
+	}
+	s.ln = ln
+	if s.cfg.HTTP != "" {
+		hl, err := net.Listen("tcp", s.cfg.HTTP)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("proxy: listen http %s: %w", s.cfg.HTTP, err)
+		}
+		s.httpLn = hl
+		s.httpSrv = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 5 * time.Second}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			_ = s.httpSrv.Serve(hl)
+		}()
+	}
+	if err := s.r.first(s.ctx, s.cfg.StartTimeout); err != nil {
+		_ = s.Close()
+		return err
+	}
+	if s.r.client != nil {
+		s.wg.Add(1)
+		go s.r.refreshLoop(s.ctx)
+	}
+	s.start = time.Now()
+	s.wg.Add(2)
+	go s.acceptLoop()
+	go s.statsLoop()
+	if len(s.cfg.Peers) > 0 {
+		s.wg.Add(1)
+		go s.peersLoop()
+	}
+	s.log.Info("proxy started", "listen", s.Addr(), "http", s.HTTPAddr(), "table_version", s.r.version())
+	return nil
+}
+
+// Addr is the RESP address.
+func (s *Server) Addr() string {
+	if s.ln == nil {
+		return s.cfg.Listen
+	}
+	return s.ln.Addr().String()
+}
+
+// HTTPAddr is the HTTP address ("" without one).
+func (s *Server) HTTPAddr() string {
+	if s.httpLn == nil {
+		return s.cfg.HTTP
+	}
+	return s.httpLn.Addr().String()
+}
+
+// SetTable replaces the routing table, whatever its version (tests, and
+// setups without configservers). A configserver's newer table replaces
+// it again.
+func (s *Server) SetTable(t *route.Table) error {
+	if t == nil {
+		return errors.New("proxy: nil table")
+	}
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	s.r.apply(t, true)
+	return nil
+}
+
+// TableVersion is the version of the table in use (0 before the first).
+func (s *Server) TableVersion() uint64 { return s.r.version() }
+
+// Table returns the table in use (nil before the first). Do not modify.
+func (s *Server) Table() *route.Table {
+	if rt := s.r.load(); rt != nil {
+		return rt.t
+	}
+	return nil
+}
+
+// Close stops the proxy.
+func (s *Server) Close() error {
+	if !s.closing.CompareAndSwap(false, true) {
+		return nil
+	}
+	s.cancel()
+	if s.ln != nil {
+		_ = s.ln.Close()
+	}
+	if s.httpSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = s.httpSrv.Shutdown(ctx)
+		cancel()
+	}
+	s.sessMu.Lock()
+	for _, ss := range s.sessions {
+		_ = ss.conn.Close()
+	}
+	s.sessMu.Unlock()
+	for _, n := range s.r.allNodes() {
+		n.closeAll()
+	}
+	s.wg.Wait()
+	s.log.Info("proxy stopped")
+	return nil
+}
+
+func (s *Server) acceptLoop() {
+	defer s.wg.Done()
+	var delay time.Duration
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if s.closing.Load() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: back off.
+			if delay == 0 {
+				delay = 5 * time.Millisecond
+			} else if delay < time.Second {
+				delay *= 2
+			}
+			s.log.Warn("accept failed", "err", err)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		s.stats.connections.Add(1)
+		if s.clients.Add(1) > int64(s.dyn.maxClients.Load()) {
+			s.clients.Add(-1)
+			s.stats.rejected.Add(1)
+			_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = c.Write([]byte("-ERR max number of clients reached\r\n"))
+			_ = c.Close()
+			continue
+		}
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		ss := newSession(s, c)
+		s.sessMu.Lock()
+		if s.closing.Load() {
+			s.sessMu.Unlock()
+			s.clients.Add(-1)
+			_ = c.Close()
+			continue
+		}
+		s.sessions[ss.id] = ss
+		s.sessMu.Unlock()
+		s.m.clients.Inc()
+		s.wg.Add(1)
+		go ss.serve()
+	}
+}
+
+// statsLoop samples the command rate once a second (INFO
+// instantaneous_ops_per_sec).
+func (s *Server) statsLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	last := s.stats.commands.Load()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+			now := s.stats.commands.Load()
+			s.stats.opsPerSec.Store(now - last)
+			last = now
+		}
+	}
+}
+
+// forget drops a finished session.
+func (s *Server) forget(ss *session) {
+	s.sessMu.Lock()
+	delete(s.sessions, ss.id)
+	s.sessMu.Unlock()
+	s.clients.Add(-1)
+	s.m.clients.Dec()
+}
