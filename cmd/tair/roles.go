@@ -23,6 +23,11 @@ func configserverFlags(cmd *cobra.Command) {
 	f.Int("buckets", int(d.Buckets), "number of buckets Q, fixed for the cluster's life")
 	f.String("strategy", d.Strategy, "table strategy: balance or position-safe")
 	f.String("name", "", "this configserver's name in the election (default: its listen address)")
+	f.Duration("heartbeat-interval", d.HeartbeatInterval, "interval dataservers are expected to heartbeat at")
+	f.Int("down-after", d.DownAfter, "missed heartbeat intervals after which a dataserver is down")
+	f.Float64("build-diff-ratio", d.BuildDiffRatio, "position-safe: refuse to build when the smallest zone is below this ratio of the largest")
+	f.Int("moves-per-node", d.MovesPerNode, "concurrent bucket moves per source dataserver")
+	f.Int("max-moves", d.MaxMoves, "concurrent bucket moves in the whole cluster")
 }
 
 func configserverConfig(v *viper.Viper) configserver.Config {
@@ -37,6 +42,11 @@ func configserverConfig(v *viper.Viper) configserver.Config {
 	if n := v.GetString("name"); n != "" {
 		c.Name = n
 	}
+	c.HeartbeatInterval = v.GetDuration("heartbeat-interval")
+	c.DownAfter = v.GetInt("down-after")
+	c.BuildDiffRatio = v.GetFloat64("build-diff-ratio")
+	c.MovesPerNode = v.GetInt("moves-per-node")
+	c.MaxMoves = v.GetInt("max-moves")
 	return c
 }
 
@@ -79,6 +89,13 @@ func dataserverFlags(cmd *cobra.Command) {
 	f.String("zone", "", "zone label for position-safe tables")
 	f.String("rack", "", "rack label for position-safe tables")
 	f.String("replication", d.ReplicationMode, "when a slave is unreachable: degraded (carry on) or strict (fail writes)")
+	f.Duration("replication-timeout", d.ReplicationTimeout, "how long a slave may stay unreachable before degraded/strict applies")
+	f.Duration("lease", d.LeaseTimeout, "master lease: no write is acknowledged this long after the last configserver contact")
+	f.Duration("heartbeat-interval", d.HeartbeatInterval, "heartbeat interval")
+	f.Int64("memory-limit", d.MemoryLimit, "bytes an in-memory engine may hold (0 = no limit)")
+	f.Int64("migrate-bytes-per-sec", d.MigrateBytesPerSec, "ceiling of the adaptive migration rate")
+	f.Int("max-key-size", d.MaxKeySize, "largest key in bytes")
+	f.Int("max-value-size", d.MaxValueSize, "largest value in bytes")
 }
 
 func dataserverConfig(v *viper.Viper) dataserver.Config {
@@ -92,6 +109,13 @@ func dataserverConfig(v *viper.Viper) dataserver.Config {
 	c.Zone = v.GetString("zone")
 	c.Rack = v.GetString("rack")
 	c.ReplicationMode = v.GetString("replication")
+	c.ReplicationTimeout = v.GetDuration("replication-timeout")
+	c.LeaseTimeout = v.GetDuration("lease")
+	c.HeartbeatInterval = v.GetDuration("heartbeat-interval")
+	c.MemoryLimit = v.GetInt64("memory-limit")
+	c.MigrateBytesPerSec = v.GetInt64("migrate-bytes-per-sec")
+	c.MaxKeySize = v.GetInt("max-key-size")
+	c.MaxValueSize = v.GetInt("max-value-size")
 	return c
 }
 
@@ -123,12 +147,22 @@ func dataserverCmd() *cobra.Command {
 }
 
 func proxyFlags(cmd *cobra.Command) {
+	d := proxy.DefaultConfig()
 	f := cmd.Flags()
 	f.String("listen", "127.0.0.1:6379", "RESP address clients connect to")
 	f.String("http", "127.0.0.1:8379", "address of /metrics, /healthz and /status")
 	f.StringSlice("configserver", []string{"127.0.0.1:5198"}, "configserver addresses host:port,...")
 	f.String("requirepass", "", "password clients must AUTH with")
 	f.Bool("read-from-slave", false, "send reads to slaves too (they may lag the master by in-flight writes)")
+	f.StringToString("users", nil, "ACL-style users name=password,... (AUTH name password)")
+	f.StringSlice("peers", nil, "the other proxies, host:port,... (CLUSTER SLOTS/NODES name them)")
+	f.String("advertise", "", "address clients should use for this proxy (default: --listen)")
+	f.Int("max-clients", d.MaxClients, "most client connections at once")
+	f.Duration("idle-timeout", d.IdleTimeout, "close clients idle this long (0 = never)")
+	f.Int64("max-bulk-len", d.MaxBulkLen, "largest bulk string a client may send (proto-max-bulk-len)")
+	f.Int64("max-output-buffer", d.MaxOutputBuffer, "unread reply bytes a client may hold before it is cut off")
+	f.Duration("retry-budget", d.RetryBudget, "how long the proxy retries NOTMASTER/TRYAGAIN/lost connections for one request")
+	f.Int("backend-conns", d.BackendConns, "pipelined connections per dataserver")
 }
 
 func proxyConfig(v *viper.Viper) proxy.Config {
@@ -138,6 +172,17 @@ func proxyConfig(v *viper.Viper) proxy.Config {
 	c.ConfigServers = splitList(v.GetStringSlice("configserver"))
 	c.RequirePass = v.GetString("requirepass")
 	c.ReadFromSlave = v.GetBool("read-from-slave")
+	if u := v.GetStringMapString("users"); len(u) > 0 {
+		c.Users = u
+	}
+	c.Peers = splitList(v.GetStringSlice("peers"))
+	c.Advertise = v.GetString("advertise")
+	c.MaxClients = v.GetInt("max-clients")
+	c.IdleTimeout = v.GetDuration("idle-timeout")
+	c.MaxBulkLen = v.GetInt64("max-bulk-len")
+	c.MaxOutputBuffer = v.GetInt64("max-output-buffer")
+	c.RetryBudget = v.GetDuration("retry-budget")
+	c.BackendConns = v.GetInt("backend-conns")
 	return c
 }
 
