@@ -47,7 +47,7 @@ TWEM_STATS=$(free_port)
 TAIR1_PORT=$(free_port)
 TAIR3_PORT=$(free_port)
 
-redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no >"$TMP/redis.log" 2>&1 &
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --enable-debug-command local >"$TMP/redis.log" 2>&1 &
 PIDS+=($!)
 printf 'alpha:\n  listen: 127.0.0.1:%s\n  redis: true\n  servers:\n   - 127.0.0.1:%s:1\n' "$TWEM_PORT" "$REDIS_PORT" >"$TMP/nutcracker.yml"
 nutcracker -c "$TMP/nutcracker.yml" -a 127.0.0.1 -s "$TWEM_STATS" >"$TMP/nutcracker.log" 2>&1 &
@@ -90,6 +90,15 @@ wait_ping "$TAIR1_PORT" || { cat "$TMP/tair1c.log"; exit 1; }
     TARGET_SECS=2 bash bench/anchors/rb.sh 127.0.0.1 "$REDIS_PORT" redis
     echo
   fi
+  # The memory anchor for the engines' bytes/key: redis-server holding
+  # 100k keys of 16-byte names and 32-byte values, the engines' shape.
+  echo "## redis-server memory per key (100000 keys, 16 B key, 32 B value)"
+  redis-cli -p "$REDIS_PORT" FLUSHALL >/dev/null
+  before=$(redis-cli -p "$REDIS_PORT" INFO memory | awk -F: '/^used_memory:/{print $2+0}')
+  redis-cli -p "$REDIS_PORT" DEBUG POPULATE 100000 k:0123456789a 32 >/dev/null
+  after=$(redis-cli -p "$REDIS_PORT" INFO memory | awk -F: '/^used_memory:/{print $2+0}')
+  echo "redis-server: $(( (after - before) / 100000 )) bytes/key (used_memory delta)"
+  echo
   if [ -z "${SKIP_GO:-}" ]; then
     echo "## engines (go test -bench, one run)"
     echo '```'
