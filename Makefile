@@ -24,10 +24,10 @@ run: build tools
 # redis-server and twemproxy as anchors). Installed only when missing.
 tools:
 	@command -v redis-cli >/dev/null && command -v redis-benchmark >/dev/null && \
-	  command -v redis-server >/dev/null && command -v nutcracker >/dev/null || { \
-	  echo "installing redis-tools, redis-server, nutcracker"; \
+	  command -v redis-server >/dev/null && command -v nutcracker >/dev/null && command -v etcd >/dev/null || { \
+	  echo "installing redis-tools, redis-server, nutcracker, etcd-server"; \
 	  (apt-get update -qq || true) >/dev/null; \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-tools redis-server nutcracker >/dev/null; }
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-tools redis-server nutcracker etcd-server >/dev/null; systemctl disable --now etcd >/dev/null 2>&1 || true; }
 
 # Every test: vet, unit tests with the race detector, integration and fault
 # tests on real processes, and a short bounded fuzz run.

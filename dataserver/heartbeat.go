@@ -90,12 +90,14 @@ func (s *Server) heartbeat(ctx context.Context) error {
 	reply, err := s.cs.Heartbeat(ctx, hb)
 	s.m.heartbeats.WithLabelValues(okLabel(err)).Inc()
 	if err != nil {
-		// No configserver process running at all (every address refuses
-		// connections): nobody can change the table, so a node whose lease
-		// still holds keeps it and serves on. A configserver that is
-		// reachable but does not answer (a partition, a pause) lets the
-		// lease run out.
-		if s.leaseOK() && s.configServersRefuse() {
+		// No configserver leads (every address refuses connections or
+		// answers that it is not the leader, e.g. while a standby takes
+		// over): nobody can change the table, so a node whose lease still
+		// holds keeps it and serves on. A new leader waits a lease TTL
+		// before it judges any node down, so the next heartbeat reaches it
+		// in time. A configserver that is reachable but does not answer (a
+		// partition, a pause) lets the lease run out.
+		if s.leaseOK() && (errors.Is(err, wire.ErrNoLeader) || s.configServersRefuse()) {
 			s.renewLease(sent)
 			if !s.csDown.Swap(true) {
 				s.log.Warn("no configserver running; serving on the last table", "table_version", s.TableVersion())

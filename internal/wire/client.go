@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tairkv/tair/internal/route"
@@ -18,6 +19,12 @@ import (
 // ErrNotModified is returned by Client.Table when no newer table came
 // before the wait ran out.
 var ErrNotModified = errors.New("wire: table not modified")
+
+// ErrNoLeader is returned by leader-only calls when every configserver
+// either refused the connection (not running) or answered that it is not
+// the leader: no leader exists at that moment, so nobody can change the
+// table. A timeout or any other failure is not ErrNoLeader.
+var ErrNoLeader = errors.New("wire: no configserver leads")
 
 // Client talks to a set of configservers, moving to the next address (or to
 // the leader a standby names) when one fails. Safe for concurrent use.
@@ -115,6 +122,9 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, lea
 		}
 	}
 	var lastErr error
+	// noLeader stays true while every answer so far was "connection
+	// refused" or "not the leader".
+	noLeader := leaderOnly
 	tried := map[string]bool{}
 	queue := c.order()
 	for len(queue) > 0 {
@@ -127,10 +137,16 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, lea
 		status, data, err := c.do(ctx, method, "http://"+addr+path, body)
 		if err != nil {
 			lastErr = err
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				noLeader = false
+			}
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			continue
+		}
+		if status != http.StatusMisdirectedRequest {
+			noLeader = false
 		}
 		switch {
 		case status == http.StatusOK:
@@ -157,6 +173,8 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, lea
 	}
 	if lastErr == nil {
 		lastErr = errors.New("wire: no configserver address")
+	} else if noLeader {
+		lastErr = fmt.Errorf("%w: %v", ErrNoLeader, lastErr)
 	}
 	return lastErr
 }

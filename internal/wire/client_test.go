@@ -67,3 +67,24 @@ func TestClientAllDown(t *testing.T) {
 		t.Fatal("want an error when every configserver is down")
 	}
 }
+
+func TestClientNoLeader(t *testing.T) {
+	standby := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusMisdirectedRequest)
+		json.NewEncoder(w).Encode(NotLeader{Leader: "127.0.0.1:1"}) // a dead leader
+	}))
+	defer standby.Close()
+	c := NewClient(strings.TrimPrefix(standby.URL, "http://"))
+	_, err := c.Heartbeat(context.Background(), &Heartbeat{Addr: "ds1"})
+	if !errors.Is(err, ErrNoLeader) {
+		t.Fatalf("want ErrNoLeader when the standby names a dead leader, got %v", err)
+	}
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "boom", 500)
+	}))
+	defer slow.Close()
+	c = NewClient(strings.TrimPrefix(standby.URL, "http://"), strings.TrimPrefix(slow.URL, "http://"))
+	if _, err := c.Heartbeat(context.Background(), &Heartbeat{Addr: "ds1"}); errors.Is(err, ErrNoLeader) {
+		t.Fatal("a configserver that fails otherwise must not count as leaderless")
+	}
+}
