@@ -1,8 +1,11 @@
 package tests
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -139,4 +142,68 @@ func TestKillMasterDataserverLosesNothing(t *testing.T) {
 		}
 		return true
 	}, "copy count was not restored after the kill")
+}
+
+// A master paused with SIGSTOP for longer than its lease acknowledges
+// nothing after it wakes (its lease has run out and its slave was
+// promoted), and the promoted slave holds every acknowledged write.
+func TestPausedMasterAcknowledgesNothingAfterWaking(t *testing.T) {
+	pc := testcluster.StartProcs(t, testcluster.ProcOptions{DataServers: 3, Copies: 2, Buckets: 64})
+	proxy := pc.Proxies[0].Addr
+	victim := pc.DataServers[0]
+	ctx0, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	tb, err := pc.Client().Table(ctx0, 0, 0)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A key whose bucket the victim masters.
+	key := ""
+	for i := 0; key == ""; i++ {
+		k := fmt.Sprintf("paused:%d", i)
+		if tb.Master(tb.Bucket([]byte(k))) == victim.Addr {
+			key = k
+		}
+	}
+	cl := redis.NewClient(&redis.Options{Addr: proxy})
+	defer cl.Close()
+	if err := cl.Set(context.Background(), key, "before", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	stop := make(chan struct{})
+	load, wg := runWriteLoad(t, proxy, 2, stop)
+	time.Sleep(time.Second)
+	victim.Pause()
+	// Longer than the lease (1.5 s) and the configserver's down
+	// detection (2 s): the slave is promoted meanwhile.
+	time.Sleep(4 * time.Second)
+	// A write sent straight to the paused master waits in its socket and
+	// is the first thing it reads when it wakes.
+	conn, err := net.DialTimeout("tcp", victim.Addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("*3\r\n$3\r\nSET\r\n$" + fmt.Sprint(len(key)) + "\r\n" + key + "\r\n$5\r\nstale\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	victim.Resume()
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no reply from the woken master: %v", err)
+	}
+	if !strings.HasPrefix(line, "-") {
+		t.Fatalf("woken master acknowledged a write: %q", strings.TrimSpace(line))
+	}
+	t.Logf("woken master answered %q", strings.TrimSpace(line))
+	time.Sleep(2 * time.Second)
+	close(stop)
+	wg.Wait()
+	t.Logf("%d writes acknowledged, %d errors (last %v), longest gap %v", len(load.acked), load.errors, load.lastErr, load.maxGap)
+	verifyAcked(t, proxy, load.acked)
+	if got, err := cl.Get(context.Background(), key).Result(); err != nil || got != "before" {
+		t.Fatalf("%s = %q, %v after the refused write; want %q", key, got, err, "before")
+	}
 }
