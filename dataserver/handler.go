@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"github.com/tairkv/tair/internal/glob"
 	"io"
 	"net"
 	"strconv"
@@ -602,7 +603,7 @@ func (s *Server) scanBucket(out []byte, env envelope, args [][]byte) []byte {
 		if typ != nil && string(typ) != typeName(r) {
 			return nil
 		}
-		if pattern != nil && !globMatch(pattern, r.Key) {
+		if pattern != nil && !glob.Match(pattern, r.Key, false) {
 			return nil
 		}
 		keys = append(keys, append([]byte(nil), r.Key...))

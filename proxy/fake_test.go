@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/tairkv/tair/internal/glob"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -222,7 +223,7 @@ func (f *fakeDS) handle(args [][]byte) []byte {
 		var ks []string
 		for k := range f.data {
 			a, kk, _ := strings.Cut(k, "\x00")
-			if a == area && t.Bucket([]byte(kk)) == uint32(b) && (match == nil || globMatch(match, []byte(kk), false)) {
+			if a == area && t.Bucket([]byte(kk)) == uint32(b) && (match == nil || glob.Match(match, []byte(kk), false)) {
 				ks = append(ks, kk)
 			}
 		}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"github.com/tairkv/tair/internal/glob"
 	"os"
 	"runtime"
 	"sort"
@@ -107,7 +108,7 @@ func (s *Server) configGet(pattern []byte) [][2]string {
 	all["port"] = strconv.Itoa(func() int { _, p := splitHostPort(s.Addr()); return p }())
 	out := make([][2]string, 0)
 	for k, v := range all {
-		if globMatch(pattern, []byte(k), true) {
+		if glob.Match(pattern, []byte(k), true) {
 			out = append(out, [2]string{k, v})
 		}
 	}

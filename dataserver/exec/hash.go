@@ -25,6 +25,7 @@ package exec
 
 import (
 	"errors"
+	"github.com/tairkv/tair/internal/glob"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -297,7 +298,7 @@ func dsReplyScan(c *Ctx, next uint64, items []string, match []byte, pairs bool) 
 		}
 		kept := items[:0]
 		for i := 0; i < len(items); i += step {
-			if dsGlob(match, items[i]) {
+			if glob.Match(match, []byte(items[i]), false) {
 				kept = append(kept, items[i:i+step]...)
 			}
 		}
@@ -312,89 +313,6 @@ func dsReplyScan(c *Ctx, next uint64, items []string, match []byte, pairs bool) 
 	for _, s := range items {
 		c.BulkString(s)
 	}
-}
-
-// dsGlob is Redis's stringmatchlen (glob with *, ?, [...], \ escapes).
-func dsGlob(p []byte, s string) bool {
-	for len(p) > 0 {
-		switch p[0] {
-		case '*':
-			for len(p) > 1 && p[1] == '*' {
-				p = p[1:]
-			}
-			if len(p) == 1 {
-				return true
-			}
-			for i := 0; i <= len(s); i++ {
-				if dsGlob(p[1:], s[i:]) {
-					return true
-				}
-			}
-			return false
-		case '?':
-			if len(s) == 0 {
-				return false
-			}
-			s = s[1:]
-		case '[':
-			if len(s) == 0 {
-				return false
-			}
-			p = p[1:]
-			not := len(p) > 0 && p[0] == '^'
-			if not {
-				p = p[1:]
-			}
-			match := false
-			for {
-				if len(p) == 0 {
-					break
-				}
-				if p[0] == '\\' && len(p) >= 2 {
-					p = p[1:]
-					if p[0] == s[0] {
-						match = true
-					}
-				} else if p[0] == ']' {
-					break
-				} else if len(p) >= 3 && p[1] == '-' {
-					lo, hi := p[0], p[2]
-					if lo > hi {
-						lo, hi = hi, lo
-					}
-					p = p[2:]
-					if s[0] >= lo && s[0] <= hi {
-						match = true
-					}
-				} else if p[0] == s[0] {
-					match = true
-				}
-				p = p[1:]
-			}
-			if not {
-				match = !match
-			}
-			if !match {
-				return false
-			}
-			s = s[1:]
-			if len(p) == 0 {
-				return len(s) == 0
-			}
-		case '\\':
-			if len(p) >= 2 {
-				p = p[1:]
-			}
-			fallthrough
-		default:
-			if len(s) == 0 || p[0] != s[0] {
-				return false
-			}
-			s = s[1:]
-		}
-		p = p[1:]
-	}
-	return len(s) == 0
 }
 
 // dsRandCount parses HRANDFIELD/SRANDMEMBER/ZRANDMEMBER's count.

@@ -27,6 +27,7 @@ package exec
 // TairHash itself does for EXHINCRBYFLOAT.
 
 import (
+	"github.com/tairkv/tair/internal/glob"
 	"math/big"
 	"strconv"
 
@@ -868,7 +869,7 @@ func cmdExHScan(c *Ctx) {
 	picked, next := dsScan(names, cursor, int(min(count, 1<<30)))
 	items := make([]string, 0, 2*len(picked))
 	for _, k := range picked {
-		if match == nil || dsGlob(match, k) {
+		if match == nil || glob.Match(match, []byte(k), false) {
 			items = append(items, k, vals[k])
 		}
 	}
