@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
@@ -11,6 +12,42 @@ import (
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/proxy"
 )
+
+// role is what each of configserver, dataserver and proxy offers.
+type role interface {
+	Start() error
+	Addr() string
+	HTTPAddr() string
+	Close() error
+}
+
+// roleCmd builds the command that runs one role until SIGINT/SIGTERM.
+func roleCmd(use, short string, flags func(*cobra.Command), build func(*viper.Viper, *slog.Logger) (role, error)) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v, err := settings(cmd)
+			if err != nil {
+				return err
+			}
+			log := newLogger(v, use)
+			r, err := build(v, log)
+			if err != nil {
+				return err
+			}
+			if err := r.Start(); err != nil {
+				return fmt.Errorf("%s: %w", use, err)
+			}
+			log.Info(use+" serving", "listen", r.Addr(), "http", r.HTTPAddr())
+			return runUntilSignal(log, r)
+		},
+	}
+	addConfigFlag(cmd)
+	flags(cmd)
+	return cmd
+}
 
 func configserverFlags(cmd *cobra.Command) {
 	d := configserver.DefaultConfig()
@@ -51,30 +88,9 @@ func configserverConfig(v *viper.Viper) configserver.Config {
 }
 
 func configserverCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "configserver",
-		Short: "run the control plane: bucket table, heartbeats, migrations",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			v, err := settings(cmd)
-			if err != nil {
-				return err
-			}
-			log := newLogger(v, "configserver")
-			cs, err := configserver.New(configserverConfig(v), log)
-			if err != nil {
-				return err
-			}
-			if err := cs.Start(); err != nil {
-				return fmt.Errorf("configserver: %w", err)
-			}
-			log.Info("configserver serving", "listen", cs.Addr(), "http", cs.HTTPAddr())
-			return runUntilSignal(log, cs)
-		},
-	}
-	addConfigFlag(cmd)
-	configserverFlags(cmd)
-	return cmd
+	return roleCmd("configserver", "run the control plane: bucket table, heartbeats, migrations", configserverFlags, func(v *viper.Viper, log *slog.Logger) (role, error) {
+		return configserver.New(configserverConfig(v), log)
+	})
 }
 
 func dataserverFlags(cmd *cobra.Command) {
@@ -120,30 +136,9 @@ func dataserverConfig(v *viper.Viper) dataserver.Config {
 }
 
 func dataserverCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "dataserver",
-		Short: "run one storage node",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			v, err := settings(cmd)
-			if err != nil {
-				return err
-			}
-			log := newLogger(v, "dataserver")
-			ds, err := dataserver.New(dataserverConfig(v), log)
-			if err != nil {
-				return err
-			}
-			if err := ds.Start(); err != nil {
-				return fmt.Errorf("dataserver: %w", err)
-			}
-			log.Info("dataserver serving", "listen", ds.Addr(), "http", ds.HTTPAddr())
-			return runUntilSignal(log, ds)
-		},
-	}
-	addConfigFlag(cmd)
-	dataserverFlags(cmd)
-	return cmd
+	return roleCmd("dataserver", "run one storage node", dataserverFlags, func(v *viper.Viper, log *slog.Logger) (role, error) {
+		return dataserver.New(dataserverConfig(v), log)
+	})
 }
 
 func proxyFlags(cmd *cobra.Command) {
@@ -187,28 +182,7 @@ func proxyConfig(v *viper.Viper) proxy.Config {
 }
 
 func proxyCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "proxy",
-		Short: "run one stateless RESP proxy",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			v, err := settings(cmd)
-			if err != nil {
-				return err
-			}
-			log := newLogger(v, "proxy")
-			p, err := proxy.New(proxyConfig(v), log)
-			if err != nil {
-				return err
-			}
-			if err := p.Start(); err != nil {
-				return fmt.Errorf("proxy: %w", err)
-			}
-			log.Info("proxy serving", "listen", p.Addr(), "http", p.HTTPAddr())
-			return runUntilSignal(log, p)
-		},
-	}
-	addConfigFlag(cmd)
-	proxyFlags(cmd)
-	return cmd
+	return roleCmd("proxy", "run one stateless RESP proxy", proxyFlags, func(v *viper.Viper, log *slog.Logger) (role, error) {
+		return proxy.New(proxyConfig(v), log)
+	})
 }
