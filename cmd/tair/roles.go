@@ -38,7 +38,7 @@ func roleCmd(use, short string, flags func(*cobra.Command), build func(*viper.Vi
 				return err
 			}
 			if err := r.Start(); err != nil {
-				return fmt.Errorf("%s: %w", use, err)
+				return err // the role's errors already name it
 			}
 			log.Info(use+" serving", "listen", r.Addr(), "http", r.HTTPAddr())
 			return runUntilSignal(log, r)
