@@ -121,19 +121,23 @@ func NewDetector(o Options) *Detector {
 }
 
 // Touch records one access of key in area.
-func (d *Detector) Touch(area uint16, key []byte) {
+func (d *Detector) Touch(area uint16, key []byte) { d.TouchN(area, key, 1) }
+
+// TouchN records n accesses: a caller that samples one access in n (to
+// keep the detector's lock off its hot path) reports each sample as n.
+func (d *Detector) TouchN(area uint16, key []byte, n int64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.rollLocked(d.opts.Now())
-	d.mu.total++
+	d.mu.total += n
 	if c, ok := d.mu.counters[Key{area, string(key)}]; ok {
-		c.count++
+		c.count += n
 		heap.Fix(&d.mu.heap, c.index)
 		return
 	}
 	k := Key{area, string(key)}
 	if len(d.mu.heap) < d.opts.Capacity {
-		c := &counter{key: k, count: 1}
+		c := &counter{key: k, count: n}
 		d.mu.counters[k] = c
 		heap.Push(&d.mu.heap, c)
 		return
@@ -143,7 +147,7 @@ func (d *Detector) Touch(area uint16, key []byte) {
 	c := d.mu.heap[0]
 	delete(d.mu.counters, c.key)
 	c.key = k
-	c.count++
+	c.count += n
 	d.mu.counters[k] = c
 	heap.Fix(&d.mu.heap, 0)
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tairkv/tair/hotkey"
+	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
 
@@ -230,33 +232,36 @@ func cmdTairStat(ss *session, r *request) {
 	r.raw(b)
 }
 
-// TAIR.HOTKEYS [area]: every node's list, concatenated.
+// hotSample is how many routed commands one hot-key sample stands for.
+const hotSample = 8
+
+// TAIR.HOTKEYS [area]: the keys this proxy saw hot in the last window
+// (hotkey.Detector), as a flat array key, rate (requests/s), ... hottest
+// first; the area defaults to the session's.
 func cmdTairHotkeys(ss *session, r *request) {
-	rt := ss.srv.r.load()
-	if rt == nil {
-		r.setError("CLUSTERDOWN the proxy has no bucket table yet")
+	area := ss.area
+	if len(r.args) > 2 {
+		r.setError("ERR wrong number of arguments for 'tair.hotkeys' command")
 		return
 	}
-	parts := ss.fanOut(r, rt.nodes, r.args, false)
-	var elems [][]byte
-	for _, p := range parts {
-		if len(p.reply) == 0 || p.reply[0] == '-' {
-			if bytes.HasPrefix(p.reply, []byte("-ERR unknown command")) {
-				continue
-			}
-			r.raw(p.reply)
+	if len(r.args) == 2 {
+		n, err := strconv.Atoi(string(r.args[1]))
+		if err != nil || n < 0 || n > route.MaxArea {
+			r.setError("ERR area must be an integer between 0 and 1023")
 			return
 		}
-		es, err := rawElements(p.reply)
-		if err != nil {
-			r.setError("ERR bad TAIR.HOTKEYS reply from dataserver")
-			return
-		}
-		elems = append(elems, es...)
+		area = n
 	}
-	b := resp.AppendArray(r.reply[:0], len(elems))
-	for _, e := range elems {
-		b = append(b, e...)
+	var hot []hotkey.Hot
+	for _, h := range ss.srv.hot.Hot() {
+		if int(h.Area) == area {
+			hot = append(hot, h)
+		}
+	}
+	b := resp.AppendArray(r.reply[:0], 2*len(hot))
+	for _, h := range hot {
+		b = resp.AppendBulkString(b, h.Key.Key)
+		b = resp.AppendInt(b, int64(h.Rate))
 	}
 	r.raw(b)
 }

@@ -251,6 +251,11 @@ func (ss *session) route(r *request, keys []int) {
 			break
 		}
 	}
+	// One access in hotSample feeds the hot-key detector, weighted, so
+	// its lock stays off the common path.
+	if ss.hotTick++; ss.hotTick%hotSample == 0 {
+		ss.srv.hot.TouchN(uint16(ss.area), args[keys[0]], hotSample)
+	}
 	r.bucket = b
 	r.write = r.spec.Has(command.Write)
 	r.slaveOK = !r.write && r.spec.Has(command.ReadOnly)

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tairkv/tair/hotkey"
 	"github.com/tairkv/tair/internal/route"
 )
 
@@ -62,7 +63,9 @@ type Server struct {
 
 	stats   serverStats
 	slowlog slowlog
-	dyn     dynConfig
+	// hot counts sampled key accesses for TAIR.HOTKEYS.
+	hot *hotkey.Detector
+	dyn dynConfig
 }
 
 // serverStats are INFO stats counters.
@@ -94,6 +97,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		log:      log,
 		id:       hex.EncodeToString(idb[:]),
 		sessions: map[int64]*session{},
+		hot:      hotkey.NewDetector(hotkey.Options{}),
 	}
 	s.m = newMetrics(s)
 	s.unknown = &cmdEntry{stat: s.m.stat("unknown")}

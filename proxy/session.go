@@ -30,6 +30,7 @@ type session struct {
 	created time.Time
 
 	area    int
+	hotTick int64 // counts routed commands, for hot-key sampling
 	areaStr []byte
 	proto   int
 	authed  bool

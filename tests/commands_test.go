@@ -3,6 +3,7 @@ package tests
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -145,5 +146,41 @@ func TestWatchMultiExecThroughProxy(t *testing.T) {
 	got := fmt.Sprint(vals)
 	if got != "[0 1]" {
 		t.Fatalf("after the transactions: %s, want [0 1]", got)
+	}
+}
+
+// TAIR.HOTKEYS names a key that takes most of the traffic, with its rate.
+func TestHotKeysThroughProxy(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Options: cluster.Options{DataServers: 3, Copies: 2, Buckets: 64}})
+	p := c.Client(0)
+	x := ctx(t)
+	if err := p.Set(x, "hot:key", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 6; round++ {
+		pipe := p.Pipeline()
+		for i := 0; i < 5000; i++ {
+			pipe.Get(x, "hot:key")
+			if i%100 == 0 {
+				pipe.Get(x, fmt.Sprintf("cold:%d", i))
+			}
+		}
+		if _, err := pipe.Exec(x); err != nil && err != redis.Nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(1100 * time.Millisecond) // the detector publishes per 1 s window
+	res, err := p.Do(x, "tair.hotkeys").Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 || res[0] != "hot:key" {
+		t.Fatalf("TAIR.HOTKEYS = %v, want [hot:key <rate>]", res)
+	}
+	if rate, ok := res[1].(int64); !ok || rate < 1000 {
+		t.Fatalf("hot:key rate %v, want at least 1000/s", res[1])
+	}
+	if other, err := p.Do(x, "tair.hotkeys", 7).Slice(); err != nil || len(other) != 0 {
+		t.Fatalf("TAIR.HOTKEYS 7 = %v, %v; want empty", other, err)
 	}
 }
