@@ -523,30 +523,7 @@ func cmdHDel(c *Ctx) {
 		prefixHDel(c)
 		return
 	}
-	n := 0
-	err := dsWrite(c, 1, engines.TypeHash, nil, func(o engines.Object) (engines.Action, error) {
-		if o == nil {
-			return engines.Keep, nil
-		}
-		h := o.(*ds.Hash)
-		for _, f := range c.Args[2:] {
-			if h.Delete(string(f)) {
-				n++
-			}
-		}
-		if n == 0 {
-			return engines.Keep, nil
-		}
-		return engines.Store, nil
-	})
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if n == 0 {
-		c.NoPropagate()
-	}
-	c.Int(int64(n))
+	removeMembers(c, engines.TypeHash, func(o engines.Object, f string) bool { return o.(*ds.Hash).Delete(f) })
 }
 
 func cmdHLen(c *Ctx) {

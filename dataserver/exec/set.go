@@ -62,14 +62,20 @@ func cmdSAdd(c *Ctx) {
 }
 
 func cmdSRem(c *Ctx) {
+	removeMembers(c, engines.TypeSet, func(o engines.Object, m string) bool { return o.(*ds.Set).Remove(m) })
+}
+
+// removeMembers is HDEL, SREM and ZREM: remove args[2:] from the
+// collection at args[1] and reply how many were there. A write that
+// removed nothing is not propagated.
+func removeMembers(c *Ctx, t engines.ValueType, remove func(o engines.Object, member string) bool) {
 	n := 0
-	err := dsWrite(c, 1, engines.TypeSet, nil, func(o engines.Object) (engines.Action, error) {
+	err := dsWrite(c, 1, t, nil, func(o engines.Object) (engines.Action, error) {
 		if o == nil {
 			return engines.Keep, nil
 		}
-		s := o.(*ds.Set)
 		for _, m := range c.Args[2:] {
-			if s.Remove(string(m)) {
+			if remove(o, string(m)) {
 				n++
 			}
 		}

@@ -601,30 +601,7 @@ func zrank(c *Ctx, rev bool) {
 }
 
 func cmdZRem(c *Ctx) {
-	n := 0
-	err := dsWrite(c, 1, engines.TypeZSet, nil, func(o engines.Object) (engines.Action, error) {
-		if o == nil {
-			return engines.Keep, nil
-		}
-		z := o.(*ds.ZSet)
-		for _, m := range c.Args[2:] {
-			if z.Remove(string(m)) {
-				n++
-			}
-		}
-		if n == 0 {
-			return engines.Keep, nil
-		}
-		return engines.Store, nil
-	})
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if n == 0 {
-		c.NoPropagate()
-	}
-	c.Int(int64(n))
+	removeMembers(c, engines.TypeZSet, func(o engines.Object, m string) bool { return o.(*ds.ZSet).Remove(m) })
 }
 
 func zremrange(c *Ctx, kind zrangeKind) {
