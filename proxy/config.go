@@ -51,7 +51,8 @@ type Config struct {
 	// long (default 30 s).
 	WriteTimeout time.Duration
 	// RetryBudget bounds the time spent retrying one command (NOTMASTER,
-	// TRYAGAIN, lost connections; default 2 s) ...
+	// TRYAGAIN, lost connections; default 2.5 s: longer than the
+	// configserver's failure detection and promotion, about 2 s) ...
 	RetryBudget time.Duration
 	// ... and RetryAttempts the attempts (default 30).
 	RetryAttempts int
@@ -88,7 +89,7 @@ func DefaultConfig() Config {
 		MaxInlineLen:      64 << 10,
 		MaxOutputBuffer:   256 << 20,
 		WriteTimeout:      30 * time.Second,
-		RetryBudget:       2 * time.Second,
+		RetryBudget:       2500 * time.Millisecond,
 		RetryAttempts:     30,
 		RequestTimeout:    10 * time.Second,
 		DialTimeout:       time.Second,

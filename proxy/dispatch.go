@@ -167,8 +167,9 @@ func (ss *session) drain() {
 		if !r.local {
 			ss.finish(r)
 		}
-		ss.out = append(ss.out, r.reply...)
+		// account first: it turns a backend failure into the reply.
 		ss.account(r)
+		ss.out = append(ss.out, r.reply...)
 		if !ss.checkOutput() {
 			ss.quit = true
 		}
@@ -376,9 +377,11 @@ func (ss *session) finish(r *request) {
 			deadline = time.Now().Add(s.cfg.RetryBudget)
 		}
 		attempt++
-		// TRYAGAIN (a migration's short final freeze) is bounded by the
-		// time budget only; the other retries also by the attempt count.
-		if (wait != retryTryAgain && attempt >= s.cfg.RetryAttempts) || time.Now().After(deadline) {
+		// NOTMASTER is bounded by the attempt count too (two nodes that
+		// disagree must not ping-pong a request for the whole budget);
+		// TRYAGAIN (a migration's short final freeze) and lost or absent
+		// masters (a failover in progress) by the time budget only.
+		if (wait == retryNotMaster && attempt >= s.cfg.RetryAttempts) || time.Now().After(deadline) {
 			ss.giveUp(r)
 			return
 		}
@@ -387,6 +390,45 @@ func (ss *session) finish(r *request) {
 		ss.backoff(r, wait, attempt)
 		ss.send(r)
 	}
+}
+
+// idempotentWrite reports whether the write args, run twice, leaves the
+// same data and gets the same reply as run once: SET with no condition
+// (NX, XX, IFEQ), no GET and no version; MSET; HMSET; SETEX and PSETEX.
+// (A relative expiry restarts from the second run: the key lives a
+// little longer, never shorter.)
+func idempotentWrite(args [][]byte) bool {
+	switch {
+	case equalFoldASCII(args[0], "set"):
+		for _, a := range args[3:] {
+			switch {
+			case equalFoldASCII(a, "nx"), equalFoldASCII(a, "xx"), equalFoldASCII(a, "get"), equalFoldASCII(a, "ifeq"):
+				return false
+			}
+		}
+		return true
+	case equalFoldASCII(args[0], "mset"), equalFoldASCII(args[0], "hmset"),
+		equalFoldASCII(args[0], "setex"), equalFoldASCII(args[0], "psetex"):
+		return true
+	}
+	return false
+}
+
+// equalFoldASCII compares b with the lower-case ASCII s, ignoring case.
+func equalFoldASCII(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
 }
 
 type retryKind int
@@ -422,16 +464,18 @@ var (
 //
 // The rule for lost connections: a request that never reached the
 // connection's socket (dial failure, queued when it broke) is always
-// retried; one that may have been written is retried only when it is
-// not a write (reads are idempotent) — a write is never sent twice, the
-// client gets -TIMEOUT and decides. NOTMASTER and TRYAGAIN replies mean
-// the dataserver did not run the command, so they are always retried.
+// retried; one that may have been written is retried only when running
+// it twice has the effect and the reply of running it once: reads, and
+// the writes idempotentWrite names. Any other write is never sent twice:
+// the client gets -TIMEOUT and decides. NOTMASTER and TRYAGAIN replies
+// mean the dataserver did not run the command, so they are always
+// retried.
 func (ss *session) classify(r *request) (bool, retryKind) {
 	if r.err != nil {
 		switch {
 		case r.err == errNoTable || r.err == errNoMaster:
 			return true, retryNoMaster
-		case !r.written || !r.write:
+		case !r.written || !r.write || idempotentWrite(r.args):
 			return true, retryConn
 		}
 		return false, retryNone

@@ -43,6 +43,7 @@ type fakeDS struct {
 	envelopes atomic.Int64
 	lastProto atomic.Int32
 	delay     atomic.Int64 // ns before each batch
+	hangUp    atomic.Int32 // close the connection unanswered on this many more requests
 }
 
 func newFakeDS(t testing.TB) *fakeDS {
@@ -70,6 +71,11 @@ func (f *fakeDS) serve(conn redcon.Conn, cmd redcon.Command) {
 		time.Sleep(time.Duration(d))
 	}
 	cmds := append([]redcon.Command{cmd}, conn.ReadPipeline()...)
+	if f.hangUp.Load() > 0 && f.hangUp.Add(-1) >= 0 {
+		// As a killed dataserver: the request arrived, no reply ever will.
+		_ = conn.Close()
+		return
+	}
 	for _, c := range cmds {
 		conn.WriteRaw(f.handle(c.Args))
 	}

@@ -280,6 +280,59 @@ func TestBackendDownThenBack(t *testing.T) {
 	}
 }
 
+// A dataserver that dies with a request in flight: a write that may have
+// run and is not idempotent gets an error reply at once (not silence and
+// not a second run); an idempotent SET and a read are sent again; the
+// connection stays usable.
+func TestBackendLostMidRequest(t *testing.T) {
+	e := newEnv(t, 1, false)
+	rc := e.raw()
+	f := e.fakes[0]
+	f.hangUp.Store(1)
+	start := time.Now()
+	got := rc.do("INCR", "n")
+	if want := "-TIMEOUT proxy: backend connection closed"; !strings.HasPrefix(got, want) || !strings.Contains(got, "the write may have applied") {
+		t.Fatalf("INCR through a dataserver that hung up = %q, want %q...", got, want)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("the error took %v", d)
+	}
+	if got := rc.do("INCR", "n"); got != ":1\r\n" {
+		t.Fatalf("next INCR = %q (the first must not have been resent)", got)
+	}
+	f.hangUp.Store(1)
+	if got := rc.do("SET", "k", "v2"); got != "+OK\r\n" {
+		t.Fatalf("SET through a dataserver that hung up once = %q (an idempotent write is retried)", got)
+	}
+	f.hangUp.Store(1)
+	if got := rc.do("GET", "k"); got != "$2\r\nv2\r\n" {
+		t.Fatalf("GET through a dataserver that hung up once = %q (a read is retried)", got)
+	}
+	if f.hangUp.Load() > 0 {
+		t.Fatal("the fake did not hang up")
+	}
+}
+
+func TestIdempotentWrite(t *testing.T) {
+	for _, c := range []struct {
+		cmd  string
+		want bool
+	}{
+		{"SET k v", true}, {"set k v EX 10", true}, {"SET k v PXAT 99 KEEPTTL", true},
+		{"SET k v NX", false}, {"SET k v xx", false}, {"SET k v GET", false},
+		{"MSET a 1 b 2", true}, {"HMSET h f v", true}, {"SETEX k 10 v", true}, {"PSETEX k 10 v", true},
+		{"INCR k", false}, {"DEL k", false}, {"HSET h f v", false}, {"LPUSH l a", false}, {"APPEND k v", false},
+	} {
+		var args [][]byte
+		for _, a := range strings.Fields(c.cmd) {
+			args = append(args, []byte(a))
+		}
+		if got := idempotentWrite(args); got != c.want {
+			t.Errorf("idempotentWrite(%s) = %v, want %v", c.cmd, got, c.want)
+		}
+	}
+}
+
 func TestLocalCommands(t *testing.T) {
 	e := newEnv(t, 2, false)
 	rc := e.raw()

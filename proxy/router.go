@@ -160,9 +160,9 @@ func (r *router) refresh(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	if cur := r.cur.Load(); cur == nil || t.Version >= cur.t.Version {
-		r.apply(t, true)
-	}
+	// Only a newer table counts as a change: re-applying the same one
+	// would wake every retry waiting for a change at once.
+	r.apply(t, false)
 }
 
 // first waits for a first table, retrying, up to timeout.

@@ -27,6 +27,7 @@ type writeLoad struct {
 	maxGap  time.Duration
 	errors  int64
 	lastErr error
+	errLog  []string // the first few failures: when, which key, what
 }
 
 func runWriteLoad(t *testing.T, addr string, writers int, stop <-chan struct{}) (*writeLoad, *sync.WaitGroup) {
@@ -61,6 +62,9 @@ func runWriteLoad(t *testing.T, addr string, writers int, stop <-chan struct{}) 
 				} else {
 					w.errors++
 					w.lastErr = err
+					if len(w.errLog) < 8 {
+						w.errLog = append(w.errLog, fmt.Sprintf("%s %s: %v", now.Format("15:04:05.000"), k, err))
+					}
 				}
 				w.mu.Unlock()
 				if err != nil {
@@ -112,8 +116,11 @@ func TestKillMasterDataserverLosesNothing(t *testing.T) {
 	close(stop)
 	wg.Wait()
 
-	t.Logf("kill -9 of %s: %d writes acknowledged, %d errors (last %v), longest gap without an ack %v",
-		victim.Addr, len(load.acked), load.errors, load.lastErr, load.maxGap)
+	t.Logf("kill -9 of %s: %d writes acknowledged, %d errors, longest gap without an ack %v",
+		victim.Addr, len(load.acked), load.errors, load.maxGap)
+	for _, e := range load.errLog {
+		t.Logf("error: %s", e)
+	}
 	if load.maxGap > 3*time.Second {
 		t.Fatalf("writes stalled %v after the kill, want under 3s", load.maxGap)
 	}

@@ -91,7 +91,12 @@ func StartProc(t testing.TB, kind string, extra ...string) *Proc {
 	}
 	p.Args = append([]string{kind, "--listen", p.Addr, "--http", p.HTTP}, extra...)
 	p.Start()
-	t.Cleanup(func() { p.Kill() })
+	t.Cleanup(func() {
+		p.Kill()
+		if t.Failed() || os.Getenv("TAIR_TEST_LOGS") != "" {
+			t.Logf("output of %s %s (last 64 KiB):\n%s", p.Kind, p.Addr, tail(p.Output(), 64<<10))
+		}
+	})
 	return p
 }
 
@@ -286,3 +291,19 @@ func (pc *ProcCluster) WaitNodes(t testing.TB, n int, timeout time.Duration) {
 		return err == nil && len(tb.Nodes()) >= n && len(tb.Migrating) == 0
 	}, "table never named %d dataservers", n)
 }
+
+// tail returns the last n bytes of s, cut at a line start.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
+
+// DebugDump sends SIGQUIT: a Go process prints every goroutine's stack
+// and exits (for diagnosing a hang in a test).
+func (p *Proc) DebugDump() { p.signal(syscall.SIGQUIT) }
