@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -160,9 +161,13 @@ func (r *router) refresh(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	// Only a newer table counts as a change: re-applying the same one
-	// would wake every retry waiting for a change at once.
-	r.apply(t, false)
+	// A newer table, or one of the same version that says otherwise (a
+	// table set by hand): re-applying an identical one would wake every
+	// retry waiting for a change at once.
+	if cur := r.cur.Load(); cur == nil || t.Version > cur.t.Version ||
+		(t.Version == cur.t.Version && !reflect.DeepEqual(t, cur.t)) {
+		r.apply(t, true)
+	}
 }
 
 // first waits for a first table, retrying, up to timeout.
