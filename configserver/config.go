@@ -54,6 +54,13 @@ type Config struct {
 	// source's heartbeats before it is restarted (the source restarted or
 	// never saw it). Default 10s.
 	MoveStall time.Duration
+	// HandoffWindow is how long a down dataserver stays in the rows it
+	// serves as a slave (marked behind its masters, which keep its missed
+	// writes in their replication backlog and replay them when it comes
+	// back) before its copies are rebuilt elsewhere. Rows it mastered get
+	// a caught-up slave as master at once. Default 30s; negative turns
+	// handoff off (a down node leaves every row at once).
+	HandoffWindow time.Duration
 	// LeaseTTL is the election lease; a standby takes over within about
 	// this long after the leader dies. Whole seconds, default 2s.
 	LeaseTTL time.Duration
@@ -76,6 +83,7 @@ func DefaultConfig() Config {
 		MovesPerNode:      1,
 		MaxMoves:          8,
 		MoveStall:         10 * time.Second,
+		HandoffWindow:     30 * time.Second,
 		LeaseTTL:          2 * time.Second,
 		EtcdPrefix:        "/tair",
 	}
@@ -110,6 +118,9 @@ func (c *Config) adjust() {
 	}
 	if c.MaxMoves == 0 {
 		c.MaxMoves = d.MaxMoves
+	}
+	if c.HandoffWindow == 0 {
+		c.HandoffWindow = d.HandoffWindow
 	}
 	if c.MoveStall == 0 {
 		c.MoveStall = d.MoveStall

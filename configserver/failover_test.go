@@ -191,3 +191,81 @@ func TestLastCopyWaitsForItsNode(t *testing.T) {
 		t.Fatalf("moves after a data-losing restart with one copy: %v", after.Migrating)
 	}
 }
+
+// TestHandOffWindow: a node down for less than the handoff window gives
+// its master slots to caught-up slaves but keeps its rows, behind their
+// masters; nothing is copied; back in time, it is caught up and no move
+// runs. A slave its master reports unreachable is behind too, and a
+// master then down is not replaced by it.
+func TestHandOffWindow(t *testing.T) {
+	cfg := testConfig()
+	cfg.HandoffWindow = 10 * time.Second
+	s := startServer(t, cfg)
+	waitLeader(t, s, 5*time.Second)
+	var dss []*fakeDS
+	for _, a := range dsAddrs[:3] {
+		dss = append(dss, newFakeDS(t, a, s.Addr()))
+	}
+	first := waitTable(t, s, 5*time.Second, func(tb *route.Table) bool {
+		return len(tb.Migrating) == 0 && len(pendingMoves(tb)) == 0
+	}, "settled")
+	away := dsAddrs[2]
+	dss[2].stop()
+	down := waitTable(t, s, 3*time.Second, func(tb *route.Table) bool { return tb.Version > first.Version }, "a newer version")
+	for b, row := range down.Serving {
+		old := first.Serving[b]
+		if !slices.Contains(old, away) {
+			// Masters may be reordered for balance; no copy moves.
+			if !sameSet(row, old) {
+				t.Fatalf("bucket %d changed %v -> %v", b, old, row)
+			}
+			continue
+		}
+		if row[0] == away || !slices.Contains(row, away) || !down.IsBehind(row[0], away) {
+			t.Fatalf("bucket %d: %v -> %v, behind %v: want %s kept as a slave behind the master", b, old, row, down.Behind, away)
+		}
+	}
+	if len(down.Migrating) != 0 {
+		t.Fatalf("moves while the node is away: %v", down.Migrating)
+	}
+	time.Sleep(5 * testInterval)
+	if mid := s.Table(); len(mid.Migrating) != 0 || !slices.EqualFunc(mid.Serving, down.Serving, sameSet) {
+		t.Fatalf("table changed while the node is away: %v moves %v", mid.Serving, mid.Migrating)
+	}
+	dss[2].start()
+	back := waitTable(t, s, 3*time.Second, func(tb *route.Table) bool { return len(tb.Behind) == 0 }, "caught up")
+	if len(back.Migrating) != 0 {
+		t.Fatalf("moves after the node came back within the window: %v", back.Migrating)
+	}
+
+	// The master of some bucket reports its slave unreachable: the slave
+	// is behind; then the master dies: that bucket keeps its dead master
+	// rather than promote the slave that lacks acknowledged writes.
+	var b uint32
+	for b = 0; b < back.Buckets; b++ {
+		if back.Serving[b][0] == dsAddrs[0] && back.Serving[b][1] == dsAddrs[1] {
+			break
+		}
+	}
+	if b == back.Buckets {
+		t.Fatalf("no bucket with master %s and slave %s: %v", dsAddrs[0], dsAddrs[1], back.Serving)
+	}
+	dss[0].mu.Lock()
+	dss[0].hb.UnreachableSlaves = []string{dsAddrs[1]}
+	dss[0].mu.Unlock()
+	behind := waitTable(t, s, 3*time.Second, func(tb *route.Table) bool { return tb.IsBehind(dsAddrs[0], dsAddrs[1]) }, "slave reported behind")
+	dss[0].stop()
+	after := waitTable(t, s, 3*time.Second, func(tb *route.Table) bool { return tb.Version > behind.Version && tb.Serving[b][0] != "" }, "failover")
+	time.Sleep(5 * testInterval)
+	after = s.Table()
+	if got := after.Serving[b]; got[0] != dsAddrs[0] {
+		t.Fatalf("bucket %d %v: a slave behind its dead master was promoted", b, got)
+	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}

@@ -40,6 +40,7 @@ func testConfig() Config {
 	cfg.HeartbeatInterval = testInterval
 	cfg.DownAfter = 8 // 800ms: tolerant of -race on a loaded machine
 	cfg.Settle = 300 * time.Millisecond
+	cfg.HandoffWindow = -1 // classic Tair: a down node leaves its rows (TestHandOffWindow turns it on)
 	return cfg
 }
 

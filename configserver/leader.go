@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -197,7 +198,7 @@ func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
 			continue
 		}
 		if nm.Incarnation != v.hb.Incarnation {
-			if !v.hb.Persistent && t != nil && strip(t, addr, false) {
+			if !v.hb.Persistent && t != nil && strip(t, addr, false, func(a string) bool { return view[a].alive }) {
 				s.log.Warn("dataserver restarted without its data; its copies are lost", "node", addr,
 					"old_incarnation", nm.Incarnation, "incarnation", v.hb.Incarnation)
 				dirty = true
@@ -216,20 +217,38 @@ func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
 		}
 	}
 	alive := func(addr string) bool { return view[addr].alive }
+	// away: down, but heard from within the handoff window.
+	away := func(addr string) bool {
+		v := view[addr]
+		return !v.alive && s.cfg.HandoffWindow > 0 && !v.lastSeen.IsZero() && now.Sub(v.lastSeen) < s.cfg.HandoffWindow
+	}
 
-	// 2. Failures.
+	// 2. Failures: a down node gives up its master slots to caught-up
+	// slaves; within its handoff window it keeps its rows as a slave
+	// behind the master, after it it leaves them.
 	if t != nil {
 		for _, addr := range tableNodes(t) {
-			if !alive(addr) && strip(t, addr, true) {
-				s.log.Warn("dataserver down; slaves promoted", "node", addr, "last_heartbeat", view[addr].lastSeen)
-				dirty = true
+			switch {
+			case alive(addr):
+			case away(addr):
+				if handOff(t, addr, alive) {
+					s.log.Warn("dataserver down; caught-up slaves promoted, its copies kept for the handoff window",
+						"node", addr, "last_heartbeat", view[addr].lastSeen, "window", s.cfg.HandoffWindow)
+					dirty = true
+				}
+			default:
+				if strip(t, addr, true, alive) {
+					s.log.Warn("dataserver down; slaves promoted", "node", addr, "last_heartbeat", view[addr].lastSeen)
+					dirty = true
+				}
 			}
 		}
+		s.markBehind(t, view, alive, away)
 	}
 
 	// 3. Destination. ls.members follows only a committed rebuild, so a
 	// failed commit rebuilds again next time.
-	members := s.members(m, alive)
+	members := s.members(m, func(a string) bool { return alive(a) || away(a) })
 	builtFor := ls.members
 	switch {
 	case t == nil:
@@ -271,7 +290,7 @@ func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
 			metaChanged = true // Completed
 		}
 		// 5. Settle.
-		s.settle(t)
+		s.settle(t, alive)
 		// 6. Start moves.
 		if !m.Paused {
 			s.startMoves(t, ls, now, alive)
@@ -431,7 +450,7 @@ func applyDone(t *route.Table, mv route.Move) {
 // more, serving rows become destination rows: extra copies dropped and the
 // planned masters in front. Masters switch only then, in one table, so a
 // degraded cluster does not reshuffle roles while it recovers.
-func (s *Server) settle(t *route.Table) {
+func (s *Server) settle(t *route.Table, alive func(string) bool) {
 	done := len(t.Migrating) == 0 && len(schedule.Diff(t.Serving, t.Destination)) == 0
 	var lost []int
 	defer func() {
@@ -453,6 +472,10 @@ func (s *Server) settle(t *route.Table) {
 			continue
 		}
 		if done {
+			if dest[0] != row[0] && (!alive(dest[0]) || t.IsBehind(row[0], dest[0])) {
+				// Mastership passes only to a live, caught-up copy.
+				continue
+			}
 			t.Serving[b] = slices.Clone(dest)
 		}
 	}
@@ -480,7 +503,7 @@ func (s *Server) startMoves(t *route.Table, ls *leaderState, now time.Time, aliv
 			break
 		}
 		mv := p.Move
-		if busy[mv.Bucket] || perSource[mv.From] >= s.cfg.MovesPerNode || !alive(mv.From) {
+		if busy[mv.Bucket] || perSource[mv.From] >= s.cfg.MovesPerNode || !alive(mv.From) || !alive(mv.To) {
 			continue
 		}
 		if _, ok := ls.failed[mv]; ok {
@@ -495,21 +518,37 @@ func (s *Server) startMoves(t *route.Table, ls *leaderState, now time.Time, aliv
 }
 
 // strip removes addr from the table: its serving copies become holes (a
-// slave is promoted where it was master) and moves from or to it end.
-// With keepLast, a bucket's last copy stays: a down node may come back with
-// its data (Tair keeps such buckets on the dead node rather than empty
-// them); the bucket is unavailable meanwhile.
-func strip(t *route.Table, addr string, keepLast bool) bool {
+// caught-up slave is promoted where it was master) and moves from or to
+// it end. With keepLast, a bucket whose every other copy may lack writes
+// addr acknowledged (its last copy, or slaves behind it) stays on addr: a
+// down node may come back with its data (Tair keeps such buckets on the
+// dead node rather than empty them); the bucket is unavailable meanwhile.
+// Without keepLast (addr lost its data) any remaining copy takes over.
+func strip(t *route.Table, addr string, keepLast bool, alive func(string) bool) bool {
 	changed := false
 	for _, row := range t.Serving {
-		if k := slices.Index(row, addr); k >= 0 {
-			if keepLast && copiesIn(row) == 1 {
+		k := slices.Index(row, addr)
+		if k < 0 {
+			continue
+		}
+		if k == 0 {
+			j := caughtUp(t, row, alive)
+			if j < 0 && keepLast {
 				continue
 			}
+			row[0] = ""
+			if j > 0 {
+				row[0], row[j] = row[j], ""
+			} else {
+				promote(row)
+			}
+		} else {
 			row[k] = ""
-			promote(row)
-			changed = true
 		}
+		changed = true
+	}
+	for m := range t.Behind {
+		t.SetBehind(m, addr, false)
 	}
 	keep := t.Migrating[:0]
 	for _, mv := range t.Migrating {
@@ -528,6 +567,105 @@ func strip(t *route.Table, addr string, keepLast bool) bool {
 		}
 	}
 	return changed
+}
+
+// handOff takes a down node, within its handoff window, out of the
+// master slots only: where it was master a caught-up slave takes over
+// and it stays as a slave; where it was a slave it stays. Either way it
+// is marked behind the row's master, which keeps the writes it misses in
+// its replication backlog and replays them when it returns. A bucket
+// with no caught-up copy keeps it as master (unavailable) until it comes
+// back. Moves from or to it end.
+func handOff(t *route.Table, addr string, alive func(string) bool) bool {
+	changed := false
+	for _, row := range t.Serving {
+		k := slices.Index(row, addr)
+		if k < 0 {
+			continue
+		}
+		if k == 0 {
+			j := caughtUp(t, row, alive)
+			if j < 0 {
+				continue
+			}
+			row[0], row[j] = row[j], row[0]
+			changed = true
+		}
+		if !t.IsBehind(row[0], addr) {
+			t.SetBehind(row[0], addr, true)
+			changed = true
+		}
+	}
+	keep := t.Migrating[:0]
+	for _, mv := range t.Migrating {
+		if mv.From == addr || mv.To == addr {
+			changed = true
+			continue
+		}
+		keep = append(keep, mv)
+	}
+	t.Migrating = keep
+	return changed
+}
+
+// caughtUp returns the index of the first slave in row that is alive and
+// not behind the row's master (it has applied every write the master
+// acknowledged), or -1.
+func caughtUp(t *route.Table, row []string, alive func(string) bool) int {
+	for j := 1; j < len(row); j++ {
+		if row[j] != "" && alive(row[j]) && !t.IsBehind(row[0], row[j]) {
+			return j
+		}
+	}
+	return -1
+}
+
+// markBehind keeps t.Behind true: a slave is behind its master while the
+// master reports it unreachable (its backlog holds writes the slave has
+// not applied) or while it is away; it is caught up again once both are
+// alive and the master's latest heartbeat no longer reports it (the
+// master clears the report only when the slave acknowledged its whole
+// backlog). Entries for pairs that no longer share a row are dropped.
+//
+// A master acknowledges a write without a slave only while the table it
+// holds says that slave is behind; the residual risk is a master that
+// still holds a table saying so while this leader has already cleared it
+// on a heartbeat older than the master's latest timeout.
+func (s *Server) markBehind(t *route.Table, view map[string]nodeView, alive, away func(string) bool) {
+	slavesOf := map[string][]string{}
+	for _, row := range t.Serving {
+		if len(row) == 0 || row[0] == "" {
+			continue
+		}
+		for _, sl := range row[1:] {
+			if sl != "" && !slices.Contains(slavesOf[row[0]], sl) {
+				slavesOf[row[0]] = append(slavesOf[row[0]], sl)
+			}
+		}
+	}
+	for _, m := range sortedKeys(t.Behind) {
+		for _, sl := range slices.Clone(t.Behind[m]) {
+			if !slices.Contains(slavesOf[m], sl) {
+				t.SetBehind(m, sl, false)
+			}
+		}
+	}
+	for _, m := range sortedKeys(slavesOf) {
+		v := view[m]
+		for _, sl := range slavesOf[m] {
+			reported := v.heard && slices.Contains(v.hb.UnreachableSlaves, sl)
+			switch {
+			case reported || away(sl):
+				if !t.IsBehind(m, sl) {
+					s.log.Warn("slave behind its master: it will not be promoted until it catches up", "master", m, "slave", sl, "away", away(sl))
+					t.SetBehind(m, sl, true)
+				}
+			case t.IsBehind(m, sl) && alive(sl) && alive(m) && v.heard:
+				s.log.Info("slave caught up with its master", "master", m, "slave", sl)
+				t.SetBehind(m, sl, false)
+			}
+		}
+	}
 }
 
 func copiesIn(row []string) int {
@@ -575,7 +713,8 @@ func tableNodes(t *route.Table) []string {
 func tableEqual(a, b *route.Table) bool {
 	return a.Buckets == b.Buckets && a.Copies == b.Copies &&
 		rowsEqual(a.Serving, b.Serving) && rowsEqual(a.Destination, b.Destination) &&
-		slices.Equal(a.Migrating, b.Migrating)
+		slices.Equal(a.Migrating, b.Migrating) &&
+		maps.EqualFunc(a.Behind, b.Behind, func(x, y []string) bool { return slices.Equal(x, y) })
 }
 
 func rowsEqual(a, b [][]string) bool {
@@ -624,7 +763,7 @@ func (s *Server) applyAdmin(ctx context.Context, ls *leaderState, req wire.Admin
 			return wire.AdminReply{Message: fmt.Sprintf("node %s still holds copies: drain it first", req.Node)}
 		}
 		nm.Removed, nm.Draining = true, false
-		if t != nil && strip(t, req.Node, false) {
+		if t != nil && strip(t, req.Node, false, s.isAlive) {
 			ls.dirty = true
 		}
 		s.nodes.forget(req.Node)

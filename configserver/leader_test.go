@@ -17,7 +17,8 @@ func TestStripPromotes(t *testing.T) {
 		Destination: [][]string{{"a", "b"}, {"b", "c"}, {"a", "c"}},
 		Migrating:   []route.Move{{Bucket: 1, From: "a", To: "c"}, {Bucket: 2, From: "a", To: "c"}},
 	}
-	if !strip(tb, "a", true) {
+	all := func(string) bool { return true }
+	if !strip(tb, "a", true, all) {
 		t.Fatal("strip changed nothing")
 	}
 	want := [][]string{{"b", ""}, {"b", ""}, {"a", ""}} // bucket 2's last copy stays
@@ -27,9 +28,52 @@ func TestStripPromotes(t *testing.T) {
 	if !rowsEqual(tb.Destination, [][]string{{"b"}, {"b", "c"}, {"c"}}) {
 		t.Fatalf("destination %v", tb.Destination)
 	}
-	strip(tb, "a", false)
+	strip(tb, "a", false, all)
 	if !slices.Equal(tb.Serving[2], []string{"", ""}) {
 		t.Fatalf("bucket 2 = %v, want lost", tb.Serving[2])
+	}
+}
+
+// Only a caught-up, live slave is promoted: one behind the dead master
+// (it lacks writes the master acknowledged) or dead itself is not, and
+// a bucket with no such slave stays on its master, unavailable, rather
+// than lose acknowledged writes.
+func TestStripPromotesOnlyCaughtUp(t *testing.T) {
+	tb := &route.Table{
+		Buckets: 3,
+		Serving: [][]string{{"a", "b", "c"}, {"a", "b", ""}, {"a", "d", "c"}},
+		Behind:  map[string][]string{"a": {"b"}},
+	}
+	alive := func(n string) bool { return n != "a" && n != "d" }
+	strip(tb, "a", true, alive)
+	want := [][]string{{"c", "b", ""}, {"a", "b", ""}, {"c", "d", ""}}
+	if !rowsEqual(tb.Serving, want) {
+		t.Fatalf("serving %v, want %v", tb.Serving, want)
+	}
+}
+
+// Within the handoff window a down node leaves only its master slots
+// (to caught-up slaves) and stays, behind the master, in every row.
+func TestHandOff(t *testing.T) {
+	tb := &route.Table{
+		Buckets:   3,
+		Serving:   [][]string{{"a", "b"}, {"b", "a"}, {"a", "c"}},
+		Migrating: []route.Move{{Bucket: 1, From: "b", To: "a"}},
+		Behind:    map[string][]string{"a": {"c"}},
+	}
+	alive := func(n string) bool { return n != "a" }
+	if !handOff(tb, "a", alive) {
+		t.Fatal("handOff changed nothing")
+	}
+	want := [][]string{{"b", "a"}, {"b", "a"}, {"a", "c"}} // c is behind a: bucket 2 waits
+	if !rowsEqual(tb.Serving, want) || len(tb.Migrating) != 0 {
+		t.Fatalf("serving %v moves %v, want %v and none", tb.Serving, tb.Migrating, want)
+	}
+	if !tb.IsBehind("b", "a") || !tb.IsBehind("a", "c") {
+		t.Fatalf("behind %v", tb.Behind)
+	}
+	if handOff(tb, "a", alive) {
+		t.Fatal("a second handOff changed the table again")
 	}
 }
 

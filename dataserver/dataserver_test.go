@@ -225,6 +225,50 @@ func TestLeaseExpiresDuringWrite(t *testing.T) {
 	}
 }
 
+// A master whose slave already has a newer table (in which the master is
+// no longer the master) answers NOTMASTER for a write the slave refused,
+// so the proxy sends it to the real master; the stale copy is marked
+// diverged.
+func TestSlaveRefusalIsNotMaster(t *testing.T) {
+	cs, nodes := cluster2(t, nil)
+	a, b := nodes[0], nodes[1]
+	k := keyIn("refused", 0, q, 0)
+	// b learns first that bucket 0 changed masters; a a moment later.
+	next := ringTable(2, q, 2, a.Addr(), b.Addr())
+	next.Serving[0] = []string{b.Addr(), a.Addr()}
+	b.applyTable(next)
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		cs.setTable(next)
+	}()
+	got := dial(t, a.Addr()).do(x(1, "SET", k, "1")...)
+	if got != "-NOTMASTER bucket 0 table 2 (tair -3986)" {
+		t.Fatalf("write refused by the slave: %q", got)
+	}
+	if !a.bucket(0).diverged.Load() {
+		t.Fatal("the copy holding the refused write is not marked diverged")
+	}
+	if _, ok := engineGet(b, k); ok {
+		t.Fatal("the refusing slave applied the write")
+	}
+
+	// A slave that refuses while this node stays the master (the slave
+	// copy moved away): the write may be on the new copy's way; -TIMEOUT.
+	c := ringTable(3, q, 2, a.Addr(), b.Addr())
+	b.applyTable(c)
+	waitVersion(t, 3, b)
+	c2 := c.Clone()
+	c2.Version = 4
+	c2.Serving[2] = []string{a.Addr()}
+	b.applyTable(c2)
+	cs.setTable(c)
+	waitVersion(t, 3, a)
+	k1 := keyIn("refused", 2, q, 0)
+	if got := dial(t, a.Addr()).do(x(3, "SET", k1, "1")...); !strings.HasPrefix(got, "-TIMEOUT a slave refused the write to bucket 2") {
+		t.Fatalf("write refused by a slave while still master: %q", got)
+	}
+}
+
 func TestStatusAndDBSize(t *testing.T) {
 	_, nodes := cluster2(t, nil)
 	a := nodes[0]

@@ -9,9 +9,8 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
-
-	"github.com/tidwall/redcon"
 
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/internal/command"
@@ -35,6 +34,7 @@ type pending struct {
 	waits      []waiter
 	write      bool // a write served as master: lease checked on release
 	bucket     uint32
+	migrating  bool // the write went to a migration stream too
 }
 
 type waiter struct {
@@ -106,9 +106,20 @@ func (s *Server) serveConn(c net.Conn) {
 		close(q)
 		<-writerDone
 	}()
-	rd := redcon.NewReader(c)
+	// Every complete command already received, parsed in place: a
+	// proxy's envelopes run without a copy (exec and the engines copy
+	// what they keep); other commands get their own copy (see runBatch).
+	rd := resp.NewRequestReader(c, dsRequestLimits)
 	for {
-		cmds, err := rd.ReadCommands()
+		cmds, err := rd.ReadBatch(maxBatch)
+		if len(cmds) > 0 {
+			b := s.runBatch(cmds)
+			quit := b.quit // b belongs to the writer once sent
+			q <- b
+			if quit {
+				return
+			}
+		}
 		if err != nil {
 			if err != io.EOF && !errors.Is(err, net.ErrClosed) && !s.closing.Load() {
 				var ne net.Error
@@ -118,17 +129,62 @@ func (s *Server) serveConn(c net.Conn) {
 			}
 			return
 		}
-		b := s.runBatch(cmds)
-		q <- b
-		if b.quit {
-			return
-		}
 	}
 }
 
-// runBatch runs a pipeline's commands in order.
-func (s *Server) runBatch(cmds []redcon.Command) *batchOut {
-	b := &batchOut{ps: make([]pending, len(cmds))}
+// dsRequestLimits: dataservers take what proxies and peers send
+// (replication and migration batches can be large), so the limits only
+// guard against nonsense headers.
+var dsRequestLimits = resp.RequestLimits{MaxBulkLen: 1 << 34, MaxMultiBulkLen: 1<<31 - 1, MaxInlineLen: 64 << 10}
+
+// maxBatch bounds the commands run before their replies are handed to
+// the writer.
+const maxBatch = 4096
+
+// batchPool recycles batches (their reply buffers and pending slices).
+var batchPool = sync.Pool{New: func() any { return new(batchOut) }}
+
+// ownArgs copies args into memory of their own (one allocation for the
+// bytes, one for the slice headers).
+func ownArgs(args [][]byte) [][]byte {
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	buf := make([]byte, 0, n)
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		buf = append(buf, a...)
+		out[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
+	}
+	return out
+}
+
+// isEnvelope reports whether a command is a proxy's TAIR.X, TAIR.XR or
+// TAIR.XF.
+func isEnvelope(name []byte) bool {
+	switch special(name) {
+	case "TAIR.X", "TAIR.XR", "TAIR.XF":
+		return true
+	}
+	return false
+}
+
+// runBatch runs a pipeline's commands in order. The commands' arguments
+// point into the connection's read buffer, valid until the next read:
+// envelopes (the proxies' traffic) run on them as they are, since exec
+// and the engines copy whatever they keep; every other command
+// (replication, migration, admin) runs on its own copy, so that code
+// which keeps a slice of its arguments stays correct.
+func (s *Server) runBatch(cmds []resp.Command) *batchOut {
+	b := batchPool.Get().(*batchOut)
+	if cap(b.ps) >= len(cmds) {
+		b.ps = b.ps[:len(cmds)]
+		clear(b.ps)
+	} else {
+		b.ps = make([]pending, len(cmds))
+	}
+	b.out, b.quit = b.out[:0], false
 	if s.closing.Load() {
 		// Not run: NOTMASTER makes proxies retry elsewhere once the
 		// table names another master.
@@ -138,10 +194,14 @@ func (s *Server) runBatch(cmds []redcon.Command) *batchOut {
 		return b
 	}
 	for i, c := range cmds {
+		args := c.Args
+		if !isEnvelope(args[0]) {
+			args = ownArgs(args)
+		}
 		b.ps[i].start = len(b.out)
-		b.out = s.handle(b.out, c.Args, &b.ps[i])
+		b.out = s.handle(b.out, args, &b.ps[i])
 		b.ps[i].end = len(b.out)
-		if s.isQuit(c.Args) {
+		if s.isQuit(args) {
 			b.ps = b.ps[:i+1]
 			b.quit = true
 			break
@@ -158,6 +218,7 @@ func (s *Server) writeLoop(c net.Conn, q <-chan *batchOut, done chan<- struct{})
 	bw := bufio.NewWriterSize(c, 32<<10)
 	broken := false
 	var errBuf []byte
+	var deadline time.Time
 	for b := range q {
 		for i := range b.ps {
 			p := &b.ps[i]
@@ -180,12 +241,21 @@ func (s *Server) writeLoop(c net.Conn, q <-chan *batchOut, done chan<- struct{})
 			}
 		}
 		if !broken && (len(q) == 0 || b.quit) {
-			_ = c.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			// A 30 s write deadline, moved when it has aged by a second
+			// (not at every flush: each move costs a timer update).
+			if d := time.Now().Add(30 * time.Second); d.Sub(deadline) > time.Second {
+				deadline = d
+				_ = c.SetWriteDeadline(d)
+			}
 			if bw.Flush() != nil {
 				broken = true
 			}
 		}
-		if broken || b.quit {
+		quit := b.quit
+		if cap(b.out) <= 64<<10 && cap(b.ps) <= 4096 {
+			batchPool.Put(b)
+		}
+		if broken || quit {
 			_ = c.Close() // the reader stops too
 		}
 	}
@@ -205,10 +275,18 @@ func (s *Server) release(p *pending) error {
 				timer.Stop()
 			}
 		}()
+		refused := 0
 		for _, w := range p.waits {
-			if err := s.await(w, &timer); err != nil {
+			err := s.await(w, &timer)
+			switch {
+			case err == errSlaveRefused:
+				refused++
+			case err != nil:
 				return err
 			}
+		}
+		if refused > 0 {
+			return s.refusedWrite(p, refused)
 		}
 	}
 	if p.write && !s.leaseOK() {
@@ -227,7 +305,7 @@ func (s *Server) await(w waiter, timer **time.Timer) error {
 		case nil:
 			return nil
 		case errRefused:
-			return errs.Newf(errs.Timeout, "slave %s refused the write: %v", w.st.to, w.e.err)
+			return errSlaveRefused
 		default:
 			if strict {
 				return errs.Newf(errs.Timeout, "slave %s: %v", w.st.to, w.e.err)
@@ -253,15 +331,89 @@ func (s *Server) await(w waiter, timer **time.Timer) error {
 		// Later waits of this reply find the timer spent: one more
 		// millisecond each.
 		(*timer).Reset(time.Millisecond)
-		w.st.unreachable.Store(true)
+		if !w.st.unreachable.Swap(true) {
+			s.log.Warn("slave unreachable; asking the configserver to mark it behind", "slave", w.st.to)
+		}
 		s.m.replTimeouts.Inc()
 		if strict {
 			return errs.Newf(errs.Timeout, "slave %s did not apply the write within %v", w.st.to, s.cfg.ReplicationTimeout)
 		}
-		s.log.Warn("slave unreachable, carrying on degraded", "slave", w.st.to)
-		return nil
+		return s.awaitBehind(w)
 	}
 }
+
+// awaitBehind holds a degraded write whose slave did not apply it until
+// the slave applies it after all, or the table says the slave is behind
+// this master (so it can never be promoted without the write) or no
+// longer its slave. The heartbeat that reports the slave goes out now;
+// the wait is bounded by the lease: past it the write fails as one that
+// may have applied.
+func (s *Server) awaitBehind(w waiter) error {
+	s.kickHeartbeat()
+	deadline := time.Now().Add(s.cfg.LeaseTimeout)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-w.e.done:
+			switch w.e.err {
+			case nil:
+				return nil
+			case errRefused:
+				return errSlaveRefused
+			}
+		default:
+		}
+		t := s.Table()
+		switch {
+		case t == nil:
+		case !t.IsMaster(w.e.bucket, s.addr):
+			// Demoted meanwhile: the new master may lack the write.
+			s.markDiverged(w.e.bucket)
+			return errs.Newf(errs.Timeout, "slave %s did not apply the write and this node is no longer the master of bucket %d; the write may have applied", w.st.to, w.e.bucket)
+		case t.IsBehind(s.addr, w.st.to) || !t.IsSlave(w.e.bucket, w.st.to):
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errs.Newf(errs.Timeout, "slave %s did not apply the write and the configserver has not marked it behind; the write may have applied", w.st.to)
+		}
+		select {
+		case <-w.e.done:
+		case <-tick.C:
+		}
+	}
+}
+
+// refusedWrite answers a write that ran here but that a slave refused:
+// the slave has a newer table. This node learns it (for up to 200 ms);
+// when it is no longer the bucket's master and nothing else took the
+// write (no other slave, no migration's destination), the write ran only
+// on this now stale copy (marked diverged: it is dropped or copied
+// again), so the real master has not seen it: NOTMASTER, and the proxy
+// sends it there. Otherwise it may have applied somewhere: -TIMEOUT.
+func (s *Server) refusedWrite(p *pending, refused int) error {
+	s.kickHeartbeat()
+	deadline := time.Now().Add(200 * time.Millisecond)
+	for {
+		t := s.Table()
+		if t != nil && !t.IsMaster(p.bucket, s.addr) {
+			s.markDiverged(p.bucket)
+			if refused == len(p.waits) && !p.migrating {
+				return errNotMaster(p.bucket, t.Version)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return errs.Newf(errs.Timeout, "a slave refused the write to bucket %d (it has a newer table); the write may have applied", p.bucket)
+}
+
+// errSlaveRefused is await's word for a slave that refused the write
+// (release turns it into the client's error).
+var errSlaveRefused = errors.New("dataserver: slave refused the write")
 
 func errNotMaster(b uint32, v uint64) error {
 	return errs.Newf(errs.WriteNotOnMaster, "bucket %d table %d", b, v)
@@ -486,14 +638,19 @@ func (s *Server) replicateLocked(bk *bucket, rt *routing, area uint16, prop [][]
 	pl := cmdsPayload(prop)
 	degraded := s.cfg.ReplicationMode == ReplicationDegraded
 	for _, st := range rt.slaves[bk.id] {
-		unreachable := st.unreachable.Load()
+		// Degraded: a slave the table already names behind this master
+		// is not waited for (it may not be promoted; its backlog replays
+		// when it is back). One merely unreachable is waited for, until
+		// the configserver has marked it behind (await).
+		skip := degraded && st.unreachable.Load() && rt.t.IsBehind(s.addr, st.to)
 		e := st.push(bk.id, area, kindCmds, pl)
-		if degraded && unreachable {
+		if skip {
 			continue
 		}
 		p.waits = append(p.waits, waiter{st: st, e: e})
 	}
 	if m := bk.mig; m != nil {
+		p.migrating = true
 		e := m.st.push(bk.id, area, kindCmds, pl)
 		if m.synced {
 			p.waits = append(p.waits, waiter{st: m.st, e: e, strict: true})

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,11 +89,32 @@ func (f *fakeCS) heartbeat(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	if f.table != nil {
+		f.markBehindLocked(hb)
+	}
 	reply := wire.HeartbeatReply{Areas: f.areas, Hooks: f.hooks}
 	if f.table != nil && f.table.Version > hb.TableVersion {
 		reply.Table = f.table
 	}
 	_ = json.NewEncoder(w).Encode(reply)
+}
+
+// markBehindLocked marks the slaves a master reports unreachable behind
+// it, and clears the ones it no longer reports, as the configserver does.
+func (f *fakeCS) markBehindLocked(hb wire.Heartbeat) {
+	nt := f.table.Clone()
+	for b := uint32(0); b < nt.Buckets; b++ {
+		if !nt.IsMaster(b, hb.Addr) {
+			continue
+		}
+		for _, sl := range nt.Slaves(b) {
+			nt.SetBehind(hb.Addr, sl, slices.Contains(hb.UnreachableSlaves, sl))
+		}
+	}
+	if !reflect.DeepEqual(nt.Behind, f.table.Behind) {
+		nt.Version++
+		f.table = nt
+	}
 }
 
 // completeMoveLocked switches bucket b from `from` to `to` (the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,6 +106,10 @@ type backendConn struct {
 
 const maxInFlight = 4096
 
+// yieldBelow: a writer that wakes to fewer queued requests yields once
+// before taking the queue, so that other sessions can add theirs.
+const yieldBelow = 64
+
 func newBackendConn(n *node, c net.Conn) *backendConn {
 	bc := &backendConn{
 		n:      n,
@@ -168,6 +173,15 @@ loop:
 		case <-bc.notify:
 		case <-bc.quit:
 			break loop
+		}
+		// Let the sessions that are runnable now queue their requests
+		// first: one write (and one read on the dataserver) for many
+		// clients' requests instead of a syscall per request.
+		bc.mu.Lock()
+		short := len(bc.mu.queue) < yieldBelow
+		bc.mu.Unlock()
+		if short {
+			runtime.Gosched()
 		}
 		bc.mu.Lock()
 		batch, bc.mu.queue = bc.mu.queue, batch[:0]

@@ -20,6 +20,11 @@ func (ss *session) blockingPop(r *request) {
 	switch r.spec.Name {
 	case "blmpop", "bzmpop":
 		ti = 1
+		// Redis checks numkeys before the timeout.
+		if n, err := strconv.ParseInt(string(r.args[2]), 10, 64); err != nil || n < 1 {
+			r.setError("ERR numkeys should be greater than 0")
+			return
+		}
 	}
 	t, err := strconv.ParseFloat(string(r.args[ti]), 64)
 	if err != nil || math.IsNaN(t) || math.IsInf(t, 0) {

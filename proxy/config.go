@@ -57,7 +57,10 @@ type Config struct {
 	// ... and RetryAttempts the attempts (default 30).
 	RetryAttempts int
 	// RequestTimeout fails a request a dataserver does not answer in
-	// that long (default 10 s); the backend connection is reset.
+	// that long (default 4 s: longer than a write's longest legitimate
+	// wait, replication timeout plus lease; shorter than common client
+	// timeouts, so a paused dataserver costs the client a -TIMEOUT reply,
+	// not its connection); the backend connection is reset.
 	RequestTimeout time.Duration
 	// DialTimeout bounds connecting to a dataserver (default 1 s).
 	DialTimeout time.Duration
@@ -91,7 +94,7 @@ func DefaultConfig() Config {
 		WriteTimeout:      30 * time.Second,
 		RetryBudget:       2500 * time.Millisecond,
 		RetryAttempts:     30,
-		RequestTimeout:    10 * time.Second,
+		RequestTimeout:    4 * time.Second,
 		DialTimeout:       time.Second,
 		BackendConns:      2,
 		MaxPipeline:       512,

@@ -44,9 +44,9 @@ func (d *dynConfig) init(c *Config) {
 		"appendfsync":               "everysec",
 		"maxmemory":                 "0",
 		"maxmemory-policy":          "noeviction",
-		"hash-max-listpack-entries": "128",
+		"hash-max-listpack-entries": "512",
 		"hash-max-listpack-value":   "64",
-		"hash-max-ziplist-entries":  "128",
+		"hash-max-ziplist-entries":  "512",
 		"hash-max-ziplist-value":    "64",
 		"list-max-listpack-size":    "-2",
 		"list-max-ziplist-size":     "-2",
@@ -102,9 +102,7 @@ func (s *Server) configGet(pattern []byte) [][2]string {
 	all["timeout"] = strconv.FormatInt(int64(d.idleTimeout()/time.Second), 10)
 	all["requirepass"] = d.password()
 	all["slowlog-log-slower-than"] = strconv.FormatInt(d.slowlogSlower().Microseconds(), 10)
-	s.slowlog.mu.Lock()
-	all["slowlog-max-len"] = strconv.Itoa(s.slowlog.max)
-	s.slowlog.mu.Unlock()
+	all["slowlog-max-len"] = strconv.Itoa(s.slowlog.maxLen())
 	all["port"] = strconv.Itoa(func() int { _, p := splitHostPort(s.Addr()); return p }())
 	out := make([][2]string, 0)
 	for k, v := range all {
@@ -161,12 +159,7 @@ func (s *Server) configSet(name, value string) string {
 		if err != nil || n < 0 {
 			return "ERR CONFIG SET failed (possibly related to argument 'slowlog-max-len') - argument couldn't be parsed into an integer"
 		}
-		s.slowlog.mu.Lock()
-		s.slowlog.max = n
-		if len(s.slowlog.entries) > n {
-			s.slowlog.entries = append(s.slowlog.entries[:0], s.slowlog.entries[len(s.slowlog.entries)-n:]...)
-		}
-		s.slowlog.mu.Unlock()
+		s.slowlog.setMax(n)
 	case "client-output-buffer-limit":
 		d.mu.Lock()
 		d.values[name] = value
@@ -174,12 +167,59 @@ func (s *Server) configSet(name, value string) string {
 	default:
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		if _, ok := d.values[name]; !ok {
+		cur, ok := d.values[name]
+		if !ok {
 			return "ERR Unknown option or number of arguments for CONFIG SET - '" + name + "'"
 		}
-		d.values[name] = value
+		v, msg := checkConfigValue(name, cur, value)
+		if msg != "" {
+			return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + msg
+		}
+		d.values[name] = v
 	}
 	return ""
+}
+
+// configEnums are the settings with a fixed set of values (as Redis).
+var configEnums = map[string][]string{
+	"maxmemory-policy": {"volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"},
+	"appendfsync":      {"always", "everysec", "no"},
+	"loglevel":         {"debug", "verbose", "notice", "warning"},
+}
+
+// checkConfigValue validates value for a stored setting whose current
+// value is cur, as Redis does: enums (case-insensitive, stored in lower
+// case), yes/no booleans, integers and memory sizes. It returns the value
+// to store, or the reason it is refused.
+func checkConfigValue(name, cur, value string) (string, string) {
+	if vals, ok := configEnums[name]; ok {
+		lv := strings.ToLower(value)
+		for _, v := range vals {
+			if v == lv {
+				return lv, ""
+			}
+		}
+		return "", "argument(s) must be one of the following: " + strings.Join(vals, ", ")
+	}
+	switch {
+	case cur == "yes" || cur == "no":
+		lv := strings.ToLower(value)
+		if lv != "yes" && lv != "no" {
+			return "", "argument must be 'yes' or 'no'"
+		}
+		return lv, ""
+	case name == "maxmemory":
+		if _, err := parseMemory(value); err != nil {
+			return "", "argument must be a memory value"
+		}
+	case cur != "":
+		if _, err := strconv.ParseInt(cur, 10, 64); err == nil {
+			if _, err := strconv.ParseInt(value, 10, 64); err != nil {
+				return "", "argument couldn't be parsed into an integer"
+			}
+		}
+	}
+	return value, ""
 }
 
 // applyLimits pushes new request limits to every session.

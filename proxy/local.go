@@ -394,7 +394,12 @@ func cmdClient(ss *session, r *request) {
 	case sub == "help":
 		r.raw(helpReply("CLIENT", []string{"ID", "GETNAME", "SETNAME <name>", "SETINFO <LIB-NAME|LIB-VER> <value>", "LIST [TYPE normal] [ID id ...]", "INFO", "KILL <ip:port> | ID <id> | ADDR <ip:port>"}))
 	default:
-		r.setError("ERR unknown subcommand or wrong number of arguments for '" + sanitize(r.args[1]) + "'. Try CLIENT HELP.")
+		switch sub {
+		case "setname", "getname", "id", "setinfo", "info", "kill", "no-evict", "no-touch", "reply":
+			r.setError("ERR wrong number of arguments for 'client|" + sub + "' command")
+		default:
+			r.setError("ERR unknown subcommand '" + sanitize(r.args[1]) + "'. Try CLIENT HELP.")
+		}
 	}
 }
 
@@ -496,6 +501,10 @@ func cmdCommand(ss *session, r *request) {
 	}
 	switch strings.ToLower(string(r.args[1])) {
 	case "count":
+		if len(r.args) != 2 {
+			r.setError("ERR wrong number of arguments for 'command|count' command")
+			return
+		}
 		r.integer(int64(len(command.All())))
 	case "list":
 		all := sortedSpecs()
@@ -550,7 +559,7 @@ func cmdCommand(ss *session, r *request) {
 		}
 		r.raw(b)
 	case "getkeys":
-		if len(r.args) < 3 {
+		if len(r.args) < 4 {
 			r.setError("ERR wrong number of arguments for 'command|getkeys' command")
 			return
 		}
@@ -559,9 +568,17 @@ func cmdCommand(ss *session, r *request) {
 			r.setError("ERR Invalid command specified")
 			return
 		}
+		if s.Has(command.NoKey) || s.FirstKey <= 0 && s.KeysFunc == nil {
+			r.setError("ERR The command has no key arguments")
+			return
+		}
+		if !s.ArityOK(len(r.args) - 2) {
+			r.setError("ERR Invalid number of arguments specified for command")
+			return
+		}
 		keys := s.KeyIndexes(r.args[2:])
 		if len(keys) == 0 {
-			r.setError("ERR The command has no key arguments")
+			r.setError("ERR Invalid arguments specified for command")
 			return
 		}
 		b := resp.AppendArray(r.reply[:0], len(keys))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math/bits"
 	"net/http"
+	"net/http/pprof"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -180,9 +181,14 @@ func (c *cmdCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// httpHandler serves /metrics, /healthz and /status.
+// httpHandler serves /metrics, /healthz, /status and /debug/pprof/.
 func (s *Server) httpHandler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.Handle("/metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if s.r.load() == nil {

@@ -9,12 +9,16 @@ import (
 	"github.com/tairkv/tair/resp"
 )
 
-// slowlog keeps the slowest recent commands (SLOWLOG GET/LEN/RESET).
+// slowlog keeps the slowest recent commands (SLOWLOG GET/LEN/RESET): a
+// ring of at most max entries, so that adding one costs the same
+// whatever the length (under load many commands may cross the
+// threshold).
 type slowlog struct {
-	mu      sync.Mutex
-	max     int
-	nextID  int64
-	entries []slowEntry // newest last
+	mu     sync.Mutex
+	max    int
+	nextID int64
+	ring   []slowEntry // capacity max once full
+	head   int         // index of the oldest entry when the ring is full
 }
 
 type slowEntry struct {
@@ -32,6 +36,7 @@ func (l *slowlog) add(ss *session, args [][]byte, d time.Duration) {
 	if n > 32 {
 		n = 32
 	}
+	e.args = make([]string, 0, n)
 	for i := 0; i < n; i++ {
 		a := args[i]
 		if len(a) > 128 {
@@ -47,24 +52,78 @@ func (l *slowlog) add(ss *session, args [][]byte, d time.Duration) {
 	defer l.mu.Unlock()
 	e.id = l.nextID
 	l.nextID++
-	l.entries = append(l.entries, e)
-	if len(l.entries) > l.max {
-		l.entries = append(l.entries[:0], l.entries[len(l.entries)-l.max:]...)
+	if l.max <= 0 {
+		return
 	}
+	if len(l.ring) < l.max {
+		l.ring = append(l.ring, e)
+		return
+	}
+	l.ring[l.head] = e
+	l.head = (l.head + 1) % len(l.ring)
+}
+
+// entriesLocked returns the entries oldest first (a fresh slice).
+func (l *slowlog) entriesLocked() []slowEntry {
+	out := make([]slowEntry, 0, len(l.ring))
+	out = append(out, l.ring[l.head:]...)
+	return append(out, l.ring[:l.head]...)
+}
+
+// length is SLOWLOG LEN.
+func (l *slowlog) length() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.ring)
+}
+
+// reset is SLOWLOG RESET.
+func (l *slowlog) reset() {
+	l.mu.Lock()
+	l.ring, l.head = nil, 0
+	l.mu.Unlock()
+}
+
+// newest returns the count newest entries (every one for count < 0),
+// oldest first.
+func (l *slowlog) newest(count int) []slowEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	es := l.entriesLocked()
+	if count >= 0 && count < len(es) {
+		es = es[len(es)-count:]
+	}
+	return es
+}
+
+// maxLen is slowlog-max-len.
+func (l *slowlog) maxLen() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.max
+}
+
+// setMax changes slowlog-max-len, keeping the newest entries.
+func (l *slowlog) setMax(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	es := l.entriesLocked()
+	if n < 0 {
+		n = 0
+	}
+	if len(es) > n {
+		es = es[len(es)-n:]
+	}
+	l.max, l.ring, l.head = n, es, 0
 }
 
 func cmdSlowlog(ss *session, r *request) {
 	l := &ss.srv.slowlog
 	switch strings.ToLower(string(r.args[1])) {
 	case "len":
-		l.mu.Lock()
-		n := len(l.entries)
-		l.mu.Unlock()
-		r.integer(int64(n))
+		r.integer(int64(l.length()))
 	case "reset":
-		l.mu.Lock()
-		l.entries = nil
-		l.mu.Unlock()
+		l.reset()
 		r.ok()
 	case "get":
 		count := 10
@@ -76,13 +135,7 @@ func cmdSlowlog(ss *session, r *request) {
 			}
 			count = n
 		}
-		l.mu.Lock()
-		es := l.entries
-		if count >= 0 && count < len(es) {
-			es = es[len(es)-count:]
-		}
-		es = append([]slowEntry(nil), es...)
-		l.mu.Unlock()
+		es := l.newest(count)
 		b := resp.AppendArray(r.reply[:0], len(es))
 		for i := len(es) - 1; i >= 0; i-- {
 			e := es[i]

@@ -65,6 +65,7 @@ func configserverFlags(cmd *cobra.Command) {
 	f.Float64("build-diff-ratio", d.BuildDiffRatio, "position-safe: refuse to build when the smallest zone is below this ratio of the largest")
 	f.Int("moves-per-node", d.MovesPerNode, "concurrent bucket moves per source dataserver")
 	f.Int("max-moves", d.MaxMoves, "concurrent bucket moves in the whole cluster")
+	f.Duration("handoff-window", d.HandoffWindow, "how long a down dataserver keeps its slave copies (caught up from its masters' backlog when it returns) before they are rebuilt elsewhere; negative: rebuild at once")
 }
 
 func configserverConfig(v *viper.Viper) configserver.Config {
@@ -84,6 +85,7 @@ func configserverConfig(v *viper.Viper) configserver.Config {
 	c.BuildDiffRatio = v.GetFloat64("build-diff-ratio")
 	c.MovesPerNode = v.GetInt("moves-per-node")
 	c.MaxMoves = v.GetInt("max-moves")
+	c.HandoffWindow = v.GetDuration("handoff-window")
 	return c
 }
 

@@ -582,7 +582,8 @@ func encodingOf(e engines.Entry) string {
 		}
 		return "raw"
 	case engines.TypeHash, engines.TypeExHash:
-		if small {
+		// hash-max-listpack-entries is 512 (128 for the other types)
+		if e.Object == nil || (e.Object.Len() <= 512 && smallElements(e.Object)) {
 			return "listpack"
 		}
 		return "hashtable"

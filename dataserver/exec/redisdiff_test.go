@@ -7,13 +7,9 @@ package exec
 
 import (
 	"bufio"
-	"fmt"
-	"io"
 	"net"
-	"os/exec"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/engines/rdb"
@@ -21,68 +17,14 @@ import (
 	"github.com/tairkv/tair/resp"
 )
 
-// startRedis starts redis-server on a free port, or skips the test.
+// startRedis starts redis-server on a free port (see testutil.StartRedis).
 func startRedis(t *testing.T) (net.Conn, *bufio.Reader) {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed")
-	}
-	port := testutil.FreePort(t)
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--daemonize", "no", "--protected-mode", "no")
-	if err := cmd.Start(); err != nil {
-		t.Skipf("redis-server: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	var conn net.Conn
-	testutil.Eventually(t, 5*time.Second, func() bool {
-		conn, err = net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		return err == nil
-	}, "redis-server did not start")
-	t.Cleanup(func() { conn.Close() })
-	// A reply that never comes fails the test instead of hanging it.
-	_ = conn.SetDeadline(time.Now().Add(2 * time.Minute))
-	return conn, bufio.NewReader(conn)
+	return testutil.DialRedis(t)
 }
 
 // readReply reads one raw RESP reply.
-func readReply(r *bufio.Reader) (string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return "", err
-	}
-	out := line
-	body := line[1 : len(line)-2]
-	switch line[0] {
-	case '$', '=', '!':
-		n, _ := strconv.Atoi(body)
-		if n < 0 {
-			return out, nil
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return "", err
-		}
-		return out + string(buf), nil
-	case '*', '~', '>', '%':
-		n, _ := strconv.Atoi(body)
-		if line[0] == '%' {
-			n *= 2
-		}
-		for i := 0; i < n; i++ {
-			s, err := readReply(r)
-			if err != nil {
-				return "", err
-			}
-			out += s
-		}
-	}
-	return out, nil
-}
+func readReply(r *bufio.Reader) (string, error) { return testutil.ReadReply(r) }
 
 // redisScript is run against both servers. Time-dependent replies are kept
 // coarse (TTL of 100 s, not PTTL).

@@ -131,10 +131,12 @@ func NumKeysAt(pos int, extra ...int) func(args [][]byte) []int {
 			return out
 		}
 		n, err := strconv.Atoi(string(args[pos]))
-		if err != nil || n < 0 {
+		// numkeys past the arguments is the command's syntax error, not
+		// keys: the arguments after numkeys are not keys then.
+		if err != nil || n < 0 || n >= len(args)-pos {
 			return out
 		}
-		for i := pos + 1; i <= pos+n && i < len(args); i++ {
+		for i := pos + 1; i <= pos+n; i++ {
 			out = append(out, i)
 		}
 		return out

@@ -58,6 +58,13 @@ type Table struct {
 	Serving     [][]string `json:"serving"`
 	Destination [][]string `json:"destination,omitempty"`
 	Migrating   []Move     `json:"migrating,omitempty"`
+	// Behind names, per master, the slaves of its buckets that may lack
+	// writes it acknowledged: the master reported them unreachable past
+	// its replication timeout, or they are away (down, kept in their rows
+	// for a handoff window). A master acknowledges a write its slave has
+	// not applied only once the table says that slave is behind, and a
+	// slave behind its master is never promoted in its place.
+	Behind map[string][]string `json:"behind,omitempty"`
 }
 
 // Bucket returns the bucket of key in this table.
@@ -134,7 +141,55 @@ func (t *Table) Clone() *Table {
 	c.Serving = cloneRows(t.Serving)
 	c.Destination = cloneRows(t.Destination)
 	c.Migrating = append([]Move(nil), t.Migrating...)
+	if t.Behind != nil {
+		c.Behind = make(map[string][]string, len(t.Behind))
+		for m, ss := range t.Behind {
+			c.Behind[m] = append([]string(nil), ss...)
+		}
+	}
 	return &c
+}
+
+// IsBehind reports whether slave may lack writes master acknowledged.
+func (t *Table) IsBehind(master, slave string) bool {
+	if t == nil {
+		return false
+	}
+	for _, s := range t.Behind[master] {
+		if s == slave {
+			return true
+		}
+	}
+	return false
+}
+
+// SetBehind marks (or, with behind false, clears) slave as behind master.
+func (t *Table) SetBehind(master, slave string, behind bool) {
+	if behind == t.IsBehind(master, slave) {
+		return
+	}
+	if behind {
+		if t.Behind == nil {
+			t.Behind = map[string][]string{}
+		}
+		t.Behind[master] = append(t.Behind[master], slave)
+		sort.Strings(t.Behind[master])
+		return
+	}
+	out := t.Behind[master][:0:0]
+	for _, s := range t.Behind[master] {
+		if s != slave {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		delete(t.Behind, master)
+		if len(t.Behind) == 0 {
+			t.Behind = nil
+		}
+		return
+	}
+	t.Behind[master] = out
 }
 
 func cloneRows(rows [][]string) [][]string {

@@ -78,3 +78,25 @@ func TestTable(t *testing.T) {
 		t.Fatal("Validate must refuse a short table")
 	}
 }
+
+func TestBehind(t *testing.T) {
+	tb := &Table{}
+	if tb.IsBehind("m", "s") {
+		t.Fatal("empty table: behind")
+	}
+	tb.SetBehind("m", "s2", true)
+	tb.SetBehind("m", "s1", true)
+	tb.SetBehind("m", "s1", true)
+	if got := tb.Behind["m"]; len(got) != 2 || got[0] != "s1" || got[1] != "s2" {
+		t.Fatalf("behind m = %v", got)
+	}
+	c := tb.Clone()
+	c.SetBehind("m", "s1", false)
+	if !tb.IsBehind("m", "s1") || c.IsBehind("m", "s1") || !c.IsBehind("m", "s2") {
+		t.Fatalf("clone shares Behind: %v / %v", tb.Behind, c.Behind)
+	}
+	c.SetBehind("m", "s2", false)
+	if c.Behind != nil {
+		t.Fatalf("cleared table keeps %v", c.Behind)
+	}
+}

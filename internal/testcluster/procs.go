@@ -209,6 +209,8 @@ type ProcOptions struct {
 	Copies        int // default 2
 	Buckets       int // default 1023
 	Engine        string
+	// ConfigServerArgs are extra flags for every configserver.
+	ConfigServerArgs []string
 	// DataServerArgs are extra flags for every dataserver.
 	DataServerArgs []string
 	ProxyArgs      []string
@@ -237,7 +239,7 @@ func StartProcs(t testing.TB, o ProcOptions) *ProcCluster {
 		o.Engine = "rdb"
 	}
 	pc := &ProcCluster{Dir: t.TempDir()}
-	common := []string{"--copies", strconv.Itoa(o.Copies), "--buckets", strconv.Itoa(o.Buckets)}
+	common := append([]string{"--copies", strconv.Itoa(o.Copies), "--buckets", strconv.Itoa(o.Buckets)}, o.ConfigServerArgs...)
 	first := StartProc(t, "configserver", append([]string{"--etcd-dir", filepath.Join(pc.Dir, "etcd")}, common...)...)
 	pc.ConfigServers = append(pc.ConfigServers, first)
 	for i := 1; i < o.ConfigServers; i++ {

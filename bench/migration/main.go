@@ -1,0 +1,327 @@
+// Command migration is the driver of `make bench-migration`
+// (bench/migration.sh starts the cluster): it loads N keys (16-byte keys,
+// 32-byte values) through the proxy, runs a steady paced GET/SET load while
+// it measures client latency for a while, then starts one more dataserver
+// and measures the migration it causes: keys moved per second (the keys the
+// new node holds when the table has settled, over the time moves ran) and
+// the client's latency during the moves, against before.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/internal/wire"
+)
+
+func main() {
+	proxyAddr := flag.String("proxy", "127.0.0.1:6379", "proxy address")
+	csAddr := flag.String("configserver", "127.0.0.1:5198", "configserver address")
+	bin := flag.String("tair", "bin/tair", "tair binary (starts the new dataserver)")
+	dsArgs := flag.String("ds-args", "", "arguments of the new dataserver after `tair dataserver` (space-separated)")
+	dsLog := flag.String("ds-log", "", "file for the new dataserver's output")
+	keys := flag.Int("keys", 1000000, "keys to load")
+	clients := flag.Int("clients", 20, "client connections of the steady load")
+	rate := flag.Int("rate", 4000, "steady load, requests per second in all (half GET, half SET)")
+	before := flag.Duration("before", 10*time.Second, "how long to measure before the migration")
+	timeout := flag.Duration("timeout", 15*time.Minute, "give up on the migration after this long")
+	flag.Parse()
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	cs := wire.NewClient(*csAddr)
+
+	// 1. Load.
+	t0 := time.Now()
+	if err := load(ctx, *proxyAddr, *keys); err != nil {
+		fail("load: %v", err)
+	}
+	loadTook := time.Since(t0)
+	fmt.Printf("loaded %d keys in %v (%.0f keys/s)\n", *keys, loadTook.Round(time.Millisecond), float64(*keys)/loadTook.Seconds())
+
+	// 2. Steady load, measured before.
+	lt := newLatencies()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var errCount atomic.Int64
+	for c := 0; c < *clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			steady(*proxyAddr, c, *keys, float64(*rate)/float64(*clients), lt, &errCount, stop)
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	time.Sleep(time.Second) // warm up
+	lt.reset()
+	time.Sleep(*before)
+	pre := lt.snapshot()
+	fmt.Printf("before: %s\n", pre)
+
+	// 3. One more dataserver.
+	tb0, err := cs.Table(ctx, 0, 0)
+	if err != nil {
+		fail("table: %v", err)
+	}
+	args := append([]string{"dataserver"}, strings.Fields(*dsArgs)...)
+	cmd := exec.Command(*bin, args...)
+	if *dsLog != "" {
+		f, err := os.Create(*dsLog)
+		if err != nil {
+			fail("%v", err)
+		}
+		defer f.Close()
+		cmd.Stdout, cmd.Stderr = f, f
+	}
+	lt.reset()
+	tAdd := time.Now()
+	if err := cmd.Start(); err != nil {
+		fail("start dataserver: %v", err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	newAddr := flagValue(args, "--listen")
+	var first, last time.Time // first move seen running, table settled
+	var tb *route.Table
+	lastPrint := time.Now()
+	for {
+		if ctx.Err() != nil || time.Since(tAdd) > *timeout {
+			fail("migration did not finish within %v", *timeout)
+		}
+		c, cc := context.WithTimeout(ctx, 2*time.Second)
+		t, err := cs.Table(c, 0, 0)
+		cc()
+		if err == nil {
+			tb = t
+			if first.IsZero() && len(t.Migrating) > 0 {
+				first = time.Now()
+			}
+			if !first.IsZero() && len(t.Migrating) == 0 && copiesOn(t, newAddr) > 0 && rowsEqual(t.Serving, t.Destination) {
+				last = time.Now()
+				break
+			}
+			if time.Since(lastPrint) > 5*time.Second {
+				lastPrint = time.Now()
+				fmt.Printf("  %v: %s holds %d bucket copies, %d moves running, %d keys\n",
+					time.Since(tAdd).Round(time.Second), newAddr, copiesOn(t, newAddr), len(t.Migrating), nodeKeys(ctx, cs, newAddr))
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	during := lt.snapshot()
+	// The new node's key count arrives with its next heartbeat.
+	time.Sleep(1500 * time.Millisecond)
+	moved := nodeKeys(ctx, cs, newAddr)
+	took := last.Sub(first)
+	copies := 0
+	for b := range tb.Serving {
+		for _, n := range tb.Serving[b] {
+			if !slices.Contains(tb0.Serving[b], n) {
+				copies++
+			}
+		}
+	}
+	lt.reset()
+	time.Sleep(5 * time.Second)
+	after := lt.snapshot()
+
+	fmt.Printf("during: %s\n", during)
+	fmt.Printf("after: %s\n", after)
+	fmt.Printf("migration: %d bucket copies (of %d buckets x %d copies) moved to %s in %v: %d keys, %.0f keys/s (table %d -> %d)\n",
+		copies, tb.Buckets, tb.Copies, newAddr, took.Round(time.Millisecond), moved, float64(moved)/took.Seconds(), tb0.Version, tb.Version)
+	fmt.Printf("client errors: %d\n", errCount.Load())
+	fmt.Println()
+	fmt.Println("| phase | requests | rate/s | p50 ms | p99 ms | p99.9 ms | max ms |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
+	for _, p := range []struct {
+		name string
+		s    stats
+	}{{"before (" + before.String() + ")", pre}, {fmt.Sprintf("during the migration (%v)", took.Round(time.Second)), during}, {"after (5s)", after}} {
+		fmt.Printf("| %s | %d | %.0f | %.3f | %.3f | %.3f | %.3f |\n", p.name, p.s.n, p.s.rate, ms(p.s.p50), ms(p.s.p99), ms(p.s.p999), ms(p.s.max))
+	}
+	fmt.Printf("\nkeys moved: %d in %.1f s = **%.0f keys/s** (%d bucket copies)\n", moved, took.Seconds(), float64(moved)/took.Seconds(), copies)
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench-migration: "+format+"\n", args...)
+	os.Exit(1)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func flagValue(args []string, name string) string {
+	for i, a := range args {
+		if a == name && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func key(i int) string { return fmt.Sprintf("k:%014d", i) } // 16 bytes
+
+func value(i int, gen int) string { return fmt.Sprintf("v%09d-%021d", i, gen) } // 32 bytes
+
+// load SETs keys 0..n-1 with pipelines of 1000 on 8 connections.
+func load(ctx context.Context, addr string, n int) error {
+	cl := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 8})
+	defer cl.Close()
+	var next atomic.Int64
+	errc := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		go func() {
+			for {
+				i := int(next.Add(1000)) - 1000
+				if i >= n {
+					errc <- nil
+					return
+				}
+				pipe := cl.Pipeline()
+				for j := i; j < min(n, i+1000); j++ {
+					pipe.Set(ctx, key(j), value(j, 0), 0)
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		if err := <-errc; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// steady sends paced GETs and SETs of random loaded keys on one connection.
+func steady(addr string, id, n int, perSec float64, lt *latencies, errs *atomic.Int64, stop <-chan struct{}) {
+	cl := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1, MaxRetries: -1, ReadTimeout: 10 * time.Second})
+	defer cl.Close()
+	rng := rand.New(rand.NewSource(int64(id)))
+	interval := time.Duration(float64(time.Second) / perSec)
+	next := time.Now().Add(time.Duration(rng.Int63n(int64(interval))))
+	for gen := 1; ; gen++ {
+		if d := time.Until(next); d > 0 {
+			select {
+			case <-stop:
+				return
+			case <-time.After(d):
+			}
+		} else {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+		// Latency counts from the scheduled time, so a stall is not
+		// hidden by the requests it held back (coordinated omission).
+		sched := next
+		next = next.Add(interval)
+		i := rng.Intn(n)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var err error
+		if gen%2 == 0 {
+			err = cl.Set(ctx, key(i), value(i, gen), 0).Err()
+		} else {
+			err = cl.Get(ctx, key(i)).Err()
+		}
+		cancel()
+		if err != nil {
+			errs.Add(1)
+		}
+		lt.add(time.Since(sched))
+	}
+}
+
+type latencies struct {
+	mu    sync.Mutex
+	d     []time.Duration
+	since time.Time
+}
+
+func newLatencies() *latencies { return &latencies{since: time.Now()} }
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, d)
+	l.mu.Unlock()
+}
+
+func (l *latencies) reset() {
+	l.mu.Lock()
+	l.d, l.since = l.d[:0], time.Now()
+	l.mu.Unlock()
+}
+
+type stats struct {
+	n                   int
+	rate                float64
+	p50, p99, p999, max time.Duration
+}
+
+func (s stats) String() string {
+	return fmt.Sprintf("%d requests, %.0f/s, p50 %.3f ms, p99 %.3f ms, p99.9 %.3f ms, max %.3f ms",
+		s.n, s.rate, ms(s.p50), ms(s.p99), ms(s.p999), ms(s.max))
+}
+
+func (l *latencies) snapshot() stats {
+	l.mu.Lock()
+	d := slices.Clone(l.d)
+	el := time.Since(l.since)
+	l.mu.Unlock()
+	slices.Sort(d)
+	s := stats{n: len(d), rate: float64(len(d)) / el.Seconds()}
+	if len(d) > 0 {
+		s.p50, s.p99, s.p999, s.max = d[len(d)/2], d[len(d)*99/100], d[len(d)*999/1000], d[len(d)-1]
+	}
+	return s
+}
+
+func copiesOn(t *route.Table, node string) int {
+	n := 0
+	for _, row := range t.Serving {
+		if slices.Contains(row, node) {
+			n++
+		}
+	}
+	return n
+}
+
+func rowsEqual(a, b [][]string) bool {
+	return slices.EqualFunc(a, b, func(x, y []string) bool { return slices.Equal(x, y) })
+}
+
+// nodeKeys is the key count node reported in its last heartbeat (every
+// copy it holds, area 0).
+func nodeKeys(ctx context.Context, cs *wire.Client, node string) int64 {
+	c, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var st map[string]map[uint16]wire.AreaStats
+	if err := cs.Get(c, "/v1/stats", &st); err != nil {
+		return -1
+	}
+	var n int64
+	for _, a := range st[node] {
+		n += a.Keys
+	}
+	return n
+}
