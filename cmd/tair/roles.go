@@ -108,6 +108,7 @@ func dataserverFlags(cmd *cobra.Command) {
 	f.String("rack", "", "rack label for position-safe tables")
 	f.String("replication", d.ReplicationMode, "when a slave is unreachable: degraded (carry on) or strict (fail writes)")
 	f.Duration("replication-timeout", d.ReplicationTimeout, "how long a slave may stay unreachable before degraded/strict applies")
+	f.Int64("replication-backlog", d.ReplicationBacklog, "bytes of writes kept for one unreachable slave (the handoff backlog) before it is given up and copied in full on return")
 	f.Duration("lease", d.LeaseTimeout, "master lease: no write is acknowledged this long after the last configserver contact")
 	f.Duration("heartbeat-interval", d.HeartbeatInterval, "heartbeat interval")
 	f.Int64("memory-limit", d.MemoryLimit, "bytes an in-memory engine may hold (0 = no limit)")
@@ -128,6 +129,7 @@ func dataserverConfig(v *viper.Viper) dataserver.Config {
 	c.Rack = v.GetString("rack")
 	c.ReplicationMode = v.GetString("replication")
 	c.ReplicationTimeout = v.GetDuration("replication-timeout")
+	c.ReplicationBacklog = v.GetInt64("replication-backlog")
 	c.LeaseTimeout = v.GetDuration("lease")
 	c.HeartbeatInterval = v.GetDuration("heartbeat-interval")
 	c.MemoryLimit = v.GetInt64("memory-limit")
@@ -159,6 +161,7 @@ func proxyFlags(cmd *cobra.Command) {
 	f.Int64("max-bulk-len", d.MaxBulkLen, "largest bulk string a client may send (proto-max-bulk-len)")
 	f.Int64("max-output-buffer", d.MaxOutputBuffer, "unread reply bytes a client may hold before it is cut off")
 	f.Duration("retry-budget", d.RetryBudget, "how long the proxy retries NOTMASTER/TRYAGAIN/lost connections for one request")
+	f.Duration("request-timeout", d.RequestTimeout, "how long the proxy waits for a dataserver's reply before it answers -TIMEOUT")
 	f.Int("backend-conns", d.BackendConns, "pipelined connections per dataserver")
 }
 
@@ -179,6 +182,7 @@ func proxyConfig(v *viper.Viper) proxy.Config {
 	c.MaxBulkLen = v.GetInt64("max-bulk-len")
 	c.MaxOutputBuffer = v.GetInt64("max-output-buffer")
 	c.RetryBudget = v.GetDuration("retry-budget")
+	c.RequestTimeout = v.GetDuration("request-timeout")
 	c.BackendConns = v.GetInt("backend-conns")
 	return c
 }
