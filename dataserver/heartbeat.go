@@ -273,6 +273,54 @@ func (s *Server) applyTable(t *route.Table) {
 				}
 				bk.mig = nil
 				bk.frozen.Store(false)
+				if master := t.Master(mv.Bucket); m.synced && master != "" && master != me && !holds(t, mv.Bucket, me) {
+					// A slave copy moved away: keep passing on what its
+					// master sends before it learns of the switch.
+					st := m.st
+					m.st = nil // the relay owns the stream now
+					bk.relay = &relay{st: st, master: master, switchVer: t.Version}
+					time.AfterFunc(s.cfg.ForwardGrace, func() {
+						bk.mu.Lock()
+						if bk.relay != nil && bk.relay.st == st {
+							bk.relay = nil
+						}
+						bk.mu.Unlock()
+						st.close(s.cfg.ReplicationTimeout)
+					})
+				}
+			}
+		}
+	}
+	// Buckets this node masters whose slave set changes: the writes
+	// already sent to a slave that leaves must be acknowledged (by it, or
+	// passed on by it to the new slave) before writes go to the new
+	// slaves directly, or a new slave could apply them out of order.
+	if old != nil {
+		for b := uint32(0); b < t.Buckets; b++ {
+			if !old.IsMaster(b, me) || !t.IsMaster(b, me) {
+				continue
+			}
+			var leaving []*stream
+			if ort := s.rt.Load(); ort != nil && int(b) < len(ort.slaves) {
+				for _, st := range ort.slaves[b] {
+					if !t.IsSlave(b, st.to) && st.pendingFor(b) {
+						leaving = append(leaving, st)
+					}
+				}
+			}
+			if len(leaving) == 0 {
+				continue
+			}
+			bk := s.bucket(b)
+			if !slices.Contains(held, bk) {
+				bk.mu.Lock()
+				held = append(held, bk)
+			}
+			deadline := time.Now().Add(s.cfg.ReplicationTimeout)
+			for _, st := range leaving {
+				for st.pendingFor(b) && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
 			}
 		}
 	}

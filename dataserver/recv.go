@@ -71,6 +71,38 @@ func (s *Server) replHello(out []byte, args [][]byte) []byte {
 // from: from is b's master and this node one of its slaves, or from moves
 // b to this node. A node that no longer holds the bucket refuses, so a
 // master on an older table cannot count it as a copy.
+// continuesMove reports whether it continues the latest incoming move of
+// its bucket after the switch: a master's write that the old holder of
+// this slave copy passes on (relay) because the master sent it before it
+// learned of the switch. This node must hold the bucket now.
+func (s *Server) continuesMove(t *route.Table, it item, session string) bool {
+	bk := s.bucket(it.bucket)
+	if bk == nil {
+		return false
+	}
+	bk.mu.Lock()
+	defer bk.mu.Unlock()
+	return s.continuesMoveLocked(bk, t, it, session)
+}
+
+func (s *Server) continuesMoveLocked(bk *bucket, t *route.Table, it item, session string) bool {
+	return it.kind == kindCmds && strings.HasPrefix(session, "mig-") && bk.inMig == session &&
+		t != nil && holds(t, it.bucket, s.addr)
+}
+
+// relays reports whether this node passes on items of bucket b that
+// master from sent on table version ver (see relay).
+func (s *Server) relays(b uint32, from string, ver uint64) bool {
+	bk := s.bucket(b)
+	if bk == nil {
+		return false
+	}
+	bk.mu.Lock()
+	defer bk.mu.Unlock()
+	rl := bk.relay
+	return rl != nil && rl.master == from && ver < rl.switchVer
+}
+
 func (s *Server) acceptsFrom(t *route.Table, b uint32, from string) bool {
 	if t == nil {
 		return false
@@ -183,7 +215,7 @@ func (s *Server) replApply(out []byte, args [][]byte) []byte {
 			stale = true
 			break
 		}
-		if t == nil || it.bucket >= t.Buckets || !s.acceptsFrom(t, it.bucket, from) {
+		if t == nil || it.bucket >= t.Buckets || !(s.acceptsFrom(t, it.bucket, from) || s.relays(it.bucket, from, ver) || s.continuesMove(t, it, session)) {
 			if t == nil || ver > t.Version {
 				stale = true
 				s.kickHeartbeat()
@@ -197,7 +229,7 @@ func (s *Server) replApply(out []byte, args [][]byte) []byte {
 		}
 		var e *entry
 		var applied bool
-		scratch, e, applied = s.applyItem(it, from, session, scratch)
+		scratch, e, applied = s.applyItem(it, from, session, ver, scratch)
 		if !applied {
 			refused = append(refused, strconv.FormatUint(it.seq, 10))
 			s.m.replRefused.Inc()
@@ -250,14 +282,17 @@ type chainWait struct {
 // Items of a migration stream are refused (ok false) unless their session
 // is the bucket's latest incoming migration: a batch of an abandoned
 // attempt still in flight must not land on the new copy.
-func (s *Server) applyItem(it item, from, session string, scratch []byte) (_ []byte, _ *entry, ok bool) {
+func (s *Server) applyItem(it item, from, session string, ver uint64, scratch []byte) (_ []byte, _ *entry, ok bool) {
 	bk := s.bucket(it.bucket)
 	bk.mu.Lock()
 	defer bk.mu.Unlock()
 	// Check again under the lock: a table applied since the batch began
 	// (a move ending here is published under this lock) wins.
-	if !s.acceptsFrom(s.Table(), it.bucket, from) {
-		return scratch, nil, false
+	var rl *relay
+	if t := s.Table(); !s.acceptsFrom(t, it.bucket, from) && !s.continuesMoveLocked(bk, t, it, session) {
+		if rl = bk.relay; rl == nil || it.kind != kindCmds || rl.master != from || ver >= rl.switchVer {
+			return scratch, nil, false
+		}
 	}
 	if it.kind != kindBegin && strings.HasPrefix(session, "mig-") && bk.inMig != session {
 		return scratch, nil, false
@@ -295,6 +330,9 @@ func (s *Server) applyItem(it item, from, session string, scratch []byte) (_ []b
 			if m.synced {
 				return scratch, e, true
 			}
+		}
+		if rl != nil {
+			return scratch, rl.st.push(it.bucket, it.area, kindCmds, cmdsPayload(it.cmds)), true
 		}
 	}
 	return scratch, nil, true

@@ -146,6 +146,21 @@ type bucket struct {
 	// moved is set when the bucket moved away: requests are forwarded to
 	// the new master until then.
 	moved atomic.Pointer[movedTo]
+	// relay (guarded by mu) is the stream of a finished move of this
+	// slave copy: the master's writes sent before it learned of the
+	// switch still reach this node, which passes them on (see relay).
+	relay *relay
+}
+
+// relay passes a master's writes on to the new holder of a slave copy
+// that moved away from this node, for the items the master sent on a
+// table older than the switch (it had not learned it yet). Without it
+// they would be refused here and never reach the new slave, and the
+// master could not acknowledge them.
+type relay struct {
+	st        *stream
+	master    string
+	switchVer uint64
 }
 
 type movedTo struct {

@@ -242,6 +242,18 @@ func (st *stream) pending() int {
 	return len(st.mu.q)
 }
 
+// pendingFor reports whether an unacknowledged item of bucket b is queued.
+func (st *stream) pendingFor(b uint32) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, e := range st.mu.q {
+		if e.bucket == b {
+			return true
+		}
+	}
+	return false
+}
+
 // lost reports whether the stream gave up its receiver.
 func (st *stream) lost() bool {
 	st.mu.Lock()

@@ -210,6 +210,12 @@ func (ss *session) prepare(r *request, args [][]byte) {
 			ss.tx.dirty = true
 		}
 		r.rejected = true
+		if spec.Name == "exec" { // as Redis: a rejected EXEC aborts the transaction
+			ss.tx.reset()
+			ss.info.multi.Store(-1)
+			r.setError("EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command")
+			return
+		}
 		r.setError("ERR wrong number of arguments for '" + spec.Name + "' command")
 		return
 	}
@@ -355,7 +361,7 @@ func (ss *session) finish(r *request) {
 	}
 	s := ss.srv
 	var deadline time.Time
-	attempt := 0
+	attempt, notMaster := 0, 0
 	for {
 		r.wg.Wait()
 		retry, wait := ss.classify(r)
@@ -377,11 +383,16 @@ func (ss *session) finish(r *request) {
 			deadline = time.Now().Add(s.cfg.RetryBudget)
 		}
 		attempt++
-		// NOTMASTER is bounded by the attempt count too (two nodes that
-		// disagree must not ping-pong a request for the whole budget);
-		// TRYAGAIN (a migration's short final freeze) and lost or absent
-		// masters (a failover in progress) by the time budget only.
-		if (wait == retryNotMaster && attempt >= s.cfg.RetryAttempts) || time.Now().After(deadline) {
+		// NOTMASTER is bounded by its own attempt count too (two nodes
+		// that disagree must not ping-pong a request for the whole
+		// budget; the retries of a failover's lost connection before
+		// do not count); TRYAGAIN (a migration's short final freeze) and
+		// lost or absent masters (a failover in progress) by the time
+		// budget only.
+		if wait == retryNotMaster {
+			notMaster++
+		}
+		if notMaster >= s.cfg.RetryAttempts || time.Now().After(deadline) {
 			ss.giveUp(r)
 			return
 		}
