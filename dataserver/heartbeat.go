@@ -295,7 +295,11 @@ func (s *Server) applyTable(t *route.Table) {
 	// already sent to a slave that leaves must be acknowledged (by it, or
 	// passed on by it to the new slave) before writes go to the new
 	// slaves directly, or a new slave could apply them out of order.
+	// A slave that is unreachable is not waited for (what it missed is
+	// refused or lost with it), and the whole wait is bounded by one
+	// replication timeout.
 	if old != nil {
+		deadline := time.Now().Add(s.cfg.ReplicationTimeout)
 		for b := uint32(0); b < t.Buckets; b++ {
 			if !old.IsMaster(b, me) || !t.IsMaster(b, me) {
 				continue
@@ -303,7 +307,7 @@ func (s *Server) applyTable(t *route.Table) {
 			var leaving []*stream
 			if ort := s.rt.Load(); ort != nil && int(b) < len(ort.slaves) {
 				for _, st := range ort.slaves[b] {
-					if !t.IsSlave(b, st.to) && st.pendingFor(b) {
+					if !t.IsSlave(b, st.to) && !st.unreachable.Load() && st.pendingFor(b) {
 						leaving = append(leaving, st)
 					}
 				}
@@ -316,9 +320,8 @@ func (s *Server) applyTable(t *route.Table) {
 				bk.mu.Lock()
 				held = append(held, bk)
 			}
-			deadline := time.Now().Add(s.cfg.ReplicationTimeout)
 			for _, st := range leaving {
-				for st.pendingFor(b) && time.Now().Before(deadline) {
+				for st.pendingFor(b) && !st.unreachable.Load() && time.Now().Before(deadline) {
 					time.Sleep(time.Millisecond)
 				}
 			}
