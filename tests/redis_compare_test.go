@@ -25,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tairkv/tair/internal/cluster"
+	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/testcluster"
 	"github.com/tairkv/tair/internal/testutil"
 	"github.com/tairkv/tair/resp"
@@ -190,8 +191,20 @@ func TestRedisCompareScriptParser(t *testing.T) {
 func TestRedisCompare(t *testing.T) {
 	script := parseScript(t, compareScript)
 	redisAddr := testutil.StartRedis(t)
-	c := testcluster.New(t, testcluster.Options{Options: cluster.Options{DataServers: 3, Copies: 2}})
+	// TAIR_COMPARE_ENGINE runs the cluster on another engine (default rdb).
+	c := testcluster.New(t, testcluster.Options{Options: cluster.Options{DataServers: 3, Copies: 2,
+		Engine: os.Getenv("TAIR_COMPARE_ENGINE")}})
 	proxyAddr := c.Proxies[0].Addr()
+	// The script's spread keys (MSET mk:1 ... mk:8) must really span
+	// buckets and dataservers, so that the proxy splits and merges them.
+	tbl := c.Table()
+	masters := map[string]bool{}
+	for i := 1; i <= 8; i++ {
+		masters[tbl.Master(route.BucketOf([]byte(fmt.Sprintf("mk:%d", i)), tbl.Buckets))] = true
+	}
+	if len(masters) < 2 {
+		t.Fatalf("mk:1..mk:8 all live on one dataserver (%v): the script's multi-key lines would not span nodes", masters)
+	}
 	t.Logf("%d script lines; redis-server %s, proxy %s", len(script), redisAddr, proxyAddr)
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprintf("raw-RESP%d", proto), func(t *testing.T) {

@@ -215,16 +215,35 @@ func dsRange(from, to int) []int {
 
 // dsScanArgs parses "cursor [MATCH pattern] [COUNT n]" at args[from:].
 func dsScanArgs(c *Ctx, from int) (cursor uint64, match []byte, count int, ok bool) {
+	cursor, ok = dsScanCursor(c, from)
+	if !ok {
+		return 0, nil, 0, false
+	}
+	match, count, ok = dsScanOpts(c, from)
+	return cursor, match, count, ok
+}
+
+// dsScanCursor parses the cursor at args[from]. Redis's HSCAN, SSCAN and
+// ZSCAN parse it first, then look the key up (a missing key is an empty
+// scan whatever the options; a wrong type is WRONGTYPE), and only then
+// parse the options (dsScanOpts).
+func dsScanCursor(c *Ctx, from int) (uint64, bool) {
 	cur, err := strconv.ParseUint(string(c.Args[from]), 10, 64)
 	if err != nil {
 		c.Error(errTextCursor)
-		return 0, nil, 0, false
+		return 0, false
 	}
+	return cur, true
+}
+
+// dsScanOpts parses "[MATCH pattern] [COUNT n]" after the cursor at
+// args[from].
+func dsScanOpts(c *Ctx, from int) (match []byte, count int, ok bool) {
 	count = 10
 	for i := from + 1; i < len(c.Args); i += 2 {
 		if i+1 >= len(c.Args) {
 			c.SyntaxErr()
-			return 0, nil, 0, false
+			return nil, 0, false
 		}
 		switch {
 		case EqFold(c.Args[i], "match"):
@@ -236,19 +255,19 @@ func dsScanArgs(c *Ctx, from int) (cursor uint64, match []byte, count int, ok bo
 			n, ok := ParseInt(c.Args[i+1])
 			if !ok {
 				c.Error(ErrTextNotInt)
-				return 0, nil, 0, false
+				return nil, 0, false
 			}
 			if n < 1 {
 				c.SyntaxErr()
-				return 0, nil, 0, false
+				return nil, 0, false
 			}
 			count = int(min(n, 1<<30))
 		default:
 			c.SyntaxErr()
-			return 0, nil, 0, false
+			return nil, 0, false
 		}
 	}
-	return cur, match, count, true
+	return match, count, true
 }
 
 func dsScanHash(s string) uint64 { return xxhash.Sum64String(s)>>2 + 1 }
@@ -784,14 +803,22 @@ func cmdHScan(c *Ctx) {
 			break
 		}
 	}
-	cursor, match, count, ok := dsScanArgs(c, 2)
-	c.Args = args
+	defer func() { c.Args = args }()
+	cursor, ok := dsScanCursor(c, 2)
 	if !ok {
 		return
 	}
 	fs, vs, err := hashPairs(c)
 	if err != nil {
 		dsFail(c, err)
+		return
+	}
+	if len(fs) == 0 { // missing: an empty scan, whatever the options
+		dsReplyScan(c, 0, nil, nil, false)
+		return
+	}
+	match, count, ok := dsScanOpts(c, 2)
+	if !ok {
 		return
 	}
 	val := make(map[string]string, len(fs))

@@ -651,8 +651,13 @@ func cmdObject(c *Ctx) {
 		var kvs []engines.KV
 		if kvs, err = c.pkeyFields(c.Key(2)); len(kvs) > 0 {
 			found, enc = true, "listpack"
-			if len(kvs) > 128 {
+			if len(kvs) > 512 { // hash-max-listpack-entries
 				enc = "hashtable"
+			}
+			for _, kv := range kvs { // hash-max-listpack-value
+				if len(kv.Key) > 64 || len(kv.Entry.Value) > 64 {
+					enc = "hashtable"
+				}
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -120,6 +121,12 @@ func testKeyCommandsOnObjects(t *testing.T, engine string) {
 		{"SADD {t}is " + strings.Repeat("y", 65), num(1)},
 		{"OBJECT ENCODING {t}is", bulk("hashtable")},
 		{"DEL {t}is", num(1)},
+		// hash-max-listpack-entries is 512, zset-max-listpack-entries 128
+		{"HSET {t}big " + fieldValues(500), num(500)},
+		{"OBJECT ENCODING {t}big", bulk("listpack")},
+		{"HSET {t}big " + fieldValues(513), num(13)},
+		{"OBJECT ENCODING {t}big", bulk("hashtable")},
+		{"DEL {t}big", num(1)},
 		{"RPUSH {t}l a b", num(2)},
 		{"TYPE {t}l", "+list\r\n"},
 		{"DEL {t}l {t}h2 {t}h3", num(3)},
@@ -149,4 +156,13 @@ func testKeyReplicaMode(t *testing.T, engine string) {
 	if got := h.prop(); !reflect.DeepEqual(got, []string{"RENAME {t}a {t}b"}) {
 		t.Fatalf("RENAME propagated %q", got)
 	}
+}
+
+// fieldValues is "f0 v f1 v ..." with n fields.
+func fieldValues(n int) string {
+	parts := make([]string, 0, 2*n)
+	for i := 0; i < n; i++ {
+		parts = append(parts, fmt.Sprintf("f%d", i), "v")
+	}
+	return strings.Join(parts, " ")
 }

@@ -217,13 +217,14 @@ func cmdLRange(c *Ctx) {
 }
 
 func cmdLIndex(c *Ctx) {
-	idx, ok := c.IntArg(2)
-	if !ok {
-		return
-	}
+	// As Redis: the key and its type first, then the index.
 	var v string
 	found := false
 	_, err := dsRead(c, 1, engines.TypeList, func(o engines.Object) error {
+		idx, ok := ParseInt(c.Args[2])
+		if !ok {
+			return ReplyError(ErrTextNotInt)
+		}
 		l := o.(*ds.List)
 		i := idx
 		if i < 0 {
@@ -246,10 +247,6 @@ func cmdLIndex(c *Ctx) {
 }
 
 func cmdLSet(c *Ctx) {
-	idx, ok := c.IntArg(2)
-	if !ok {
-		return
-	}
 	if err := dsCheckValues(c, 3, 1); err != nil {
 		dsFail(c, err)
 		return
@@ -257,6 +254,11 @@ func cmdLSet(c *Ctx) {
 	err := dsWrite(c, 1, engines.TypeList, nil, func(o engines.Object) (engines.Action, error) {
 		if o == nil {
 			return engines.Keep, ReplyError(ErrTextNoSuchKey)
+		}
+		// As Redis: the key and its type first, then the index.
+		idx, ok := ParseInt(c.Args[2])
+		if !ok {
+			return engines.Keep, ReplyError(ErrTextNotInt)
 		}
 		l := o.(*ds.List)
 		i := idx

@@ -68,3 +68,23 @@ func TestDSOnEngines(t *testing.T) {
 		})
 	})
 }
+
+// TestListIndexCheckOrder: as Redis, LINDEX and LSET look the key and its
+// type up before they parse the index (tests/testdata/redis-compare.txt).
+func TestListIndexCheckOrder(t *testing.T) {
+	onEngines(t, func(t *testing.T, engine string) {
+		h := newHarnessOn(t, engine)
+		h.run([]step{
+			{"LINDEX nol x", null},
+			{"LSET nol x v", errReply("ERR no such key")},
+			{"SET str v", ok},
+			{"LINDEX str x", wrongT},
+			{"LSET str x v", wrongT},
+			{"RPUSH l a", num(1)},
+			{"LINDEX l x", errReply("ERR value is not an integer or out of range")},
+			{"LSET l x v", errReply("ERR value is not an integer or out of range")},
+			{"LSET l 0 v", ok},
+			{"LINDEX l 0", bulk("v")},
+		})
+	})
+}

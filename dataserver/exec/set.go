@@ -523,13 +523,21 @@ func cmdSInterCard(c *Ctx) {
 }
 
 func cmdSScan(c *Ctx) {
-	cursor, match, count, ok := dsScanArgs(c, 2)
+	cursor, ok := dsScanCursor(c, 2) // see dsScanCursor for Redis's order
 	if !ok {
 		return
 	}
-	ms, _, err := setMembers(c, c.Key(1))
+	ms, found, err := setMembers(c, c.Key(1))
 	if err != nil {
 		dsFail(c, err)
+		return
+	}
+	if !found {
+		dsReplyScan(c, 0, nil, nil, false)
+		return
+	}
+	match, count, ok := dsScanOpts(c, 2)
+	if !ok {
 		return
 	}
 	picked, next := dsScan(ms, cursor, count)

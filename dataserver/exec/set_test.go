@@ -133,3 +133,32 @@ func TestDSRandom(t *testing.T) {
 		t.Fatalf("SPOP popped %v", popped)
 	}
 }
+
+// TestScanCheckOrder: as Redis, HSCAN, SSCAN and ZSCAN parse the cursor,
+// then look the key up (missing: an empty scan whatever the options;
+// wrong type: WRONGTYPE), then parse the options.
+func TestScanCheckOrder(t *testing.T) {
+	onEngines(t, func(t *testing.T, engine string) {
+		h := newHarnessOn(t, engine)
+		emptyScan := arr(bulk("0"), arr())
+		h.run([]step{
+			{"SET str v", ok},
+			{"SADD s a", num(1)},
+			{"ZADD z 1 a", num(1)},
+			{"HSET h f v", num(1)},
+		})
+		for _, cmd := range []string{"SSCAN", "ZSCAN", "HSCAN"} {
+			h.run([]step{
+				{cmd + " none x", errReply("ERR invalid cursor")},
+				{cmd + " none 0 COUNT 0", emptyScan},
+				{cmd + " none 0 FOO", emptyScan},
+				{cmd + " str 0 COUNT x", wrongT},
+				{cmd + " str 0 FOO", wrongT},
+				{cmd + " str x", errReply("ERR invalid cursor")},
+				{cmd + " " + strings.ToLower(cmd[:1]) + " 0 COUNT x", notInt},
+				{cmd + " " + strings.ToLower(cmd[:1]) + " 0 COUNT 0", syntax},
+				{cmd + " " + strings.ToLower(cmd[:1]) + " 0 FOO", syntax},
+			})
+		}
+	})
+}

@@ -81,7 +81,28 @@ const optExpire = optEX | optPX | optEXAT | optPXAT
 // parseStringOpts parses SET's (set true) or GETEX's options from
 // args[from:], as Redis 7 does; it replies and returns ok false on error.
 func parseStringOpts(c *Ctx, from int, set bool) (flags int, at int64, ok bool) {
-	var expArg []byte
+	flags, expArg, ok := parseStringSyntax(c, from, set)
+	if !ok {
+		return 0, 0, false
+	}
+	if flags&optExpire != 0 {
+		if at, ok = expireMillis(c, expArg, expireUnit(flags), flags&(optEX|optPX) != 0); !ok {
+			return 0, 0, false
+		}
+	}
+	return flags, at, true
+}
+
+func expireUnit(flags int) int64 {
+	if flags&(optEX|optEXAT) != 0 {
+		return 1000
+	}
+	return 1
+}
+
+// parseStringSyntax checks the options' syntax and returns the expiry's
+// argument unparsed (GETEX parses it only once the key is found).
+func parseStringSyntax(c *Ctx, from int, set bool) (flags int, expArg []byte, ok bool) {
 	for j := from; j < len(c.Args); j++ {
 		a := c.Args[j]
 		hasNext := j+1 < len(c.Args)
@@ -114,52 +135,55 @@ func parseStringOpts(c *Ctx, from int, set bool) (flags int, at int64, ok bool) 
 			expArg = c.Args[j]
 		default:
 			c.SyntaxErr()
-			return 0, 0, false
+			return 0, nil, false
 		}
 	}
-	if flags&optExpire != 0 {
-		unit := int64(1)
-		if flags&(optEX|optEXAT) != 0 {
-			unit = 1000
-		}
-		at, ok = expireMillis(c, expArg, unit, flags&(optEX|optPX) != 0)
-		if !ok {
-			return 0, 0, false
-		}
-	}
-	return flags, at, true
+	return flags, expArg, true
 }
 
 // expireMillis is Redis's getExpireMillisecondsOrReply: the absolute expiry
 // in ms of an EX/PX (relative) or EXAT/PXAT argument, > 0.
 func expireMillis(c *Ctx, arg []byte, unit int64, relative bool) (int64, bool) {
-	v, ok := ParseInt(arg)
-	if !ok {
-		c.Error(ErrTextNotInt)
+	v, msg := expireMillisText(c, arg, unit, relative)
+	if msg != "" {
+		c.Error(msg)
 		return 0, false
 	}
+	return v, true
+}
+
+// expireMillisText is expireMillis returning the error text instead of
+// replying it.
+func expireMillisText(c *Ctx, arg []byte, unit int64, relative bool) (int64, string) {
+	v, ok := ParseInt(arg)
+	if !ok {
+		return 0, ErrTextNotInt
+	}
 	if v <= 0 || (unit == 1000 && v > math.MaxInt64/1000) {
-		c.invalidExpire()
-		return 0, false
+		return 0, c.invalidExpireText()
 	}
 	v *= unit
 	if relative {
 		v += c.NowMs() // wraps negative on overflow, as in C
 	}
 	if v <= 0 {
-		c.invalidExpire()
-		return 0, false
+		return 0, c.invalidExpireText()
 	}
-	return v, true
+	return v, ""
 }
 
-func (c *Ctx) invalidExpire() {
-	c.Error("ERR invalid expire time in '" + c.spec.Name + "' command")
+func (c *Ctx) invalidExpire() { c.Error(c.invalidExpireText()) }
+
+func (c *Ctx) invalidExpireText() string {
+	return "ERR invalid expire time in '" + c.spec.Name + "' command"
 }
 
 func cmdSet(c *Ctx) {
 	flags, at, ok := parseStringOpts(c, 3, true)
 	if !ok {
+		return
+	}
+	if flags&optGet != 0 && c.pkeyWrongType(1) {
 		return
 	}
 	setGeneric(c, flags, at)
@@ -217,6 +241,11 @@ func setGeneric(c *Ctx, flags int, at int64) {
 }
 
 func cmdSetNX(c *Ctx) {
+	if pk, _ := c.hasPkey(c.Key(1)); pk { // a prefix-stored hash exists
+		c.NoPropagate()
+		c.Int(0)
+		return
+	}
 	created := false
 	_, err := c.UpdateVisible(1, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
 		if exists {
@@ -249,6 +278,9 @@ func cmdSetEx(c *Ctx, unit int64) {
 }
 
 func cmdGetSet(c *Ctx) {
+	if c.pkeyWrongType(1) {
+		return
+	}
 	var old []byte
 	var had bool
 	_, err := c.UpdateVisible(1, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
@@ -273,6 +305,9 @@ func cmdGetSet(c *Ctx) {
 }
 
 func cmdGetDel(c *Ctx) {
+	if c.pkeyWrongType(1) {
+		return
+	}
 	var old []byte
 	var had bool
 	_, err := c.UpdateVisible(1, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
@@ -299,7 +334,7 @@ func cmdGetDel(c *Ctx) {
 }
 
 func cmdGetEx(c *Ctx) {
-	flags, at, ok := parseStringOpts(c, 2, false)
+	flags, expArg, ok := parseStringSyntax(c, 2, false)
 	if !ok {
 		return
 	}
@@ -307,6 +342,16 @@ func cmdGetEx(c *Ctx) {
 		c.NoPropagate()
 		cmdGet(c)
 		return
+	}
+	// As Redis: the options' syntax, then the key (missing: nil) and its
+	// type, and only then the expiry's value.
+	if c.pkeyWrongType(1) {
+		return
+	}
+	var at int64
+	var expErr string
+	if flags&optExpire != 0 {
+		at, expErr = expireMillisText(c, expArg, expireUnit(flags), flags&(optEX|optPX) != 0)
 	}
 	var val []byte
 	var had bool
@@ -317,6 +362,9 @@ func cmdGetEx(c *Ctx) {
 		}
 		if cur.Type != engines.TypeString {
 			return cur, engines.Keep, errs.ErrWrongType
+		}
+		if expErr != "" {
+			return cur, engines.Keep, ReplyError(expErr)
 		}
 		val, had = bytes.Clone(cur.Value), true
 		switch {
@@ -414,7 +462,7 @@ func cmdMSetNX(c *Ctx) {
 		return
 	}
 	for _, i := range idx {
-		_, ok, err := c.Lookup(i)
+		_, ok, _, err := c.lookupAny(i) // a prefix-stored hash exists too
 		if err != nil {
 			c.Fail(err)
 			return
@@ -451,6 +499,9 @@ func cmdDecrBy(c *Ctx) {
 
 // incrBy is Redis's incrDecrCommand: the TTL is kept.
 func incrBy(c *Ctx, delta int64) {
+	if c.pkeyWrongType(1) {
+		return
+	}
 	var n int64
 	_, err := c.UpdateVisible(1, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
 		var v int64
@@ -483,6 +534,9 @@ func cmdIncrByFloat(c *Ctx) {
 	incr, ok := ParseLongDouble(c.Args[2])
 	if !ok {
 		c.Error(ErrTextNotFloat)
+		return
+	}
+	if c.pkeyWrongType(1) {
 		return
 	}
 	var out []byte
@@ -519,6 +573,9 @@ func cmdIncrByFloat(c *Ctx) {
 }
 
 func cmdAppend(c *Ctx) {
+	if c.pkeyWrongType(1) {
+		return
+	}
 	var n int
 	_, err := c.UpdateVisible(1, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
 		if !exists {
@@ -619,6 +676,9 @@ func cmdSetRange(c *Ctx) {
 		c.Error("ERR offset is out of range")
 		return
 	}
+	if c.pkeyWrongType(1) {
+		return
+	}
 	val := c.Args[3]
 	var n int
 	var wrote bool
@@ -666,7 +726,7 @@ func cmdLCS(c *Ctx) {
 			c.Fail(err)
 			return
 		}
-		if ok && e.Type != engines.TypeString {
+		if ok && e.Type != engines.TypeString || !ok && func() bool { pk, _ := c.hasPkey(c.Key(i + 1)); return pk }() {
 			c.Error("ERR The specified keys must contain string values")
 			return
 		}

@@ -262,3 +262,54 @@ func testStringPropagation(t *testing.T, engine string) {
 		}
 	}
 }
+
+// TestGetExCheckOrder: as Redis, GETEX checks its options' syntax, then
+// the key (missing: nil) and its type, and only then the expiry's value.
+func TestGetExCheckOrder(t *testing.T) {
+	onEngines(t, func(t *testing.T, engine string) {
+		h := newHarnessOn(t, engine)
+		h.run([]step{
+			{"GETEX none EX x", null},
+			{"GETEX none PX 0", null},
+			{"GETEX none FOO", syntax},
+			{"RPUSH l a", num(1)},
+			{"GETEX l EX x", wrongT},
+			{"GETEX l EX 0", wrongT},
+			{"GETEX l FOO", syntax},
+			{"SET k v", ok},
+			{"GETEX k EX x", notInt},
+			{"GETEX k EX 0", errReply("ERR invalid expire time in 'getex' command")},
+			{"TTL k", num(-1)},
+			{"GETEX k EX 100", bulk("v")},
+			{"TTL k", num(100)},
+		})
+	})
+}
+
+// TestStringCommandsOnHash: every string command sees a hash as a hash,
+// also where hashes are prefix-stored (persistent engines): WRONGTYPE,
+// and SETNX/MSETNX find the key taken (tests/testdata/redis-compare.txt).
+func TestStringCommandsOnHash(t *testing.T) {
+	onEngines(t, func(t *testing.T, engine string) {
+		h := newHarnessOn(t, engine)
+		h.run([]step{
+			{"HSET {t}h f v", num(1)},
+			{"GET {t}h", wrongT},
+			{"APPEND {t}h x", wrongT},
+			{"INCR {t}h", wrongT},
+			{"DECRBY {t}h 2", wrongT},
+			{"INCRBYFLOAT {t}h 1", wrongT},
+			{"SETRANGE {t}h 0 x", wrongT},
+			{"GETSET {t}h x", wrongT},
+			{"SET {t}h x GET", wrongT},
+			{"GETDEL {t}h", wrongT},
+			{"GETEX {t}h PERSIST", wrongT},
+			{"SETNX {t}h x", num(0)},
+			{"MSETNX {t}h x {t}o y", num(0)},
+			{"LCS {t}h {t}h", errReply("ERR The specified keys must contain string values")},
+			{"TYPE {t}h", "+hash\r\n"},
+			{"HGETALL {t}h", arr(bulk("f"), bulk("v"))},
+			{"EXISTS {t}o", num(0)},
+		})
+	})
+}

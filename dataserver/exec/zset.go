@@ -1149,17 +1149,25 @@ func cmdZRandMember(c *Ctx) {
 }
 
 func cmdZScan(c *Ctx) {
-	cursor, match, count, ok := dsScanArgs(c, 2)
+	cursor, ok := dsScanCursor(c, 2) // see dsScanCursor for Redis's order
 	if !ok {
 		return
 	}
 	var items []zitem
-	_, err := dsRead(c, 1, engines.TypeZSet, func(o engines.Object) error {
+	found, err := dsRead(c, 1, engines.TypeZSet, func(o engines.Object) error {
 		items = zsetItems(o.(*ds.ZSet))
 		return nil
 	})
 	if err != nil {
 		dsFail(c, err)
+		return
+	}
+	if !found {
+		dsReplyScan(c, 0, nil, nil, false)
+		return
+	}
+	match, count, ok := dsScanOpts(c, 2)
+	if !ok {
 		return
 	}
 	score := make(map[string]float64, len(items))
