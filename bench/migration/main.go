@@ -36,7 +36,7 @@ func main() {
 	dsLog := flag.String("ds-log", "", "file for the new dataserver's output")
 	keys := flag.Int("keys", 1000000, "keys to load")
 	clients := flag.Int("clients", 20, "client connections of the steady load")
-	rate := flag.Int("rate", 4000, "steady load, requests per second in all (half GET, half SET)")
+	rate := flag.Int("rate", 2000, "steady load, requests per second in all (half GET, half SET)")
 	before := flag.Duration("before", 10*time.Second, "how long to measure before the migration")
 	timeout := flag.Duration("timeout", 15*time.Minute, "give up on the migration after this long")
 	flag.Parse()
@@ -54,7 +54,8 @@ func main() {
 	fmt.Printf("loaded %d keys in %v (%.0f keys/s)\n", *keys, loadTook.Round(time.Millisecond), float64(*keys)/loadTook.Seconds())
 
 	// 2. Steady load, measured before.
-	lt := newLatencies()
+	lt := newLatencies()  // from each request's scheduled time
+	svc := newLatencies() // from the moment it was sent
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var errCount atomic.Int64
@@ -62,14 +63,15 @@ func main() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			steady(*proxyAddr, c, *keys, float64(*rate)/float64(*clients), lt, &errCount, stop)
+			steady(*proxyAddr, c, *keys, float64(*rate)/float64(*clients), lt, svc, &errCount, stop)
 		}()
 	}
 	defer func() { close(stop); wg.Wait() }()
 	time.Sleep(time.Second) // warm up
 	lt.reset()
+	svc.reset()
 	time.Sleep(*before)
-	pre := lt.snapshot()
+	pre, preSvc := lt.snapshot(), svc.snapshot()
 	fmt.Printf("before: %s\n", pre)
 
 	// 3. One more dataserver.
@@ -88,6 +90,7 @@ func main() {
 		cmd.Stdout, cmd.Stderr = f, f
 	}
 	lt.reset()
+	svc.reset()
 	tAdd := time.Now()
 	if err := cmd.Start(); err != nil {
 		fail("start dataserver: %v", err)
@@ -121,7 +124,7 @@ func main() {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	during := lt.snapshot()
+	during, duringSvc := lt.snapshot(), svc.snapshot()
 	// The new node's key count arrives with its next heartbeat.
 	time.Sleep(1500 * time.Millisecond)
 	moved := nodeKeys(ctx, cs, newAddr)
@@ -135,8 +138,9 @@ func main() {
 		}
 	}
 	lt.reset()
+	svc.reset()
 	time.Sleep(5 * time.Second)
-	after := lt.snapshot()
+	after, afterSvc := lt.snapshot(), svc.snapshot()
 
 	fmt.Printf("during: %s\n", during)
 	fmt.Printf("after: %s\n", after)
@@ -144,14 +148,16 @@ func main() {
 		copies, tb.Buckets, tb.Copies, newAddr, took.Round(time.Millisecond), moved, float64(moved)/took.Seconds(), tb0.Version, tb.Version)
 	fmt.Printf("client errors: %d\n", errCount.Load())
 	fmt.Println()
-	fmt.Println("| phase | requests | rate/s | p50 ms | p99 ms | p99.9 ms | max ms |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| phase | requests | rate/s | p50 ms | p99 ms | p99.9 ms | max ms | service p50 / p99 / max ms |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---|")
 	for _, p := range []struct {
 		name string
-		s    stats
-	}{{"before (" + before.String() + ")", pre}, {fmt.Sprintf("during the migration (%v)", took.Round(time.Second)), during}, {"after (5s)", after}} {
-		fmt.Printf("| %s | %d | %.0f | %.3f | %.3f | %.3f | %.3f |\n", p.name, p.s.n, p.s.rate, ms(p.s.p50), ms(p.s.p99), ms(p.s.p999), ms(p.s.max))
+		s, v stats
+	}{{"before (" + before.String() + ")", pre, preSvc}, {fmt.Sprintf("during the migration (%v)", took.Round(time.Second)), during, duringSvc}, {"after (5s)", after, afterSvc}} {
+		fmt.Printf("| %s | %d | %.0f | %.3f | %.3f | %.3f | %.3f | %.3f / %.3f / %.3f |\n", p.name, p.s.n, p.s.rate,
+			ms(p.s.p50), ms(p.s.p99), ms(p.s.p999), ms(p.s.max), ms(p.v.p50), ms(p.v.p99), ms(p.v.max))
 	}
+	fmt.Println("\n(latency counts from each request's scheduled time, so a backlog shows; service latency from when it was sent)")
 	fmt.Printf("\nkeys moved: %d in %.1f s = **%.0f keys/s** (%d bucket copies)\n", moved, took.Seconds(), float64(moved)/took.Seconds(), copies)
 }
 
@@ -212,7 +218,7 @@ func load(ctx context.Context, addr string, n int) error {
 }
 
 // steady sends paced GETs and SETs of random loaded keys on one connection.
-func steady(addr string, id, n int, perSec float64, lt *latencies, errs *atomic.Int64, stop <-chan struct{}) {
+func steady(addr string, id, n int, perSec float64, lt, svc *latencies, errs *atomic.Int64, stop <-chan struct{}) {
 	cl := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1, MaxRetries: -1, ReadTimeout: 10 * time.Second})
 	defer cl.Close()
 	rng := rand.New(rand.NewSource(int64(id)))
@@ -238,6 +244,7 @@ func steady(addr string, id, n int, perSec float64, lt *latencies, errs *atomic.
 		next = next.Add(interval)
 		i := rng.Intn(n)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		sent := time.Now()
 		var err error
 		if gen%2 == 0 {
 			err = cl.Set(ctx, key(i), value(i, gen), 0).Err()
@@ -245,10 +252,11 @@ func steady(addr string, id, n int, perSec float64, lt *latencies, errs *atomic.
 			err = cl.Get(ctx, key(i)).Err()
 		}
 		cancel()
-		if err != nil {
-			errs.Add(1)
+		if err != nil && errs.Add(1) <= 5 {
+			fmt.Printf("  client error at %s: %v\n", time.Now().Format("15:04:05.000"), err)
 		}
 		lt.add(time.Since(sched))
+		svc.add(time.Since(sent))
 	}
 }
 

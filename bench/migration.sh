@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# bench/migration.sh - `make bench-migration`: an online migration under
+# load. Starts a configserver, 3 dataservers (rdb, copy count 2, 1023
+# buckets) and a proxy as separate processes, then bench/migration (Go):
+# loads KEYS keys (16-byte keys, 32-byte values) through the proxy, runs a
+# paced GET/SET load (CLIENTS connections, RATE requests/s in all), measures
+# client latency for BEFORE, starts a 4th dataserver and measures keys moved
+# per second and client latency until the table has settled.
+#
+# Knobs: KEYS (1000000), CLIENTS (20), RATE (2000), BEFORE (10s).
+# Output goes to bench/out/migration-<time>.md and to stdout.
+set -u
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUT=$ROOT/bench/out
+mkdir -p "$OUT"
+BIN=$ROOT/bin/tair
+[ -x "$BIN" ] || go build -o "$BIN" ./cmd/tair
+
+# The helpers of bench/run.sh.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+
+PIDS=()
+TMP=$(mktemp -d)
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+wait_ping() {
+  for _ in $(seq 1 200); do
+    redis-cli -p "$1" PING 2>/dev/null | grep -q PONG && return 0
+    sleep 0.1
+  done
+  echo "port $1 does not answer PING" >&2
+  return 1
+}
+
+KEYS=${KEYS:-1000000}
+CLIENTS=${CLIENTS:-20}
+RATE=${RATE:-2000}
+BEFORE=${BEFORE:-10s}
+
+CS=$(free_port); CS_HTTP=$(free_port)
+"$BIN" configserver --listen "127.0.0.1:$CS" --http "127.0.0.1:$CS_HTTP" --copies 2 --buckets 1023 \
+  --etcd-dir "$TMP/etcd" --log-level warn >"$TMP/cs.log" 2>&1 &
+PIDS+=($!)
+for i in 1 2 3; do
+  p=$(free_port); h=$(free_port)
+  "$BIN" dataserver --listen "127.0.0.1:$p" --http "127.0.0.1:$h" --configserver "127.0.0.1:$CS" \
+    --engine rdb --log-level warn >"$TMP/ds$i.log" 2>&1 &
+  PIDS+=($!)
+done
+# The proxy starts once the first table names the three dataservers.
+for _ in $(seq 1 200); do
+  n=$("$BIN" ctl --configserver "127.0.0.1:$CS" nodes 2>/dev/null | grep -c true)
+  [ "${n:-0}" -ge 3 ] && "$BIN" ctl --configserver "127.0.0.1:$CS" table >/dev/null 2>&1 && break
+  sleep 0.1
+done
+PX=$(free_port); PX_HTTP=$(free_port)
+"$BIN" proxy --listen "127.0.0.1:$PX" --http "127.0.0.1:$PX_HTTP" --configserver "127.0.0.1:$CS" \
+  --log-level warn >"$TMP/proxy.log" 2>&1 &
+PIDS+=($!)
+wait_ping "$PX" || { tail -n 20 "$TMP"/*.log; exit 1; }
+
+DS4=$(free_port); DS4_HTTP=$(free_port)
+STAMP=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+REPORT=$OUT/migration-$STAMP.md
+{
+  echo "# make bench-migration, $STAMP, $(nproc) cores"
+  echo
+  echo "3 dataservers (rdb, copy count 2, 1023 buckets) + 1 proxy; $KEYS keys (16 B keys, 32 B values);"
+  echo "steady load: $CLIENTS connections, $RATE requests/s (half GET, half SET), latency from each request's scheduled time;"
+  echo "then a 4th dataserver joins."
+  echo
+  go run ./bench/migration --proxy "127.0.0.1:$PX" --configserver "127.0.0.1:$CS" --tair "$BIN" \
+    --keys "$KEYS" --clients "$CLIENTS" --rate "$RATE" --before "$BEFORE" --ds-log "$TMP/ds4.log" \
+    --ds-args "--listen 127.0.0.1:$DS4 --http 127.0.0.1:$DS4_HTTP --configserver 127.0.0.1:$CS --engine rdb --log-level warn"
+  rc=$?
+  if [ $rc -ne 0 ]; then tail -n 30 "$TMP"/*.log; fi
+} 2>&1 | tee "$REPORT"
+echo "report: $REPORT"
