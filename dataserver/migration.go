@@ -39,8 +39,11 @@ type migration struct {
 	// reportedDone: Done was reported once (owned by the run goroutine).
 	reportedDone bool
 
-	keys    atomic.Int64
-	done    atomic.Bool
+	keys atomic.Int64
+	done atomic.Bool
+	// broken: a master's write this slave copy applied could not be
+	// passed on to the destination in time; the copy starts over (check).
+	broken  atomic.Bool
 	failed  atomic.Pointer[string]
 	stop    chan struct{}
 	stopped chan struct{}
@@ -281,6 +284,9 @@ func (m *migration) check(st *stream) error {
 	}
 	if st.lost() {
 		return errors.New("the stream to the destination broke")
+	}
+	if m.broken.Swap(false) {
+		return errors.New("the destination did not apply a passed-on write in time")
 	}
 	return nil
 }

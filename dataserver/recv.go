@@ -228,14 +228,15 @@ func (s *Server) replApply(out []byte, args [][]byte) []byte {
 			continue
 		}
 		var e *entry
+		var mig *migration
 		var applied bool
-		scratch, e, applied = s.applyItem(it, from, session, ver, scratch)
+		scratch, e, mig, applied = s.applyItem(it, from, session, ver, scratch)
 		if !applied {
 			refused = append(refused, strconv.FormatUint(it.seq, 10))
 			s.m.replRefused.Inc()
 		}
 		if e != nil {
-			chained = append(chained, chainWait{seq: it.seq, e: e})
+			chained = append(chained, chainWait{seq: it.seq, e: e, mig: mig})
 		}
 		rs.last = it.seq
 	}
@@ -253,7 +254,14 @@ func (s *Server) replApply(out []byte, args [][]byte) []byte {
 				ok = c.e.err == nil
 			case <-deadline.C:
 			}
-			if !ok {
+			switch {
+			case ok:
+			case c.mig != nil:
+				// Applied here; only the copy in progress missed it:
+				// that copy starts over (it will include the write), the
+				// master's write stands.
+				c.mig.broken.Store(true)
+			default:
 				refused = append(refused, strconv.FormatUint(c.seq, 10))
 			}
 		}
@@ -272,6 +280,7 @@ func (s *Server) replApply(out []byte, args [][]byte) []byte {
 type chainWait struct {
 	seq uint64
 	e   *entry
+	mig *migration // the move of this slave copy (nil: a relay after the switch)
 }
 
 // applyItem applies one accepted item under its bucket's lock. When this
@@ -282,7 +291,7 @@ type chainWait struct {
 // Items of a migration stream are refused (ok false) unless their session
 // is the bucket's latest incoming migration: a batch of an abandoned
 // attempt still in flight must not land on the new copy.
-func (s *Server) applyItem(it item, from, session string, ver uint64, scratch []byte) (_ []byte, _ *entry, ok bool) {
+func (s *Server) applyItem(it item, from, session string, ver uint64, scratch []byte) (_ []byte, _ *entry, _ *migration, ok bool) {
 	bk := s.bucket(it.bucket)
 	bk.mu.Lock()
 	defer bk.mu.Unlock()
@@ -291,11 +300,11 @@ func (s *Server) applyItem(it item, from, session string, ver uint64, scratch []
 	var rl *relay
 	if t := s.Table(); !s.acceptsFrom(t, it.bucket, from) && !s.continuesMoveLocked(bk, t, it, session) {
 		if rl = bk.relay; rl == nil || it.kind != kindCmds || rl.master != from || ver >= rl.switchVer {
-			return scratch, nil, false
+			return scratch, nil, nil, false
 		}
 	}
 	if it.kind != kindBegin && strings.HasPrefix(session, "mig-") && bk.inMig != session {
-		return scratch, nil, false
+		return scratch, nil, nil, false
 	}
 	switch it.kind {
 	case kindBegin:
@@ -328,12 +337,12 @@ func (s *Server) applyItem(it item, from, session string, ver uint64, scratch []
 		if m := bk.mig; m != nil {
 			e := m.st.push(it.bucket, it.area, kindCmds, cmdsPayload(it.cmds))
 			if m.synced {
-				return scratch, e, true
+				return scratch, e, m, true
 			}
 		}
 		if rl != nil {
-			return scratch, rl.st.push(it.bucket, it.area, kindCmds, cmdsPayload(it.cmds)), true
+			return scratch, rl.st.push(it.bucket, it.area, kindCmds, cmdsPayload(it.cmds)), nil, true
 		}
 	}
-	return scratch, nil, true
+	return scratch, nil, nil, true
 }

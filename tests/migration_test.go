@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -923,17 +922,6 @@ func TestCrashDuringMoveSourceStaysDead(t *testing.T) { crashDuringMove(t, true,
 // kill -9 of the destination of a running move (serving nothing yet),
 // restarted with its data directory holding a partial copy: the move
 // starts over cleanly, the client sees no error, nothing is duplicated.
-//
-// Known bug (issue "DataServer", open): in 2-5 of ~20,000 writes the
-// client gets "-TIMEOUT a slave refused the write ...; it may have
-// applied" around the restarted move: the bucket's master resyncs the
-// move's source (a slave) with a full copy while it is streaming the
-// bucket, and the source refuses some of the master's writes meanwhile.
-// Nothing acknowledged is lost (the model checks pass), but the client
-// sees errors, which this test forbids. Run it with TAIR_KNOWN_BUGS=1.
 func TestCrashDuringMoveDestinationRestarts(t *testing.T) {
-	if os.Getenv("TAIR_KNOWN_BUGS") == "" {
-		t.Skip("known bug: refused writes while a restarted move's source is resynced (see the comment; TAIR_KNOWN_BUGS=1 runs it)")
-	}
 	crashDuringMove(t, false, true)
 }
