@@ -65,6 +65,10 @@ type Config struct {
 	MigrateBatchMax int
 	// MigrateBytesPerSec caps the migration rate (0 = no cap).
 	MigrateBytesPerSec int64
+	// MigrateLatencyTarget is the mean client latency (from reading a
+	// batch of requests to writing its replies) under which migrations
+	// speed up; above twice it they back off (default 2ms).
+	MigrateLatencyTarget time.Duration
 	// MigrateParallel is how many buckets this node moves at once (default 2).
 	MigrateParallel int
 
@@ -79,20 +83,21 @@ type Config struct {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		Listen:             "127.0.0.1:5191",
-		Engine:             "rdb",
-		Sync:               engines.SyncGroup,
-		HeartbeatInterval:  500 * time.Millisecond,
-		LeaseTimeout:       1500 * time.Millisecond,
-		ReplicationMode:    ReplicationDegraded,
-		ReplicationTimeout: time.Second,
-		ReplicationBacklog: 256 << 20,
-		ForwardGrace:       5 * time.Second,
-		MigrateBatchMax:    2048,
-		MigrateParallel:    2,
-		MaxKeySize:         1024,
-		MaxValueSize:       1 << 20,
-		ReadFromSlave:      true,
+		Listen:               "127.0.0.1:5191",
+		Engine:               "rdb",
+		Sync:                 engines.SyncGroup,
+		HeartbeatInterval:    500 * time.Millisecond,
+		LeaseTimeout:         1500 * time.Millisecond,
+		ReplicationMode:      ReplicationDegraded,
+		ReplicationTimeout:   time.Second,
+		ReplicationBacklog:   256 << 20,
+		ForwardGrace:         5 * time.Second,
+		MigrateBatchMax:      2048,
+		MigrateParallel:      2,
+		MigrateLatencyTarget: 2 * time.Millisecond,
+		MaxKeySize:           1024,
+		MaxValueSize:         1 << 20,
+		ReadFromSlave:        true,
 	}
 }
 
@@ -128,6 +133,9 @@ func (c *Config) Adjust() {
 	}
 	if c.MigrateBatchMax <= 0 {
 		c.MigrateBatchMax = d.MigrateBatchMax
+	}
+	if c.MigrateLatencyTarget <= 0 {
+		c.MigrateLatencyTarget = d.MigrateLatencyTarget
 	}
 	if c.MigrateParallel <= 0 {
 		c.MigrateParallel = d.MigrateParallel

@@ -80,6 +80,7 @@ type Server struct {
 	// leaseFrom is when the last successful heartbeat was sent (unix ns).
 	leaseFrom atomic.Int64
 	csDown    atomic.Bool // every configserver refused the last heartbeat
+	clientLat atomic.Int64 // ns, moving average (observeClientLatency)
 	fetching  atomic.Bool // a table fetch from a peer is running
 	hbKick    chan struct{}
 	areas     atomic.Pointer[areaTable]
@@ -392,6 +393,16 @@ func (s *Server) leaseOK() bool {
 	from := s.leaseFrom.Load()
 	return from != 0 && time.Since(time.Unix(0, from)) < s.cfg.LeaseTimeout
 }
+
+// observeClientLatency folds one batch's service time (read to reply
+// written) into the moving average migrations pace themselves by.
+func (s *Server) observeClientLatency(d time.Duration) {
+	old := s.clientLat.Load()
+	s.clientLat.Store(old + (int64(d)-old)/16)
+}
+
+// clientLatency is the moving average of client batches' service time.
+func (s *Server) clientLatency() time.Duration { return time.Duration(s.clientLat.Load()) }
 
 func (s *Server) kickHeartbeat() {
 	select {

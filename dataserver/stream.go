@@ -137,6 +137,7 @@ type stream struct {
 	receiverLost atomic.Bool
 	sentBytes    atomic.Int64
 	batchMax     atomic.Int64
+	pause        atomic.Int64 // ns between migration batches (adapt)
 	lastRTT      atomic.Int64
 }
 
@@ -441,6 +442,9 @@ func (st *stream) runConn(c *peerConn) error {
 		sent = f.last
 		st.sentBytes.Add(int64(len(buf)))
 		if st.mig {
+			if p := time.Duration(st.pause.Load()); p > 0 && records > 0 {
+				time.Sleep(p)
+			}
 			if r := st.s.cfg.MigrateBytesPerSec; r > 0 && records > 0 {
 				// Only the snapshot is capped: the writes logged since
 				// must flow, or the copy would never catch up.
@@ -458,15 +462,26 @@ func (st *stream) timeout() time.Duration {
 	return t
 }
 
-// adapt grows the migration batch while the destination answers fast and
-// shrinks it when it slows down; MigrateBytesPerSec caps the rate.
+// adapt paces the migration like Squirrel and Cellar do: the batch grows
+// while the destination answers fast (its queue is short) and this node's
+// clients are served within MigrateLatencyTarget, and shrinks when either
+// rises; while clients are slow, a pause between batches grows too, so
+// the copy yields to them. MigrateBatchMax is the ceiling and
+// MigrateBytesPerSec caps the snapshot's rate.
 func (st *stream) adapt(rtt time.Duration) {
 	bm, ceiling := st.batchMax.Load(), int64(st.s.cfg.MigrateBatchMax)
+	target := st.s.cfg.MigrateLatencyTarget
+	lat := st.s.clientLatency()
+	pause := time.Duration(st.pause.Load())
 	switch {
-	case rtt < 20*time.Millisecond && bm < ceiling:
+	case lat > 2*target || rtt > 100*time.Millisecond:
+		st.batchMax.Store(max(bm/2, 16))
+		if lat > 2*target {
+			st.pause.Store(int64(min(2*pause+time.Millisecond, 50*time.Millisecond)))
+		}
+	case rtt < 20*time.Millisecond && lat < target:
 		st.batchMax.Store(min(2*bm, ceiling))
-	case rtt > 100*time.Millisecond && bm > 16:
-		st.batchMax.Store(bm / 2)
+		st.pause.Store(int64(pause / 2))
 	}
 }
 

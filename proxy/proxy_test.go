@@ -811,6 +811,34 @@ func TestReadFromSlave(t *testing.T) {
 	if slaveReads == 0 {
 		t.Fatal("no read went to a slave")
 	}
+
+	// Slaves the table marks behind their masters serve no reads.
+	behind := e.p.Table().Clone()
+	behind.Version++
+	for _, row := range behind.Serving {
+		for _, sl := range row[1:] {
+			behind.SetBehind(row[0], sl, true)
+		}
+	}
+	for _, f := range e.fakes {
+		f.table.Store(behind)
+		f.slaveReads.Store(0)
+	}
+	if err := e.p.SetTable(behind); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range clients {
+		for i := 0; i < 10; i++ {
+			if err := c.Get(ctx, "r").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, f := range e.fakes {
+		if n := f.slaveReads.Load(); n != 0 {
+			t.Fatalf("%d reads went to a slave behind its master", n)
+		}
+	}
 }
 
 func freeAddr(t *testing.T) string {

@@ -103,6 +103,9 @@ func (r *router) apply(t *route.Table, force bool) bool {
 		cp := make([]*node, 0, len(row))
 		for i, a := range row {
 			switch {
+			case a != "" && i > 0 && t.IsBehind(row[0], a):
+				// A slave behind its master may lack acknowledged writes:
+				// no reads from it.
 			case a != "":
 				cp = append(cp, r.node(a))
 			case i == 0:

@@ -113,6 +113,7 @@ func dataserverFlags(cmd *cobra.Command) {
 	f.Duration("heartbeat-interval", d.HeartbeatInterval, "heartbeat interval")
 	f.Int64("memory-limit", d.MemoryLimit, "bytes an in-memory engine may hold (0 = no limit)")
 	f.Int64("migrate-bytes-per-sec", d.MigrateBytesPerSec, "ceiling of the adaptive migration rate")
+	f.Duration("migrate-latency-target", d.MigrateLatencyTarget, "mean client latency under which migrations speed up (above twice it they back off)")
 	f.Int("max-key-size", d.MaxKeySize, "largest key in bytes")
 	f.Int("max-value-size", d.MaxValueSize, "largest value in bytes")
 }
@@ -134,6 +135,7 @@ func dataserverConfig(v *viper.Viper) dataserver.Config {
 	c.HeartbeatInterval = v.GetDuration("heartbeat-interval")
 	c.MemoryLimit = v.GetInt64("memory-limit")
 	c.MigrateBytesPerSec = v.GetInt64("migrate-bytes-per-sec")
+	c.MigrateLatencyTarget = v.GetDuration("migrate-latency-target")
 	c.MaxKeySize = v.GetInt("max-key-size")
 	c.MaxValueSize = v.GetInt("max-value-size")
 	return c
