@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tairkv/tair/engines"
@@ -55,9 +56,10 @@ type waiter struct {
 
 // batchOut is one batch's replies on their way to the writer.
 type batchOut struct {
-	out  []byte
-	ps   []pending
-	quit bool
+	out   []byte
+	ps    []pending
+	quit  bool
+	start time.Time // when the batch was read (client latency, for migrations' pacing)
 }
 
 // acceptLoop serves the RESP listener.
@@ -101,7 +103,8 @@ func (s *Server) serveConn(c net.Conn) {
 	}
 	q := make(chan *batchOut, 64)
 	writerDone := make(chan struct{})
-	go s.writeLoop(c, q, writerDone)
+	w := &connWriter{s: s, c: c, bw: bufio.NewWriterSize(c, 32<<10)}
+	go w.loop(q, writerDone)
 	defer func() {
 		close(q)
 		<-writerDone
@@ -115,7 +118,16 @@ func (s *Server) serveConn(c net.Conn) {
 		if len(cmds) > 0 {
 			b := s.runBatch(cmds)
 			quit := b.quit // b belongs to the writer once sent
-			q <- b
+			if w.queued.Load() == 0 && !b.waits() {
+				// Nothing to wait for and nothing ahead of it: write
+				// the replies here, without waking the writer.
+				w.mu.Lock()
+				w.emit(b, true)
+				w.mu.Unlock()
+			} else {
+				w.queued.Add(1)
+				q <- b
+			}
 			if quit {
 				return
 			}
@@ -124,6 +136,7 @@ func (s *Server) serveConn(c net.Conn) {
 			if err != io.EOF && !errors.Is(err, net.ErrClosed) && !s.closing.Load() {
 				var ne net.Error
 				if !errors.As(err, &ne) {
+					w.queued.Add(1)
 					q <- &batchOut{out: resp.AppendError(nil, "ERR "+err.Error()), ps: []pending{{end: -1}}, quit: true}
 				}
 			}
@@ -184,7 +197,7 @@ func (s *Server) runBatch(cmds []resp.Command) *batchOut {
 	} else {
 		b.ps = make([]pending, len(cmds))
 	}
-	b.out, b.quit = b.out[:0], false
+	b.out, b.quit, b.start = b.out[:0], false, time.Now()
 	if s.closing.Load() {
 		// Not run: NOTMASTER makes proxies retry elsewhere once the
 		// table names another master.
@@ -211,53 +224,86 @@ func (s *Server) runBatch(cmds []resp.Command) *batchOut {
 	return b
 }
 
-// writeLoop releases the batches' replies in order, flushing when no more
-// batch is waiting.
-func (s *Server) writeLoop(c net.Conn, q <-chan *batchOut, done chan<- struct{}) {
+// waits reports whether any reply of b waits for replication.
+func (b *batchOut) waits() bool {
+	for i := range b.ps {
+		if len(b.ps[i].waits) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// connWriter writes a connection's replies: batches that wait for
+// replication go through loop's queue; a batch with nothing to wait for
+// and nothing queued ahead of it is written by the reader itself (emit
+// under mu), which saves a goroutine handoff per batch.
+type connWriter struct {
+	s      *Server
+	c      net.Conn
+	queued atomic.Int32 // batches sent to loop and not yet written
+
+	mu       sync.Mutex
+	bw       *bufio.Writer
+	broken   bool
+	errBuf   []byte
+	deadline time.Time
+}
+
+// loop releases the queued batches' replies in order, flushing when no
+// more batch is waiting.
+func (w *connWriter) loop(q <-chan *batchOut, done chan<- struct{}) {
 	defer close(done)
-	bw := bufio.NewWriterSize(c, 32<<10)
-	broken := false
-	var errBuf []byte
-	var deadline time.Time
 	for b := range q {
-		for i := range b.ps {
-			p := &b.ps[i]
-			if p.end < 0 { // a bare error reply (protocol error)
-				p.end = len(b.out)
-			}
-			err := s.release(p)
-			if broken {
-				continue
-			}
-			var werr error
-			if err != nil {
-				errBuf = resp.AppendErr(errBuf[:0], err)
-				_, werr = bw.Write(errBuf)
-			} else {
-				_, werr = bw.Write(b.out[p.start:p.end])
-			}
-			if werr != nil {
-				broken = true
-			}
+		w.mu.Lock()
+		w.emit(b, len(q) == 0)
+		w.mu.Unlock()
+		w.queued.Add(-1)
+	}
+}
+
+// emit releases b's replies in order and writes them, flushing when
+// flush (or b ends the connection); b goes back to the pool. w.mu is
+// held.
+func (w *connWriter) emit(b *batchOut, flush bool) {
+	for i := range b.ps {
+		p := &b.ps[i]
+		if p.end < 0 { // a bare error reply (protocol error)
+			p.end = len(b.out)
 		}
-		if !broken && (len(q) == 0 || b.quit) {
-			// A 30 s write deadline, moved when it has aged by a second
-			// (not at every flush: each move costs a timer update).
-			if d := time.Now().Add(30 * time.Second); d.Sub(deadline) > time.Second {
-				deadline = d
-				_ = c.SetWriteDeadline(d)
-			}
-			if bw.Flush() != nil {
-				broken = true
-			}
+		err := w.s.release(p)
+		if w.broken {
+			continue
 		}
-		quit := b.quit
-		if cap(b.out) <= 64<<10 && cap(b.ps) <= 4096 {
-			batchPool.Put(b)
+		var werr error
+		if err != nil {
+			w.errBuf = resp.AppendErr(w.errBuf[:0], err)
+			_, werr = w.bw.Write(w.errBuf)
+		} else {
+			_, werr = w.bw.Write(b.out[p.start:p.end])
 		}
-		if broken || quit {
-			_ = c.Close() // the reader stops too
+		if werr != nil {
+			w.broken = true
 		}
+	}
+	if !w.broken && (flush || b.quit) {
+		// A 30 s write deadline, moved when it has aged by a second
+		// (not at every flush: each move costs a timer update).
+		if d := time.Now().Add(30 * time.Second); d.Sub(w.deadline) > time.Second {
+			w.deadline = d
+			_ = w.c.SetWriteDeadline(d)
+		}
+		if w.bw.Flush() != nil {
+			w.broken = true
+		}
+	}
+	w.s.observeClientLatency(time.Since(b.start))
+	quit := b.quit
+	if cap(b.out) <= 64<<10 && cap(b.ps) <= 4096 {
+		batchPool.Put(b)
+	}
+	if w.broken || quit {
+		_ = w.c.Close() // the reader stops too
 	}
 }
 
@@ -635,6 +681,9 @@ func (s *Server) execWrite(out []byte, env envelope, b uint32, args [][]byte, p 
 // replicateLocked appends propagated commands to bucket bk's streams;
 // bk.mu is held.
 func (s *Server) replicateLocked(bk *bucket, rt *routing, area uint16, prop [][][]byte, p *pending) {
+	if len(rt.slaves[bk.id]) == 0 && bk.mig == nil {
+		return // a single copy and no migration: nothing to send
+	}
 	pl := cmdsPayload(prop)
 	degraded := s.cfg.ReplicationMode == ReplicationDegraded
 	for _, st := range rt.slaves[bk.id] {

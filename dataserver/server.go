@@ -79,9 +79,9 @@ type Server struct {
 	incarnation int64
 	// leaseFrom is when the last successful heartbeat was sent (unix ns).
 	leaseFrom atomic.Int64
-	csDown    atomic.Bool // every configserver refused the last heartbeat
+	csDown    atomic.Bool  // every configserver refused the last heartbeat
 	clientLat atomic.Int64 // ns, moving average (observeClientLatency)
-	fetching  atomic.Bool // a table fetch from a peer is running
+	fetching  atomic.Bool  // a table fetch from a peer is running
 	hbKick    chan struct{}
 	areas     atomic.Pointer[areaTable]
 	hooks     atomic.Pointer[[]string]
