@@ -1,6 +1,7 @@
 package configserver
 
 import (
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -85,6 +86,11 @@ func (c *cluster) heartbeat(hb *wire.Heartbeat, now time.Time, downAfter time.Du
 		if now.Sub(st.lastSeen) >= downAfter {
 			c.mu.lastJoin = now
 		}
+		urgent = true
+	}
+	if !slices.Equal(st.hb.UnreachableSlaves, hb.UnreachableSlaves) {
+		// A master waits for its slave to be marked behind before it
+		// acknowledges degraded writes: reconcile at once.
 		urgent = true
 	}
 	st.hb = *hb

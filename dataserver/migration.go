@@ -247,9 +247,14 @@ func (m *migration) attempt() error {
 		bk.frozen.Store(false)
 		time.Sleep(50 * time.Millisecond)
 	}
+	// The bucket stays frozen until the table switches (applyTable
+	// unfreezes it): a write this master applied after reporting Done
+	// would reach the destination, about to be master, but be refused by
+	// the slaves that learn of the switch first. inSync lets writes
+	// through again (synchronously to the destination) if the switch is
+	// slow to come.
 	bk.mu.Lock()
 	m.synced = true
-	bk.frozen.Store(false)
 	bk.mu.Unlock()
 	return m.inSync(st, n, start)
 }
@@ -266,9 +271,15 @@ func (m *migration) inSync(st *stream, n int64, start time.Time) error {
 	m.log.Info("migration copied, waiting for the table switch", "records", n, "took", time.Since(start))
 
 	// 4. Stay in sync until the table switches (or the move is cancelled).
+	bk := s.bucket(m.move.Bucket)
+	thaw := time.Now().Add(2 * time.Second)
 	for {
 		if err := m.check(st); err != nil {
 			return err
+		}
+		if bk.frozen.Load() && time.Now().After(thaw) {
+			m.log.Warn("the table switch is slow: writes go on, synchronously to the destination")
+			bk.frozen.Store(false)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
