@@ -225,50 +225,61 @@ func TestLeaseExpiresDuringWrite(t *testing.T) {
 	}
 }
 
-// A master whose slave already has a newer table (in which the master is
-// no longer the master) answers NOTMASTER for a write the slave refused,
-// so the proxy sends it to the real master; the stale copy is marked
-// diverged.
+// A master switch without a move (a reorder: [a b] -> [b a]) that the
+// slave learns first: it takes over only after a short window in which it
+// still applies the old master's last writes, so they are acknowledged.
+// When the old master leaves the row instead, the slave refuses its write
+// and the old master, demoted, answers NOTMASTER: the proxy sends the
+// write to the real master, which has not seen it.
 func TestSlaveRefusalIsNotMaster(t *testing.T) {
 	// A long replication timeout: the refusal, not a timeout, decides.
 	cs, nodes := cluster2(t, func(_ int, c *Config) { c.ReplicationTimeout = 5 * time.Second })
 	a, b := nodes[0], nodes[1]
-	k := keyIn("refused", 0, q, 0)
-	// b learns first that bucket 0 changed masters; a a moment later.
-	next := ringTable(2, q, 2, a.Addr(), b.Addr())
-	next.Serving[0] = []string{b.Addr(), a.Addr()}
+	k0 := keyIn("takeover", 0, q, 0)
+	reorder := ringTable(2, q, 2, a.Addr(), b.Addr())
+	reorder.Serving[0] = []string{b.Addr(), a.Addr()}
+	b.applyTable(reorder)
+	if got := dial(t, a.Addr()).do(x(1, "SET", k0, "1")...); got != "+OK" {
+		t.Fatalf("old master's write in the takeover window: %q", got)
+	}
+	if v, ok := engineGet(b, k0); !ok || v != "1" {
+		t.Fatalf("new master holds %q, %v; want the old master's last write", v, ok)
+	}
+	if got := dial(t, b.Addr()).do(x(2, "SET", k0, "2")...); !strings.HasPrefix(got, "-TRYAGAIN") && got != "+OK" {
+		t.Fatalf("new master's first write: %q", got)
+	}
+
+	// b learns first that a left bucket 2's row; a a moment later.
+	k := keyIn("refused", 2, q, 0)
+	next := reorder.Clone()
+	next.Version = 3
+	next.Serving[2] = []string{b.Addr()}
 	b.applyTable(next)
 	go func() {
 		time.Sleep(30 * time.Millisecond)
 		cs.setTable(next)
 	}()
-	got := dial(t, a.Addr()).do(x(1, "SET", k, "1")...)
-	if got != "-NOTMASTER bucket 0 table 2 (tair -3986)" {
+	got := dial(t, a.Addr()).do(x(2, "SET", k, "1")...)
+	if got != "-NOTMASTER bucket 2 table 3 (tair -3986)" {
 		t.Fatalf("write refused by the slave: %q", got)
 	}
-	// a's copy, now a slave's, held a write its master never saw: it is
-	// copied again from the master, without it.
-	testutil.Eventually(t, 5*time.Second, func() bool {
-		_, ok := engineGet(a, k)
-		return !ok && !a.bucket(0).diverged.Load()
-	}, "the stale copy still holds the refused write")
 	if _, ok := engineGet(b, k); ok {
 		t.Fatal("the refusing slave applied the write")
 	}
 
 	// A slave that refuses while this node stays the master (the slave
 	// copy moved away): the write may be on the new copy's way; -TIMEOUT.
-	c := ringTable(3, q, 2, a.Addr(), b.Addr())
+	c := ringTable(4, q, 2, a.Addr(), b.Addr())
 	b.applyTable(c)
-	waitVersion(t, 3, b)
+	waitVersion(t, 4, b)
 	c2 := c.Clone()
-	c2.Version = 4
-	c2.Serving[2] = []string{a.Addr()}
+	c2.Version = 5
+	c2.Serving[4] = []string{a.Addr()}
 	b.applyTable(c2)
 	cs.setTable(c)
-	waitVersion(t, 3, a)
-	k1 := keyIn("refused", 2, q, 0)
-	if got := dial(t, a.Addr()).do(x(3, "SET", k1, "1")...); !strings.HasPrefix(got, "-TIMEOUT a slave refused the write to bucket 2") {
+	waitVersion(t, 4, a)
+	k1 := keyIn("refused", 4, q, 0)
+	if got := dial(t, a.Addr()).do(x(4, "SET", k1, "1")...); !strings.HasPrefix(got, "-TIMEOUT a slave refused the write to bucket 4") {
 		t.Fatalf("write refused by a slave while still master: %q", got)
 	}
 }

@@ -246,6 +246,10 @@ func (s *Server) applyTable(t *route.Table) {
 			continue
 		}
 		bk := s.bucket(b)
+		if prev := old.Master(b); old.IsSlave(b, me) && prev != "" && prev != me && t.Master(b) != prev &&
+			t.IsSlave(b, prev) && (t.IsMaster(b, me) || t.IsSlave(b, me)) {
+			s.beginTakeover(bk, prev, t.Version, t.IsMaster(b, me))
+		}
 		if old.IsMaster(b, me) && !t.IsMaster(b, me) && t.Master(b) != "" {
 			bk.moved.Store(&movedTo{to: t.Master(b), until: now.Add(s.cfg.ForwardGrace)})
 		}
@@ -336,6 +340,33 @@ func (s *Server) applyTable(t *route.Table) {
 	s.log.Info("table applied", "version", t.Version, "masters", len(bucketsOf(t, me, true)),
 		"slaves", len(bucketsOf(t, me, false)), "migrating", len(t.Migrating))
 	s.reconcileMigrations(t)
+}
+
+// takeoverWindow bounds a takeover: about the time the old master needs to
+// learn the same table (both long-poll the configserver).
+const takeoverWindow = 150 * time.Millisecond
+
+// beginTakeover opens bk's takeover window (see takeover): every copy
+// still applies what the old master from sent on a table older than ver,
+// and the new master (freeze) takes no write meanwhile.
+func (s *Server) beginTakeover(bk *bucket, from string, ver uint64, freeze bool) {
+	bk.mu.Lock()
+	to := &takeover{from: from, switchVer: ver}
+	bk.takeover = to
+	if freeze {
+		bk.frozen.Store(true)
+	}
+	bk.mu.Unlock()
+	time.AfterFunc(takeoverWindow, func() {
+		bk.mu.Lock()
+		if bk.takeover == to {
+			bk.takeover = nil
+			if freeze && bk.mig == nil {
+				bk.frozen.Store(false)
+			}
+		}
+		bk.mu.Unlock()
+	})
 }
 
 // holds reports whether node keeps a copy of bucket b under t.

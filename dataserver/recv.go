@@ -100,7 +100,14 @@ func (s *Server) relays(b uint32, from string, ver uint64) bool {
 	bk.mu.Lock()
 	defer bk.mu.Unlock()
 	rl := bk.relay
-	return rl != nil && rl.master == from && ver < rl.switchVer
+	return (rl != nil && rl.master == from && ver < rl.switchVer) || takesOver(bk, from, ver)
+}
+
+// takesOver reports whether bk is in a takeover window from from and an
+// item sent on table ver is still the old master's (bk.mu held).
+func takesOver(bk *bucket, from string, ver uint64) bool {
+	to := bk.takeover
+	return to != nil && to.from == from && ver < to.switchVer
 }
 
 func (s *Server) acceptsFrom(t *route.Table, b uint32, from string) bool {
@@ -299,7 +306,10 @@ func (s *Server) applyItem(it item, from, session string, ver uint64, scratch []
 	// (a move ending here is published under this lock) wins.
 	var rl *relay
 	if t := s.Table(); !s.acceptsFrom(t, it.bucket, from) && !s.continuesMoveLocked(bk, t, it, session) {
-		if rl = bk.relay; rl == nil || it.kind != kindCmds || rl.master != from || ver >= rl.switchVer {
+		if it.kind == kindCmds && takesOver(bk, from, ver) {
+			// The old master's last writes, sent before it learned of
+			// the switch: applied as its slave, as every copy does.
+		} else if rl = bk.relay; rl == nil || it.kind != kindCmds || rl.master != from || ver >= rl.switchVer {
 			return scratch, nil, nil, false
 		}
 	}

@@ -151,6 +151,19 @@ type bucket struct {
 	// slave copy: the master's writes sent before it learned of the
 	// switch still reach this node, which passes them on (see relay).
 	relay *relay
+	// takeover (guarded by mu): this node just became the bucket's master
+	// in place of a slave of it that may not know yet (see takeover).
+	takeover *takeover
+}
+
+// takeover is the short window after a master switch without a move (the
+// old master stays as a slave): the new master does not take writes yet
+// (TRYAGAIN) and still applies, as its slave, what the old master sent on
+// the older table, so that the old master's last writes are neither
+// refused nor applied out of order with the new master's first ones.
+type takeover struct {
+	from      string
+	switchVer uint64
 }
 
 // relay passes a master's writes on to the new holder of a slave copy
