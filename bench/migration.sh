@@ -14,29 +14,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 OUT=$ROOT/bench/out
 mkdir -p "$OUT"
-BIN=$ROOT/bin/tair
-[ -x "$BIN" ] || go build -o "$BIN" ./cmd/tair
-
-# The helpers of bench/run.sh.
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-
-PIDS=()
-TMP=$(mktemp -d)
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-wait_ping() {
-  for _ in $(seq 1 200); do
-    redis-cli -p "$1" PING 2>/dev/null | grep -q PONG && return 0
-    sleep 0.1
-  done
-  echo "port $1 does not answer PING" >&2
-  return 1
-}
+. bench/lib.sh
 
 KEYS=${KEYS:-1000000}
 CLIENTS=${CLIENTS:-20}

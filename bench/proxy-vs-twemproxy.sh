@@ -10,14 +10,7 @@
 set -u
 cd "$(dirname "$0")/.."
 MODE=${1:-compare}
-BIN=${BIN:-$PWD/bin/tair}
-[ -x "$BIN" ] || go build -o "$BIN" ./cmd/tair
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-PIDS=()
-TMP=$(mktemp -d)
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$TMP"; }
-trap cleanup EXIT
-wait_ping() { for _ in $(seq 1 200); do redis-cli -p "$1" PING 2>/dev/null | grep -q PONG && return 0; sleep 0.1; done; return 1; }
+. bench/lib.sh
 TAIR_PORT=$(free_port)
 while [ "$TAIR_PORT" -gt 63000 ]; do TAIR_PORT=$(free_port); done # the proxy's http port is TAIR_PORT+2000
 if [ "$MODE" = compare ]; then

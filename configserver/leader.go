@@ -550,15 +550,9 @@ func strip(t *route.Table, addr string, keepLast bool, alive func(string) bool) 
 	for m := range t.Behind {
 		t.SetBehind(m, addr, false)
 	}
-	keep := t.Migrating[:0]
-	for _, mv := range t.Migrating {
-		if mv.From == addr || mv.To == addr {
-			changed = true
-			continue
-		}
-		keep = append(keep, mv)
+	if endMoves(t, addr) {
+		changed = true
 	}
-	t.Migrating = keep
 	for b, row := range t.Destination {
 		if slices.Contains(row, addr) {
 			// Until the rebuild, the destination must not name the node.
@@ -596,16 +590,17 @@ func handOff(t *route.Table, addr string, alive func(string) bool) bool {
 			changed = true
 		}
 	}
-	keep := t.Migrating[:0]
-	for _, mv := range t.Migrating {
-		if mv.From == addr || mv.To == addr {
-			changed = true
-			continue
-		}
-		keep = append(keep, mv)
+	if endMoves(t, addr) {
+		changed = true
 	}
-	t.Migrating = keep
 	return changed
+}
+
+// endMoves drops the moves from or to addr; true when there were some.
+func endMoves(t *route.Table, addr string) bool {
+	n := len(t.Migrating)
+	t.Migrating = slices.DeleteFunc(t.Migrating, func(mv route.Move) bool { return mv.From == addr || mv.To == addr })
+	return len(t.Migrating) != n
 }
 
 // caughtUp returns the index of the first slave in row that is alive and
