@@ -410,36 +410,19 @@ func (ss *session) finish(r *request) {
 // little longer, never shorter.)
 func idempotentWrite(args [][]byte) bool {
 	switch {
-	case equalFoldASCII(args[0], "set"):
+	case resp.EqualFold(args[0], "set"):
 		for _, a := range args[3:] {
 			switch {
-			case equalFoldASCII(a, "nx"), equalFoldASCII(a, "xx"), equalFoldASCII(a, "get"), equalFoldASCII(a, "ifeq"):
+			case resp.EqualFold(a, "nx"), resp.EqualFold(a, "xx"), resp.EqualFold(a, "get"), resp.EqualFold(a, "ifeq"):
 				return false
 			}
 		}
 		return true
-	case equalFoldASCII(args[0], "mset"), equalFoldASCII(args[0], "hmset"),
-		equalFoldASCII(args[0], "setex"), equalFoldASCII(args[0], "psetex"):
+	case resp.EqualFold(args[0], "mset"), resp.EqualFold(args[0], "hmset"),
+		resp.EqualFold(args[0], "setex"), resp.EqualFold(args[0], "psetex"):
 		return true
 	}
 	return false
-}
-
-// equalFoldASCII compares b with the lower-case ASCII s, ignoring case.
-func equalFoldASCII(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
 }
 
 type retryKind int

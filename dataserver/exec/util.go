@@ -14,6 +14,7 @@ import (
 
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/internal/errs"
+	"github.com/tairkv/tair/resp"
 )
 
 // Redis error texts.
@@ -264,21 +265,7 @@ func (c *Ctx) NowMs() int64 { return c.Now.UnixMilli() }
 func Int64Bytes(n int64) []byte { return strconv.AppendInt(nil, n, 10) }
 
 // eqFold reports whether b equals the lower-case ASCII word s, ignoring case.
-func eqFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
-}
+func eqFold(b []byte, s string) bool { return resp.EqualFold(b, s) }
 
 // EqFold is eqFold for other files: b equals lower-case word s ignoring case.
 func EqFold(b []byte, s string) bool { return eqFold(b, s) }
