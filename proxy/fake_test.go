@@ -29,6 +29,7 @@ type fakeDS struct {
 	t     testing.TB
 	addr  string
 	srv   *redcon.Server
+	done  chan struct{} // closed when srv has stopped and closed its connections
 	table atomic.Pointer[route.Table]
 
 	mu         sync.Mutex
@@ -60,10 +61,19 @@ func newFakeDS(t testing.TB) *fakeDS {
 // newFakeOn serves f on ln (a restart on the same address).
 func newFakeOn(t testing.TB, f *fakeDS, ln net.Listener) *redcon.Server {
 	srv := redcon.NewServerNetwork("tcp", f.addr, f.serve, nil, nil)
-	f.srv = srv
-	go func() { _ = srv.Serve(ln) }()
+	done := make(chan struct{})
+	f.srv, f.done = srv, done
+	go func() { _ = srv.Serve(ln); close(done) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return srv
+}
+
+// stop shuts f down as a dead dataserver: redcon's Close only stops the
+// listener and closes open connections later, from the accept loop, so
+// stop waits for that before returning.
+func (f *fakeDS) stop() {
+	_ = f.srv.Close()
+	<-f.done
 }
 
 func (f *fakeDS) serve(conn redcon.Conn, cmd redcon.Command) {

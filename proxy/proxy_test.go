@@ -253,7 +253,7 @@ func TestBackendDownThenBack(t *testing.T) {
 		t.Fatal(got)
 	}
 	addr := e.fakes[0].addr
-	_ = e.fakes[0].srv.Close()
+	e.fakes[0].stop()
 	got := rc.do("GET", "k")
 	if !strings.HasPrefix(got, "-CLUSTERDOWN") && !strings.HasPrefix(got, "-TIMEOUT") {
 		t.Fatalf("GET with the dataserver down = %q", got)
