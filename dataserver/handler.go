@@ -584,7 +584,8 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending) []byte {
 		out, _ = x.Exec(env.area, env.proto, false, args, out)
 		return out
 	}
-	keys := spec.KeyIndexes(args)
+	var keyBuf [8]int
+	keys := spec.AppendKeyIndexes(keyBuf[:0], args)
 	if len(keys) == 0 {
 		// Keyless commands run on this node's data alone (the proxy
 		// broadcasts those that need every node).

@@ -89,10 +89,9 @@ func (ss *session) newReq() *request {
 // (answered here, or routed and sent at once); then replies are awaited
 // in order and appended to the output. A barrier request first drains
 // everything before it.
-func (ss *session) handleBatch(cmds []resp.Command) {
+func (ss *session) handleBatch(cmds []resp.Command, start time.Time) {
 	ss.nreq = 0
 	ss.pending = ss.pending[:0]
-	start := time.Now()
 	for i := range cmds {
 		if ss.quit {
 			break
@@ -231,7 +230,7 @@ func (ss *session) prepare(r *request, args [][]byte) {
 		r.barrier = ss.blockingPop
 		return
 	}
-	ss.keyBuf = keyIndexes(spec, args, ss.keyBuf[:0])
+	ss.keyBuf = spec.AppendKeyIndexes(ss.keyBuf[:0], args)
 	keys := ss.keyBuf
 	if len(keys) == 0 {
 		// A keyless data command (TAIR.STAT ...): any one dataserver.
@@ -674,27 +673,4 @@ func (s *Server) lookup(name []byte) *cmdEntry {
 	next[spec.Name] = e
 	s.cmds.Store(&next)
 	return e
-}
-
-// keyIndexes is spec.KeyIndexes appending to buf (no allocation for
-// regular specs).
-func keyIndexes(spec *command.Spec, args [][]byte, buf []int) []int {
-	if spec.KeysFunc != nil {
-		return append(buf, spec.KeysFunc(args)...)
-	}
-	if spec.FirstKey <= 0 {
-		return buf
-	}
-	last := spec.LastKey
-	if last < 0 {
-		last = len(args) + last
-	}
-	step := spec.Step
-	if step <= 0 {
-		step = 1
-	}
-	for i := spec.FirstKey; i <= last && i < len(args); i += step {
-		buf = append(buf, i)
-	}
-	return buf
 }

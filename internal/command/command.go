@@ -62,11 +62,17 @@ func (s *Spec) ArityOK(n int) bool {
 // KeyIndexes returns the positions of the keys in args (args[0] is the
 // command name). Out-of-range positions are left out.
 func (s *Spec) KeyIndexes(args [][]byte) []int {
+	return s.AppendKeyIndexes(nil, args)
+}
+
+// AppendKeyIndexes is KeyIndexes appending to buf, so that the request
+// paths (proxy, dataserver) can pass a stack buffer and not allocate.
+func (s *Spec) AppendKeyIndexes(buf []int, args [][]byte) []int {
 	if s.KeysFunc != nil {
-		return s.KeysFunc(args)
+		return append(buf, s.KeysFunc(args)...)
 	}
 	if s.FirstKey <= 0 {
-		return nil
+		return buf
 	}
 	last := s.LastKey
 	if last < 0 {
@@ -76,11 +82,10 @@ func (s *Spec) KeyIndexes(args [][]byte) []int {
 	if step <= 0 {
 		step = 1
 	}
-	var out []int
 	for i := s.FirstKey; i <= last && i < len(args); i += step {
-		out = append(out, i)
+		buf = append(buf, i)
 	}
-	return out
+	return buf
 }
 
 var table = map[string]*Spec{}
