@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"github.com/tairkv/tair/internal/glob"
 	"io"
 	"net"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/internal/command"
 	"github.com/tairkv/tair/internal/errs"
+	"github.com/tairkv/tair/internal/glob"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )

@@ -16,7 +16,9 @@ package exec
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tairkv/tair/engines"
@@ -39,14 +41,54 @@ type Options struct {
 // Handler runs one command. It appends exactly one reply to c.Out.
 type Handler func(c *Ctx)
 
-var handlers = map[string]Handler{}
+// registered is a command as Exec runs it: its handler and its spec from
+// the shared command table, found together by one lookup.
+type registered struct {
+	h    Handler
+	spec *command.Spec // nil: a handler without a spec, unknown to Exec
+}
+
+// commands maps lower-case names to their handlers and specs.
+var commands = map[string]registered{}
+
+// maxNameLen bounds command names, so that Exec can lower-case a name in
+// a stack buffer; a longer argument cannot name a command.
+const maxNameLen = 32
 
 // Register installs the handler of a command (lower-case name); files of
-// this package call it from init, one per command family.
-func Register(name string, h Handler) { handlers[strings.ToLower(name)] = h }
+// this package call it from init, one per command family. The spec is
+// resolved here, once: the command table is complete by then, as its
+// package is initialised before this one.
+func Register(name string, h Handler) {
+	name = strings.ToLower(name)
+	if len(name) > maxNameLen {
+		panic("exec: command name too long: " + name)
+	}
+	commands[name] = registered{h: h, spec: command.Lookup([]byte(name))}
+}
 
 // Supported reports whether the executor has a handler for name.
-func Supported(name string) bool { _, ok := handlers[strings.ToLower(name)]; return ok }
+func Supported(name string) bool { _, ok := commands[strings.ToLower(name)]; return ok }
+
+// lookup finds the command named by name, ignoring ASCII case, without
+// allocating: the name is lower-cased into a stack buffer, and indexing a
+// map with string(buf) does not copy. (Names are ASCII: a non-ASCII byte
+// matches nothing, as with command.Lookup.)
+func lookup(name []byte) (registered, bool) {
+	var buf [maxNameLen]byte
+	if len(name) > len(buf) {
+		return registered{}, false
+	}
+	b := buf[:len(name)]
+	for i, ch := range name {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		b[i] = ch
+	}
+	r, ok := commands[string(b)]
+	return r, ok
+}
 
 // Executor runs commands on one engine. Safe for concurrent use; commands
 // on the same key are serialised by the caller (the dataserver holds a
@@ -80,22 +122,42 @@ func (x *Executor) Exec(area uint16, proto int, replica bool, args [][]byte, out
 	if len(args) == 0 {
 		return resp.AppendError(out, "ERR empty command"), nil
 	}
-	name := strings.ToLower(string(args[0]))
-	h, ok := handlers[name]
-	spec := command.Lookup(args[0])
-	if !ok || spec == nil {
+	r, ok := lookup(args[0])
+	if !ok || r.spec == nil {
 		return resp.AppendError(out, unknownCommand(args)), nil
 	}
+	spec := r.spec
 	if !spec.ArityOK(len(args)) {
-		return resp.AppendError(out, fmt.Sprintf("ERR wrong number of arguments for '%s' command", name)), nil
+		return resp.AppendError(out, fmt.Sprintf("ERR wrong number of arguments for '%s' command", spec.Name)), nil
 	}
-	c := &Ctx{X: x, Eng: x.eng, Area: area, Proto: proto, Replica: replica, Args: args, Out: out, Now: x.opts.Now(), spec: spec}
+	c := getCtx()
+	c.X, c.Eng, c.Area, c.Proto, c.Replica, c.Args, c.Out, c.spec = x, x.eng, area, proto, replica, args, out, spec
 	start := len(out)
-	h(c)
+	r.h(c)
 	if spec.Has(command.Write) && !c.propagated && !c.noPropagate && len(c.Out) > start && c.Out[start] != '-' {
 		c.prop = append(c.prop, args)
 	}
-	return c.Out, c.prop
+	out, prop := c.Out, c.prop
+	putCtx(c)
+	return out, prop
+}
+
+// Ctxs are pooled: one per command would be the executor's largest
+// allocation. This is safe because a Ctx does not outlive its Exec call:
+// handlers run synchronously (no goroutines), the UpdateFuncs and
+// callbacks that capture a Ctx are only called by the engine during the
+// call they are passed to, and no handler stores a Ctx anywhere. What Exec
+// returns (the reply and the propagated commands) never points into the
+// Ctx. Every field but the bound method values (which refer to the Ctx
+// itself) is cleared before the Ctx is pooled (putCtx).
+var ctxPool = sync.Pool{New: func() any { return new(Ctx) }}
+
+func getCtx() *Ctx { return ctxPool.Get().(*Ctx) }
+
+// putCtx clears c, keeping only its bound method values, and pools it.
+func putCtx(c *Ctx) {
+	*c = Ctx{bound: c.bound}
+	ctxPool.Put(c)
 }
 
 func unknownCommand(args [][]byte) string {
@@ -117,13 +179,41 @@ type Ctx struct {
 	Args    [][]byte
 	// Out is the reply buffer: append exactly one reply.
 	Out []byte
-	// Now is the command's clock reading (one per command, as Redis).
-	Now time.Time
+
+	// now is the command's clock reading (see Now); hasNow says it is taken.
+	now    time.Time
+	hasNow bool
 
 	spec        *command.Spec
 	prop        [][][]byte
 	propagated  bool
 	noPropagate bool
+
+	// State of the write paths that allocate no closure: the engine takes
+	// an UpdateFunc, and a closure over a command's locals is allocated
+	// per call, so the hot paths use method values bound to the Ctx
+	// (made once per pooled Ctx, see boundFuncs) that read their inputs
+	// and write their results here.
+	upd   engines.UpdateFunc // UpdateKey's fn while the engine runs it
+	set   setState           // setGeneric's
+	incr  incrState          // incrBy's
+	bound boundFuncs
+}
+
+// boundFuncs are method values of their Ctx, made on first use and kept
+// when the Ctx is pooled: binding a method value allocates.
+type boundFuncs struct {
+	visible, set, incr engines.UpdateFunc
+}
+
+// Now is the command's clock: one reading per command, as Redis, taken
+// on first use (most commands need none, and reading the clock is not
+// free).
+func (c *Ctx) Now() time.Time {
+	if !c.hasNow {
+		c.now, c.hasNow = c.X.opts.Now(), true
+	}
+	return c.now
 }
 
 // Key returns the engine key for args[i] in this area.
@@ -133,10 +223,43 @@ func (c *Ctx) Key(i int) engines.Key {
 }
 
 // Propagate records a command slaves replay for this one (call it once per
-// replayed command; deterministic arguments only).
+// replayed command; deterministic arguments only). The arguments are
+// copied (use propagateCmd to hand over a slice built for the purpose).
 func (c *Ctx) Propagate(args ...[]byte) {
 	c.propagated = true
-	c.prop = append(c.prop, args)
+	switch {
+	case c.prop != nil || len(args) > 5: // a second command, or a long one
+		c.prop = append(c.prop, slices.Clone(args))
+	case len(args) <= 3:
+		p := new(prop3)
+		c.prop = p.cmds[:]
+		p.cmds[0] = p.args[:copy(p.args[:], args):len(args)]
+	default:
+		p := new(prop5)
+		c.prop = p.cmds[:]
+		p.cmds[0] = p.args[:copy(p.args[:], args):len(args)]
+	}
+}
+
+// prop3 and prop5 hold the usual propagation, one command of a few
+// arguments, in one allocation (the list and the command together) sized
+// to the arguments.
+type (
+	prop3 struct {
+		cmds [1][][]byte
+		args [3][]byte
+	}
+	prop5 struct {
+		cmds [1][][]byte
+		args [5][]byte
+	}
+)
+
+// propagateCmd is Propagate for a command slice built to be propagated
+// (the caller does not touch it again): it is kept, not copied.
+func (c *Ctx) propagateCmd(cmd [][]byte) {
+	c.propagated = true
+	c.prop = append(c.prop, cmd)
 }
 
 // NoPropagate says this write changed nothing (e.g. SETNX on an existing key).

@@ -245,7 +245,7 @@ func TestEverySpecHasHandler(t *testing.T) {
 	}
 	// And the other way round: every handler of these families has a spec
 	// with the right flag.
-	for name := range handlers {
+	for name := range commands {
 		if !myFamily(name) {
 			continue
 		}
@@ -258,4 +258,58 @@ func TestEverySpecHasHandler(t *testing.T) {
 			t.Errorf("spec %q is neither Write nor ReadOnly", name)
 		}
 	}
+}
+
+// TestCommandLookup pins Exec's name lookup: ASCII case is ignored, and
+// anything else that does not spell a registered name is unknown, with
+// Redis's error texts.
+func TestCommandLookup(t *testing.T) {
+	h := newHarness(t)
+	h.run([]step{
+		{"SET k v", ok},
+		{"get k", bulk("v")},
+		{"GeT k", bulk("v")},
+		{"gEt", errReply("ERR wrong number of arguments for 'get' command")},
+		{"NOSUCH a b", errReply("ERR unknown command 'NOSUCH', with args beginning with: 'a' 'b' ")},
+		// Kelvin sign: strings.ToLower would make it "keys"; Redis does not.
+		{"\u212aEYS *", errReply("ERR unknown command '\u212aEYS', with args beginning with: '*' ")},
+		{strings.Repeat("x", maxNameLen+1) + " k", errReply("ERR unknown command '" + strings.Repeat("x", maxNameLen+1) + "', with args beginning with: 'k' ")},
+	})
+}
+
+// TestExecResultsOutliveCtx checks that what Exec returns does not point
+// into its (pooled, reused) Ctx: the propagated commands of one command
+// are intact after other commands ran, here concurrently too.
+func TestExecResultsOutliveCtx(t *testing.T) {
+	h := newHarness(t)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			type result struct {
+				want []string
+				prop [][][]byte
+			}
+			var kept []result
+			for i := range 200 {
+				k, v := fmt.Sprintf("k%d.%d", g, i), fmt.Sprintf("v%d", i)
+				// Each propagates itself: SET (3 arguments), SET KEEPTTL
+				// (4) and INCR (the arguments, by Exec).
+				cmd := [][]string{{"SET", k, v}, {"SET", k, v, "KEEPTTL"}, {"INCR", k}}[i%3]
+				args := make([][]byte, len(cmd))
+				for j, a := range cmd {
+					args[j] = []byte(a)
+				}
+				_, prop := h.x.Exec(0, 2, false, args, nil)
+				kept = append(kept, result{cmd, prop})
+			}
+			for _, r := range kept {
+				if len(r.prop) != 1 || fmt.Sprintf("%s", r.prop[0]) != fmt.Sprintf("%s", r.want) {
+					t.Errorf("propagated %q, want [%q]", r.prop, r.want)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

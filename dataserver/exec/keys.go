@@ -90,7 +90,7 @@ func (c *Ctx) propagateDel(keys [][]byte) {
 		c.NoPropagate()
 		return
 	}
-	c.Propagate(append([][]byte{argDel}, keys...)...)
+	c.propagateCmd(append([][]byte{argDel}, keys...))
 }
 
 // cmdExists is EXISTS and TOUCH (a key named twice counts twice).
@@ -840,6 +840,9 @@ func (c *Ctx) pkeySetExpire(k engines.Key, at int64) error {
 // pkeyWrongType replies WRONGTYPE and returns true when args[i], missing
 // as a record, is a prefix-stored hash (persistent engines only).
 func (c *Ctx) pkeyWrongType(i int) bool {
+	if !c.Eng.Persistent() {
+		return false // as hasPkey, without hashing the key for nothing
+	}
 	if ok, _ := c.hasPkey(c.Key(i)); ok {
 		c.WrongType()
 		return true

@@ -221,7 +221,7 @@ func cmdSPop(c *Ctx) {
 		for _, m := range popped {
 			prop = append(prop, []byte(m))
 		}
-		c.Propagate(prop...)
+		c.propagateCmd(prop)
 	}
 	if !hasCount {
 		if len(popped) == 0 {

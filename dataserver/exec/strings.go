@@ -191,53 +191,68 @@ func cmdSet(c *Ctx) {
 
 // setGeneric is Redis's setGenericCommand on args[1] (key), args[2] (value).
 func setGeneric(c *Ctx, flags int, at int64) {
-	val := bytes.Clone(c.Args[2]) // the engine keeps what it is given
-	var old []byte
-	var hadOld, aborted bool
-	_, err := c.UpdateVisible(1, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
-		if flags&optGet != 0 && exists {
-			if cur.Type != engines.TypeString {
-				return cur, engines.Keep, errs.ErrWrongType
-			}
-			old, hadOld = bytes.Clone(cur.Value), true
-		}
-		if (flags&optNX != 0 && exists) || (flags&optXX != 0 && !exists) {
-			aborted = true
-			return cur, engines.Keep, nil
-		}
-		next := engines.Entry{Type: engines.TypeString, Value: val}
-		switch {
-		case flags&optKeepTTL != 0 && exists:
-			next.ExpireAt = cur.ExpireAt
-		case flags&optExpire != 0:
-			next.ExpireAt = at
-		}
-		return next, engines.Store, nil
-	})
+	s := &c.set
+	*s = setState{flags: flags, at: at, val: bytes.Clone(c.Args[2])} // the engine keeps what it is given
+	if c.bound.set == nil {
+		c.bound.set = c.applySet
+	}
+	_, err := c.UpdateVisible(1, c.bound.set)
 	if err != nil {
 		c.Fail(err)
 		return
 	}
-	if aborted {
+	switch {
+	case s.aborted:
 		c.NoPropagate()
-	} else {
-		prop := [][]byte{argSet, c.Args[1], val}
-		switch {
-		case flags&optExpire != 0:
-			prop = append(prop, argPXAT, Int64Bytes(at))
-		case flags&optKeepTTL != 0:
-			prop = append(prop, argKEEPTTL)
-		}
-		c.Propagate(prop...)
+	case flags&optExpire != 0:
+		c.Propagate(argSet, c.Args[1], s.val, argPXAT, Int64Bytes(at))
+	case flags&optKeepTTL != 0:
+		c.Propagate(argSet, c.Args[1], s.val, argKEEPTTL)
+	default:
+		c.Propagate(argSet, c.Args[1], s.val)
 	}
 	switch {
-	case flags&optGet != 0 && hadOld:
-		c.Bulk(old)
-	case flags&optGet != 0 || aborted:
+	case flags&optGet != 0 && s.hadOld:
+		c.Bulk(s.old)
+	case flags&optGet != 0 || s.aborted:
 		c.Null()
 	default:
 		c.OK()
 	}
+}
+
+// setState is setGeneric's write: its inputs and what it found. It lives
+// in the Ctx so that SET's UpdateFunc (applySet) needs no closure.
+type setState struct {
+	flags   int
+	at      int64  // the expiry with optExpire
+	val     []byte // the new value, owned by the engine once stored
+	old     []byte // the previous value, with optGet
+	hadOld  bool
+	aborted bool // NX/XX did not hold
+}
+
+// applySet is setGeneric's UpdateFunc on c.set.
+func (c *Ctx) applySet(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+	s := &c.set
+	if s.flags&optGet != 0 && exists {
+		if cur.Type != engines.TypeString {
+			return cur, engines.Keep, errs.ErrWrongType
+		}
+		s.old, s.hadOld = bytes.Clone(cur.Value), true
+	}
+	if (s.flags&optNX != 0 && exists) || (s.flags&optXX != 0 && !exists) {
+		s.aborted = true
+		return cur, engines.Keep, nil
+	}
+	next := engines.Entry{Type: engines.TypeString, Value: s.val}
+	switch {
+	case s.flags&optKeepTTL != 0 && exists:
+		next.ExpireAt = cur.ExpireAt
+	case s.flags&optExpire != 0:
+		next.ExpireAt = s.at
+	}
+	return next, engines.Store, nil
 }
 
 func cmdSetNX(c *Ctx) {
@@ -432,20 +447,22 @@ func cmdMSet(c *Ctx) {
 // msetPairs stores every key/value pair of args; on an engine error it
 // replies with it (pairs stored before are replicated) and returns false.
 func msetPairs(c *Ctx) bool {
+	if c.bound.set == nil {
+		c.bound.set = c.applySet
+	}
 	for i := 1; i < len(c.Args); i += 2 {
-		val := bytes.Clone(c.Args[i+1])
-		_, err := c.UpdateVisible(i, func(engines.Entry, bool) (engines.Entry, engines.Action, error) {
-			return engines.Entry{Type: engines.TypeString, Value: val}, engines.Store, nil
-		})
+		// A plain SET of the pair (no flags: store, no expiry).
+		c.set = setState{val: bytes.Clone(c.Args[i+1])}
+		_, err := c.UpdateVisible(i, c.bound.set)
 		if err != nil {
 			if i > 1 {
-				c.Propagate(append([][]byte{[]byte("MSET")}, c.Args[1:i]...)...)
+				c.propagateCmd(append([][]byte{[]byte("MSET")}, c.Args[1:i]...))
 			}
 			c.Fail(err)
 			return false
 		}
 	}
-	c.Propagate(append([][]byte{[]byte("MSET")}, c.Args[1:]...)...)
+	c.propagateCmd(append([][]byte{[]byte("MSET")}, c.Args[1:]...))
 	return true
 }
 
@@ -502,32 +519,45 @@ func incrBy(c *Ctx, delta int64) {
 	if c.pkeyWrongType(1) {
 		return
 	}
-	var n int64
-	_, err := c.UpdateVisible(1, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
-		var v int64
-		if exists {
-			if cur.Type != engines.TypeString {
-				return cur, engines.Keep, errs.ErrWrongType
-			}
-			var ok bool
-			if v, ok = ParseInt(cur.Value); !ok {
-				return cur, engines.Keep, ReplyError(ErrTextNotInt)
-			}
-		} else {
-			cur = engines.Entry{Type: engines.TypeString}
-		}
-		if (delta < 0 && v < 0 && delta < math.MinInt64-v) || (delta > 0 && v > 0 && delta > math.MaxInt64-v) {
-			return cur, engines.Keep, ReplyError(ErrTextOverflow)
-		}
-		n = v + delta
-		cur.Value = Int64Bytes(n)
-		return cur, engines.Store, nil
-	})
+	c.incr = incrState{delta: delta}
+	if c.bound.incr == nil {
+		c.bound.incr = c.applyIncr
+	}
+	_, err := c.UpdateVisible(1, c.bound.incr)
 	if err != nil {
 		c.Fail(err)
 		return
 	}
-	c.Int(n)
+	c.Int(c.incr.n)
+}
+
+// incrState is incrBy's write: the delta and the result. It lives in the
+// Ctx so that INCR's UpdateFunc (applyIncr) needs no closure.
+type incrState struct {
+	delta, n int64
+}
+
+// applyIncr is incrBy's UpdateFunc on c.incr.
+func (c *Ctx) applyIncr(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+	delta := c.incr.delta
+	var v int64
+	if exists {
+		if cur.Type != engines.TypeString {
+			return cur, engines.Keep, errs.ErrWrongType
+		}
+		var ok bool
+		if v, ok = ParseInt(cur.Value); !ok {
+			return cur, engines.Keep, ReplyError(ErrTextNotInt)
+		}
+	} else {
+		cur = engines.Entry{Type: engines.TypeString}
+	}
+	if (delta < 0 && v < 0 && delta < math.MinInt64-v) || (delta > 0 && v > 0 && delta > math.MaxInt64-v) {
+		return cur, engines.Keep, ReplyError(ErrTextOverflow)
+	}
+	c.incr.n = v + delta
+	cur.Value = Int64Bytes(c.incr.n)
+	return cur, engines.Store, nil
 }
 
 func cmdIncrByFloat(c *Ctx) {

@@ -147,7 +147,7 @@ func parseTairOpts(c *Ctx, from int, allowed int) (tairOpts, bool) {
 		v, ok := ParseInt(c.Args[j+1])
 		switch {
 		case eqFold(a, "ex") && allowed&tEX != 0:
-			o.expire = engines.TairExpire(v, c.Now)
+			o.expire = engines.TairExpire(v, c.Now())
 		case eqFold(a, "pxat") && allowed&tEX != 0:
 			o.expire = engines.Expire{Mode: engines.ExpireAt, At: v}
 			if v == 0 {
@@ -224,7 +224,7 @@ func cmdTairPutV(c *Ctx) {
 		c.Fail(err)
 		return
 	}
-	c.Propagate(append([][]byte{argPUTV, c.Args[1], val, argZero}, tairExpireArgs(o.expire)...)...)
+	c.propagateCmd(append([][]byte{argPUTV, c.Args[1], val, argZero}, tairExpireArgs(o.expire)...))
 	c.OK()
 }
 
@@ -334,7 +334,7 @@ func cmdTairPPut(c *Ctx) {
 		c.Fail(err)
 		return
 	}
-	c.Propagate(append([][]byte{c.Args[0], c.Args[1], c.Args[2], c.Args[3]}, tairExpireArgs(o.expire)...)...)
+	c.propagateCmd(append([][]byte{c.Args[0], c.Args[1], c.Args[2], c.Args[3]}, tairExpireArgs(o.expire)...))
 	c.OK()
 }
 
@@ -519,7 +519,7 @@ func cmdTairLock(c *Ctx) {
 	if !ok {
 		return
 	}
-	x := engines.TairExpire(ttl, c.Now)
+	x := engines.TairExpire(ttl, c.Now())
 	var locked, other bool
 	_, err := c.Eng.Update(c.Key(1), func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
 		if exists {
@@ -549,7 +549,7 @@ func cmdTairLock(c *Ctx) {
 	if e.ExpireAt != 0 {
 		prop = append(prop, argPXAT, Int64Bytes(e.ExpireAt))
 	}
-	c.Propagate(prop...)
+	c.propagateCmd(prop)
 	c.Int(ver)
 }
 

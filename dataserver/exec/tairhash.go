@@ -282,7 +282,7 @@ func propExSet(c *Ctx, field []byte, f ds.ExField) {
 	if f.ExpireAt != 0 {
 		args = append(args, []byte("PXAT"), Int64Bytes(f.ExpireAt))
 	}
-	c.Propagate(args...)
+	c.propagateCmd(args)
 }
 
 func cmdExHSet(c *Ctx) {
@@ -742,7 +742,7 @@ func cmdExHDelWithVer(c *Ctx) {
 	if len(gone) == 2 {
 		c.NoPropagate()
 	} else {
-		c.Propagate(gone...)
+		c.propagateCmd(gone)
 	}
 	c.Int(int64(len(gone) - 2))
 }

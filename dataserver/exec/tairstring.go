@@ -246,7 +246,7 @@ func (c *Ctx) propagateRecord(i int, e engines.Entry) {
 	if e.ExpireAt != 0 {
 		prop = append(prop, argPXAT, Int64Bytes(e.ExpireAt))
 	}
-	c.Propagate(prop...)
+	c.propagateCmd(prop)
 }
 
 // EXSET key value [EX|EXAT|PX|PXAT t] [NX|XX] [VER|ABS v] [FLAGS f] [WITHVERSION] [KEEPTTL]

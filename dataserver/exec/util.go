@@ -222,15 +222,29 @@ func (c *Ctx) UpdateVisible(i int, fn engines.UpdateFunc) (engines.Entry, error)
 
 // UpdateKey is UpdateVisible for a key built by the caller.
 func (c *Ctx) UpdateKey(k engines.Key, fn engines.UpdateFunc) (engines.Entry, error) {
-	return c.Eng.Update(k, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
-		if exists && IsLockRecord(cur) && !c.Replica {
-			return cur, engines.Keep, errs.ErrLocked
-		}
-		if exists && cur.Hidden {
-			cur, exists = engines.Entry{}, false
-		}
-		return fn(cur, exists)
-	})
+	if c.bound.visible == nil {
+		c.bound.visible = c.applyVisible
+	}
+	// fn is handed to applyVisible through c.upd rather than by a closure
+	// (an allocation per write). Restored afterwards in case fn itself
+	// updates another key.
+	prev := c.upd
+	c.upd = fn
+	e, err := c.Eng.Update(k, c.bound.visible)
+	c.upd = prev
+	return e, err
+}
+
+// applyVisible is UpdateKey's UpdateFunc: c.upd on the record as a Redis
+// command sees it.
+func (c *Ctx) applyVisible(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+	if exists && IsLockRecord(cur) && !c.Replica {
+		return cur, engines.Keep, errs.ErrLocked
+	}
+	if exists && cur.Hidden {
+		cur, exists = engines.Entry{}, false
+	}
+	return c.upd(cur, exists)
 }
 
 // SameBucket checks that the keys at idx all live in one bucket (atomic
@@ -259,7 +273,7 @@ func (c *Ctx) MaxValueSize() int {
 }
 
 // NowMs is the command's clock in unix milliseconds.
-func (c *Ctx) NowMs() int64 { return c.Now.UnixMilli() }
+func (c *Ctx) NowMs() int64 { return c.Now().UnixMilli() }
 
 // Int64Bytes formats n.
 func Int64Bytes(n int64) []byte { return strconv.AppendInt(nil, n, 10) }
