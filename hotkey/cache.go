@@ -23,6 +23,10 @@ type Cache struct {
 	bytes int
 	hits  int64
 	miss  int64
+	// seq counts invalidations: a read that began before one may have
+	// fetched the value the write replaced, so it must not be cached
+	// (PutIfUnchanged).
+	seq uint64
 }
 
 type cacheEntry struct {
@@ -62,11 +66,15 @@ func (c *Cache) Get(area uint16, key []byte) ([]byte, bool) {
 
 // Put caches value (a complete reply) for key for the cache's TTL.
 func (c *Cache) Put(area uint16, key, value []byte) {
-	if len(value) > c.maxBytes {
-		return
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.putLocked(area, key, value)
+}
+
+func (c *Cache) putLocked(area uint16, key, value []byte) {
+	if len(key)+len(value) > c.maxBytes {
+		return
+	}
 	k := Key{area, string(key)}
 	if el, ok := c.items[k]; ok {
 		c.removeLocked(el)
@@ -83,9 +91,43 @@ func (c *Cache) Put(area uint16, key, value []byte) {
 func (c *Cache) Invalidate(area uint16, key []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.seq++
 	if el, ok := c.items[Key{area, string(key)}]; ok {
 		c.removeLocked(el)
 	}
+}
+
+// Clear drops every entry (a write whose keys are not known, such as
+// FLUSHDB or EXEC).
+func (c *Cache) Clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	c.items = map[Key]*list.Element{}
+	c.lru.Init()
+	c.bytes = 0
+}
+
+// Seq is the invalidation count, taken when a read that may fill the
+// cache is sent.
+func (c *Cache) Seq() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seq
+}
+
+// PutIfUnchanged is Put for a read sent when Seq was seq: nothing is
+// cached when any invalidation happened since, because the read may have
+// raced a write through this proxy. (Invalidations are counted for the
+// whole cache, not per key: a busy writer only makes filling rarer.)
+func (c *Cache) PutIfUnchanged(area uint16, key, value []byte, seq uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seq != seq {
+		return false
+	}
+	c.putLocked(area, key, value)
+	return true
 }
 
 // Stats returns hits, misses and the current entry count.

@@ -107,3 +107,34 @@ func TestCacheTTLAndInvalidate(t *testing.T) {
 		t.Fatalf("stats hits=%d misses=%d items=%d", hits, misses, items)
 	}
 }
+
+// A read that began before an invalidation must not fill the cache: it
+// may carry the value the write replaced.
+func TestCachePutIfUnchanged(t *testing.T) {
+	c := NewCache(time.Minute, 10, 1<<20, nil)
+	seq := c.Seq()
+	c.Invalidate(0, []byte("other"))
+	if c.PutIfUnchanged(0, []byte("k"), []byte("old"), seq) {
+		t.Fatal("filled after an invalidation")
+	}
+	if _, ok := c.Get(0, []byte("k")); ok {
+		t.Fatal("cached a value read before a write")
+	}
+	seq = c.Seq()
+	if !c.PutIfUnchanged(0, []byte("k"), []byte("v"), seq) {
+		t.Fatal("refused with no invalidation in between")
+	}
+	if v, ok := c.Get(0, []byte("k")); !ok || string(v) != "v" {
+		t.Fatalf("Get = %q %v", v, ok)
+	}
+	c.Clear()
+	if _, ok := c.Get(0, []byte("k")); ok {
+		t.Fatal("entry survived Clear")
+	}
+	if _, _, n := c.Stats(); n != 0 {
+		t.Fatalf("%d entries after Clear", n)
+	}
+	if c.PutIfUnchanged(0, []byte("k"), []byte("v"), seq) {
+		t.Fatal("Clear did not count as an invalidation")
+	}
+}

@@ -33,6 +33,15 @@ type Config struct {
 	// ReadFromSlave sends ReadOnly commands to any copy of their bucket
 	// (TAIR.XR); slaves may lag the master by in-flight writes.
 	ReadFromSlave bool
+	// HotCacheTTL, when positive, serves GETs of hot keys (hotkey.Detector)
+	// from a proxy-local cache whose entries live that long: writes
+	// through this proxy invalidate at once; a write through another
+	// proxy, or an expiry, is seen within HotCacheTTL. 0 = off.
+	HotCacheTTL time.Duration
+	// HotCacheKeys and HotCacheBytes bound the cache (default 1024 keys,
+	// 64 MiB).
+	HotCacheKeys  int
+	HotCacheBytes int
 	// IdleTimeout closes a client idle that long (0 = never).
 	IdleTimeout time.Duration
 	// MaxBulkLen is the largest bulk string a client may send (default
@@ -102,6 +111,8 @@ func DefaultConfig() Config {
 		TablePoll:         10 * time.Second,
 		SlowlogSlowerThan: 10 * time.Millisecond,
 		SlowlogMaxLen:     128,
+		HotCacheKeys:      1024,
+		HotCacheBytes:     64 << 20,
 	}
 }
 
@@ -155,6 +166,12 @@ func (c *Config) Adjust() {
 	}
 	if c.SlowlogMaxLen <= 0 {
 		c.SlowlogMaxLen = d.SlowlogMaxLen
+	}
+	if c.HotCacheKeys <= 0 {
+		c.HotCacheKeys = d.HotCacheKeys
+	}
+	if c.HotCacheBytes <= 0 {
+		c.HotCacheBytes = d.HotCacheBytes
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tairkv/tair/hotkey"
 	"github.com/tairkv/tair/internal/command"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
@@ -52,6 +53,11 @@ type request struct {
 	own   [][]byte // a sub-request's own argument list
 
 	start time.Time
+
+	// hot-key cache fill: a GET of a hot key, sent when the cache's
+	// invalidation count was fillSeq
+	fill    bool
+	fillSeq uint64
 }
 
 func (r *request) complete(raw []byte) {
@@ -80,6 +86,7 @@ func (ss *session) newReq() *request {
 	r.args, r.spec, r.stat, r.node, r.barrier = nil, nil, nil, nil, nil
 	r.bucket, r.slaveOK, r.write, r.local, r.written, r.err = 0, false, false, false, false, nil
 	r.rejected, r.grouped, r.noGroup, r.group = false, false, false, 0
+	r.fill = false
 	r.subs, r.merge, r.keyAt = r.subs[:0], mergeNone, r.keyAt[:0]
 	r.reply = r.reply[:0]
 	return r
@@ -265,6 +272,15 @@ func (ss *session) route(r *request, keys []int) {
 	r.bucket = b
 	r.write = r.spec.Has(command.Write)
 	r.slaveOK = !r.write && r.spec.Has(command.ReadOnly)
+	if c := ss.srv.hotCache; c != nil {
+		if r.write {
+			for _, k := range keys {
+				c.Invalidate(uint16(r.area), args[k])
+			}
+		} else if r.spec.Name == "get" && ss.hotRead(c, r, args[1]) {
+			return
+		}
+	}
 	if !same {
 		if r.spec.Has(command.MultiKey) && !r.spec.Has(command.Atomic) {
 			ss.split(r, keys, q)
@@ -564,6 +580,55 @@ func (ss *session) giveUp(r *request) {
 	r.err = nil
 }
 
+// hotRead answers a GET from the hot-key cache, or marks it to fill the
+// cache when its key is hot.
+func (ss *session) hotRead(c *hotkey.Cache, r *request, key []byte) bool {
+	area := uint16(r.area)
+	if v, ok := c.Get(area, key); ok {
+		r.reply = append(r.reply[:0], v...)
+		r.local = true
+		return true
+	}
+	if ss.srv.hot.IsHot(area, key) {
+		r.fill, r.fillSeq = true, c.Seq()
+	}
+	return false
+}
+
+// hotDone keeps the cache true to the writes through this proxy once r
+// has its reply: a filling GET caches a value (a bulk string; a null
+// differs between RESP2 and RESP3 and is not worth caching) unless a write
+// came in between; a write drops its keys again (a read that raced it may
+// have filled the old value); a write without keys, or EXEC, clears all.
+func (ss *session) hotDone(c *hotkey.Cache, r *request) {
+	if r.fill {
+		r.fill = false
+		if len(r.reply) > 1 && r.reply[0] == '$' && r.reply[1] != '-' {
+			c.PutIfUnchanged(uint16(r.area), r.args[1], r.reply, r.fillSeq)
+		}
+		return
+	}
+	if r.spec == nil || r.rejected {
+		return
+	}
+	if r.spec.Name == "exec" {
+		c.Clear()
+		return
+	}
+	if !r.spec.Has(command.Write) {
+		return
+	}
+	var buf [8]int
+	keys := r.spec.AppendKeyIndexes(buf[:0], r.args)
+	if len(keys) == 0 {
+		c.Clear()
+		return
+	}
+	for _, k := range keys {
+		c.Invalidate(uint16(r.area), r.args[k])
+	}
+}
+
 // account finishes r's bookkeeping and turns a non-retryable backend
 // failure into its error reply.
 func (ss *session) account(r *request) {
@@ -574,6 +639,9 @@ func (ss *session) account(r *request) {
 		}
 		r.reply = resp.AppendError(r.reply[:0], msg+" (tair -3989)")
 		r.err = nil
+	}
+	if c := ss.srv.hotCache; c != nil {
+		ss.hotDone(c, r)
 	}
 	// Moving average of reply sizes (window).
 	ss.avgReply += (int64(len(r.reply)) - ss.avgReply) / 8

@@ -394,6 +394,12 @@ func (ss *session) info2(has func(string) bool) string {
 		kv("instantaneous_ops_per_sec", s.stats.opsPerSec.Load())
 		kv("proxy_retries", s.stats.retries.Load())
 		kv("proxy_backend_connections", int64(s.backendConnCount()))
+		if s.hotCache != nil {
+			hits, misses, keys := s.hotCache.Stats()
+			kv("hot_cache_hits", hits)
+			kv("hot_cache_misses", misses)
+			kv("hot_cache_keys", int64(keys))
+		}
 	}
 	if has("cluster") {
 		section("Cluster")

@@ -65,6 +65,8 @@ type Server struct {
 	slowlog slowlog
 	// hot counts sampled key accesses for TAIR.HOTKEYS.
 	hot *hotkey.Detector
+	// hotCache serves GETs of hot keys (nil: Config.HotCacheTTL is 0).
+	hotCache *hotkey.Cache
 	dyn dynConfig
 }
 
@@ -98,6 +100,9 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		id:       hex.EncodeToString(idb[:]),
 		sessions: map[int64]*session{},
 		hot:      hotkey.NewDetector(hotkey.Options{}),
+	}
+	if cfg.HotCacheTTL > 0 {
+		s.hotCache = hotkey.NewCache(cfg.HotCacheTTL, cfg.HotCacheKeys, cfg.HotCacheBytes, nil)
 	}
 	s.m = newMetrics(s)
 	s.unknown = &cmdEntry{stat: s.m.stat("unknown")}

@@ -165,6 +165,9 @@ func proxyFlags(cmd *cobra.Command) {
 	f.Duration("retry-budget", d.RetryBudget, "how long the proxy retries NOTMASTER/TRYAGAIN/lost connections for one request")
 	f.Duration("request-timeout", d.RequestTimeout, "how long the proxy waits for a dataserver's reply before it answers -TIMEOUT")
 	f.Int("backend-conns", d.BackendConns, "pipelined connections per dataserver")
+	f.Duration("hot-cache-ttl", 0, "serve GETs of hot keys from a proxy-local cache whose entries live this long (writes through other proxies are seen within it); 0 = off")
+	f.Int("hot-cache-keys", d.HotCacheKeys, "most keys in the hot-key cache")
+	f.Int("hot-cache-bytes", d.HotCacheBytes, "most bytes in the hot-key cache")
 }
 
 func proxyConfig(v *viper.Viper) proxy.Config {
@@ -186,6 +189,9 @@ func proxyConfig(v *viper.Viper) proxy.Config {
 	c.RetryBudget = v.GetDuration("retry-budget")
 	c.RequestTimeout = v.GetDuration("request-timeout")
 	c.BackendConns = v.GetInt("backend-conns")
+	c.HotCacheTTL = v.GetDuration("hot-cache-ttl")
+	c.HotCacheKeys = v.GetInt("hot-cache-keys")
+	c.HotCacheBytes = v.GetInt("hot-cache-bytes")
 	return c
 }
 
