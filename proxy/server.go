@@ -67,7 +67,7 @@ type Server struct {
 	hot *hotkey.Detector
 	// hotCache serves GETs of hot keys (nil: Config.HotCacheTTL is 0).
 	hotCache *hotkey.Cache
-	dyn dynConfig
+	dyn      dynConfig
 }
 
 // serverStats are INFO stats counters.
