@@ -28,6 +28,7 @@ func (s *Server) apiHandler() http.Handler {
 	mux.HandleFunc("GET /v1/areas", s.handleAreas)
 	mux.HandleFunc("GET /v1/stats", s.leaderOnly(s.handleStats))
 	mux.HandleFunc("POST /v1/admin", s.leaderOnly(s.handleAdmin))
+	mux.HandleFunc("POST /v1/invalid", s.leaderOnly(s.handleInvalid))
 	// The status endpoints answer here too, for tools given only --listen.
 	mux.HandleFunc("GET /status", s.handleStatus)
 	mux.HandleFunc("GET /healthz", s.handleHealthz)

@@ -66,6 +66,10 @@ type Config struct {
 	LeaseTTL time.Duration
 	// EtcdPrefix is the key prefix of this cluster's state. Default "/tair".
 	EtcdPrefix string
+	// InvalidPeers are the proxies (host:port) of the peer clusters that
+	// TAIR.INVALID reaches: the leader is the invalid server, queueing
+	// each invalidation in etcd per peer until that peer has applied it.
+	InvalidPeers []string
 }
 
 // DefaultConfig returns the defaults.

@@ -101,6 +101,11 @@ func (s *Server) lead(ctx context.Context, f fence) error {
 		s.leader.Store(false)
 		s.metrics.leader.Set(0)
 	}()
+	if len(s.cfg.InvalidPeers) > 0 {
+		ictx, stopInvalid := context.WithCancel(ctx)
+		defer stopInvalid()
+		s.runInvalidSenders(ictx)
+	}
 	ver := uint64(0)
 	if t != nil {
 		ver = t.Version

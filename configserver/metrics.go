@@ -18,6 +18,10 @@ type metrics struct {
 	movesDone    prometheus.Counter
 	heartbeats   prometheus.Counter
 	buildRefused prometheus.Gauge
+
+	invalidQueued  prometheus.Counter
+	invalidSent    *prometheus.CounterVec
+	invalidPending *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -41,6 +45,12 @@ func newMetrics() *metrics {
 	m.movesDone = c("migrations_done_total", "Bucket moves completed by this configserver.")
 	m.buildRefused = g("build_refused", "1 while the table builder refuses the member set (see the log for why).")
 	m.heartbeats = c("heartbeats_total", "Dataserver heartbeats received.")
+	m.invalidQueued = c("invalid_queued_total", "TAIR.INVALID entries queued for peer clusters (one per peer).")
+	m.invalidSent = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tair", Subsystem: "configserver", Name: "invalid_sent_total",
+		Help: "TAIR.INVALID entries a peer cluster has applied (leader only)."}, []string{"peer"})
+	m.invalidPending = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tair", Subsystem: "configserver", Name: "invalid_pending",
+		Help: "TAIR.INVALID entries queued for a peer cluster, as last seen by the leader's sender."}, []string{"peer"})
+	m.reg.MustRegister(m.invalidSent, m.invalidPending)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

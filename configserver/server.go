@@ -87,8 +87,10 @@ type Server struct {
 	renewed    atomic.Int64 // unix ns of the election lease's last renewal
 	leaderAddr atomic.Pointer[string]
 
-	kick  chan struct{}
-	admin chan adminCall
+	kick chan struct{}
+	// invalidKick wakes the invalid senders when an entry is queued.
+	invalidKick chan struct{}
+	admin       chan adminCall
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -106,13 +108,14 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		log = slog.Default()
 	}
 	s := &Server{
-		cfg:     cfg,
-		log:     log,
-		metrics: newMetrics(),
-		nodes:   newCluster(),
-		tableCh: make(chan struct{}),
-		kick:    make(chan struct{}, 1),
-		admin:   make(chan adminCall),
+		cfg:         cfg,
+		log:         log,
+		metrics:     newMetrics(),
+		nodes:       newCluster(),
+		tableCh:     make(chan struct{}),
+		kick:        make(chan struct{}, 1),
+		invalidKick: make(chan struct{}, 1),
+		admin:       make(chan adminCall),
 	}
 	empty := ""
 	s.leaderAddr.Store(&empty)

@@ -50,6 +50,7 @@ func init() {
 		}
 	}
 	localHandlers = map[string]handler{
+		"tair.invalid": cmdTairInvalid,
 		"ping":         cmdPing,
 		"echo":         cmdEcho,
 		"select":       cmdSelect,

@@ -66,6 +66,7 @@ func configserverFlags(cmd *cobra.Command) {
 	f.Int("moves-per-node", d.MovesPerNode, "concurrent bucket moves per source dataserver")
 	f.Int("max-moves", d.MaxMoves, "concurrent bucket moves in the whole cluster")
 	f.Duration("handoff-window", d.HandoffWindow, "how long a down dataserver keeps its slave copies (caught up from its masters' backlog when it returns) before they are rebuilt elsewhere; negative: rebuild at once")
+	f.StringSlice("invalid-peers", nil, "proxies host:port,... of the peer clusters TAIR.INVALID also deletes in (queued in etcd while a peer is down)")
 }
 
 func configserverConfig(v *viper.Viper) configserver.Config {
@@ -86,6 +87,7 @@ func configserverConfig(v *viper.Viper) configserver.Config {
 	c.MovesPerNode = v.GetInt("moves-per-node")
 	c.MaxMoves = v.GetInt("max-moves")
 	c.HandoffWindow = v.GetDuration("handoff-window")
+	c.InvalidPeers = splitList(v.GetStringSlice("invalid-peers"))
 	return c
 }
 

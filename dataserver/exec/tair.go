@@ -58,6 +58,7 @@ func init() {
 	Register("tair.lock", cmdTairLock)
 	Register("tair.unlock", cmdTairUnlock)
 	Register("tair.invalid", cmdTairInvalid)
+	Register("tair.invalidlocal", cmdTairInvalid) // the same here; only proxies tell them apart
 	Register("tair.stat", cmdTairStat)
 	Register("tair.delall", cmdTairDelAll)
 }

@@ -94,6 +94,9 @@ func init() {
 		&Spec{Name: "tair.lock", Arity: 3, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
 		&Spec{Name: "tair.unlock", Arity: 3, Flags: w | Tair, FirstKey: 1, LastKey: 1, Step: 1},
 		&Spec{Name: "tair.invalid", Arity: -2, Flags: w | Tair | MultiKey, FirstKey: 1, LastKey: -1, Step: 1},
+		// What the invalid server sends to a peer cluster: TAIR.INVALID
+		// without forwarding it again.
+		&Spec{Name: "tair.invalidlocal", Arity: -2, Flags: w | Tair | MultiKey, FirstKey: 1, LastKey: -1, Step: 1},
 		// per dataserver; the proxy sends them to every dataserver (and sums STAT)
 		&Spec{Name: "tair.stat", Arity: -1, Flags: r | Tair | NoKey | Admin},
 		&Spec{Name: "tair.delall", Arity: 2, Flags: w | Tair | NoKey | Admin},

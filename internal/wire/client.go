@@ -95,6 +95,16 @@ func (c *Client) Admin(ctx context.Context, req *AdminRequest) (*AdminReply, err
 	return &reply, nil
 }
 
+// Invalid queues an invalidation for the peer clusters on the leading
+// configserver.
+func (c *Client) Invalid(ctx context.Context, req *InvalidRequest) (*InvalidReply, error) {
+	var reply InvalidReply
+	if err := c.call(ctx, http.MethodPost, "/v1/invalid", req, &reply, true); err != nil {
+		return nil, err
+	}
+	return &reply, nil
+}
+
 // Get reads a JSON document (e.g. "/v1/nodes") from any configserver.
 func (c *Client) Get(ctx context.Context, path string, out any) error {
 	return c.call(ctx, http.MethodGet, path, nil, out, false)

@@ -129,6 +129,19 @@ type AdminRequest struct {
 	Hooks  []string   `json:"hooks,omitempty"`
 }
 
+// InvalidRequest asks the leading configserver to queue TAIR.INVALID of
+// Keys in Area for every peer cluster (its --invalid-peers).
+type InvalidRequest struct {
+	Area uint16   `json:"area"`
+	Keys [][]byte `json:"keys"`
+}
+
+// InvalidReply says for how many peer clusters the keys were queued
+// (durably, in etcd).
+type InvalidReply struct {
+	Peers int `json:"peers"`
+}
+
 // AdminReply answers an AdminRequest.
 type AdminReply struct {
 	OK      bool   `json:"ok"`
