@@ -29,6 +29,7 @@ func (s *Server) apiHandler() http.Handler {
 	mux.HandleFunc("GET /v1/stats", s.leaderOnly(s.handleStats))
 	mux.HandleFunc("POST /v1/admin", s.leaderOnly(s.handleAdmin))
 	mux.HandleFunc("POST /v1/invalid", s.leaderOnly(s.handleInvalid))
+	mux.HandleFunc("POST /v1/proxies", s.leaderOnly(s.handleProxyBeat))
 	// The status endpoints answer here too, for tools given only --listen.
 	mux.HandleFunc("GET /status", s.handleStatus)
 	mux.HandleFunc("GET /healthz", s.handleHealthz)

@@ -88,6 +88,7 @@ type Server struct {
 	leaderAddr atomic.Pointer[string]
 
 	kick chan struct{}
+	proxies proxySet
 	// invalidKick wakes the invalid senders when an entry is queued.
 	invalidKick chan struct{}
 	admin       chan adminCall

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha1"
 	"crypto/subtle"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/tairkv/tair/internal/command"
 	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/internal/wire"
 	"github.com/tairkv/tair/resp"
 )
 
@@ -816,19 +818,46 @@ func nodeID(addr string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// peersLoop probes the configured peer proxies (PING) every second and
-// keeps the list of those that answer.
+// peersLoop keeps the list of live peer proxies every second: the
+// configured ones (--peers) that answer PING, and the ones the leading
+// configserver has heard from (each proxy registers there with the
+// address clients reach it at), so that proxies started with only
+// --configserver name each other too.
 func (s *Server) peersLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	self := s.advertisedAddr()
 	for {
+		seen := map[string]bool{}
 		var live []string
-		for _, p := range s.cfg.Peers {
-			if pingPeer(p) {
-				live = append(live, p)
+		add := func(a string) {
+			if a != self && !seen[a] {
+				seen[a] = true
+				live = append(live, a)
 			}
 		}
+		for _, p := range s.cfg.Peers {
+			if pingPeer(p) {
+				add(p)
+			}
+		}
+		if c := s.r.client; c != nil {
+			ctx, cancel := context.WithTimeout(s.ctx, time.Second)
+			list, err := c.ProxyBeat(ctx, &wire.ProxyBeat{Addr: self})
+			cancel()
+			if err == nil {
+				for _, p := range list.Proxies {
+					add(p)
+				}
+			} else if old := s.livePeers.Load(); old != nil {
+				// Configserver unreachable: keep the peers it named last.
+				for _, p := range *old {
+					add(p)
+				}
+			}
+		}
+		sort.Strings(live)
 		s.livePeers.Store(&live)
 		select {
 		case <-s.ctx.Done():
@@ -836,6 +865,15 @@ func (s *Server) peersLoop() {
 		case <-t.C:
 		}
 	}
+}
+
+// advertisedAddr is the address this proxy registers under: --advertise,
+// else its listen address.
+func (s *Server) advertisedAddr() string {
+	if s.cfg.Advertise != "" {
+		return s.cfg.Advertise
+	}
+	return s.Addr()
 }
 
 func pingPeer(addr string) bool {

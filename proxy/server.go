@@ -148,7 +148,7 @@ func (s *Server) Start() error {
 	s.wg.Add(2)
 	go s.acceptLoop()
 	go s.statsLoop()
-	if len(s.cfg.Peers) > 0 {
+	if len(s.cfg.Peers) > 0 || s.r.client != nil {
 		s.wg.Add(1)
 		go s.peersLoop()
 	}

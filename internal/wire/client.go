@@ -95,6 +95,16 @@ func (c *Client) Admin(ctx context.Context, req *AdminRequest) (*AdminReply, err
 	return &reply, nil
 }
 
+// ProxyBeat registers a proxy with the leading configserver and returns
+// the live proxies.
+func (c *Client) ProxyBeat(ctx context.Context, b *ProxyBeat) (*ProxyList, error) {
+	var reply ProxyList
+	if err := c.call(ctx, http.MethodPost, "/v1/proxies", b, &reply, true); err != nil {
+		return nil, err
+	}
+	return &reply, nil
+}
+
 // Invalid queues an invalidation for the peer clusters on the leading
 // configserver.
 func (c *Client) Invalid(ctx context.Context, req *InvalidRequest) (*InvalidReply, error) {

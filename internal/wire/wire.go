@@ -129,6 +129,18 @@ type AdminRequest struct {
 	Hooks  []string   `json:"hooks,omitempty"`
 }
 
+// ProxyBeat is a proxy's periodic hello to the leading configserver: the
+// address clients reach it at.
+type ProxyBeat struct {
+	Addr string `json:"addr"`
+}
+
+// ProxyList answers a ProxyBeat with every proxy heard from recently
+// (the sender included), sorted.
+type ProxyList struct {
+	Proxies []string `json:"proxies"`
+}
+
 // InvalidRequest asks the leading configserver to queue TAIR.INVALID of
 // Keys in Area for every peer cluster (its --invalid-peers).
 type InvalidRequest struct {
