@@ -87,7 +87,7 @@ type Server struct {
 	renewed    atomic.Int64 // unix ns of the election lease's last renewal
 	leaderAddr atomic.Pointer[string]
 
-	kick chan struct{}
+	kick    chan struct{}
 	proxies proxySet
 	// invalidKick wakes the invalid senders when an entry is queued.
 	invalidKick chan struct{}
