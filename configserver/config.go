@@ -70,6 +70,9 @@ type Config struct {
 	// TAIR.INVALID reaches: the leader is the invalid server, queueing
 	// each invalidation in etcd per peer until that peer has applied it.
 	InvalidPeers []string
+	// InvalidPeerAuth is what the invalid server AUTHs with on the peers'
+	// proxies: "password" or "user:password" ("" = no AUTH).
+	InvalidPeerAuth string
 }
 
 // DefaultConfig returns the defaults.

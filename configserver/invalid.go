@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -110,6 +111,11 @@ func (s *Server) invalidSender(ctx context.Context, peer string, kick <-chan str
 						break
 					}
 					rd = resp.NewReplyReader(conn, 0, resp.Limits{})
+					if err = authPeer(conn, rd, s.cfg.InvalidPeerAuth); err != nil {
+						_ = conn.Close()
+						conn = nil
+						break
+					}
 				}
 				if err = sendInvalid(conn, rd, kv.Value); err != nil {
 					_ = conn.Close()
@@ -142,6 +148,32 @@ func (s *Server) invalidSender(ctx context.Context, peer string, kick <-chan str
 		case <-time.After(wait):
 		}
 	}
+}
+
+// authPeer sends AUTH on a new connection to a peer's proxy when auth
+// ("password" or "user:password") is set.
+func authPeer(conn net.Conn, rd *resp.ReplyReader, auth string) error {
+	if auth == "" {
+		return nil
+	}
+	args := [][]byte{[]byte("AUTH")}
+	if user, pass, ok := strings.Cut(auth, ":"); ok {
+		args = append(args, []byte(user), []byte(pass))
+	} else {
+		args = append(args, []byte(auth))
+	}
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Write(resp.AppendCommand(nil, args...)); err != nil {
+		return err
+	}
+	raw, err := rd.ReadReply()
+	if err != nil {
+		return err
+	}
+	if len(raw) > 0 && raw[0] == '-' {
+		return fmt.Errorf("AUTH refused by the peer: %q", raw)
+	}
+	return nil
 }
 
 // sendInvalid applies one queue entry on a peer's proxy: SELECT its area,

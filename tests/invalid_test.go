@@ -16,8 +16,9 @@ import (
 )
 
 // TAIR.INVALID deletes in this cluster at once and in the peer cluster
-// through the invalid server; while the peer's proxy is down the
-// invalidations wait in etcd and are applied when it is back.
+// (whose proxies want a password) through the invalid server; while the
+// peer's proxy is down the invalidations wait in etcd and are applied
+// when it is back.
 func TestInvalidReachesPeerCluster(t *testing.T) {
 	ctx := context.Background()
 	peerAddr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
@@ -26,6 +27,7 @@ func TestInvalidReachesPeerCluster(t *testing.T) {
 	b := testcluster.New(t, testcluster.Options{Options: cluster.Options{
 		DataServers: 1, Copies: 1, Proxies: 2,
 		Proxy: func(i int, c *proxy.Config) {
+			c.RequirePass = "s3cret"
 			if i == 1 {
 				c.Listen = peerAddr
 			}
@@ -33,9 +35,13 @@ func TestInvalidReachesPeerCluster(t *testing.T) {
 	}})
 	a := testcluster.New(t, testcluster.Options{Options: cluster.Options{
 		DataServers: 1, Copies: 1,
-		ConfigServer: func(i int, c *configserver.Config) { c.InvalidPeers = []string{peerAddr} },
+		ConfigServer: func(i int, c *configserver.Config) {
+			c.InvalidPeers, c.InvalidPeerAuth = []string{peerAddr}, "s3cret"
+		},
 	}})
-	ca, cb := a.Client(0), b.Client(0)
+	ca := a.Client(0)
+	cb := redis.NewClient(&redis.Options{Addr: b.Proxies[0].Addr(), Password: "s3cret", MaxRetries: -1})
+	defer cb.Close()
 	setBoth := func(db int, keys ...string) {
 		t.Helper()
 		for _, c := range []*redis.Client{ca, cb} {

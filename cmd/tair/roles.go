@@ -67,6 +67,7 @@ func configserverFlags(cmd *cobra.Command) {
 	f.Int("max-moves", d.MaxMoves, "concurrent bucket moves in the whole cluster")
 	f.Duration("handoff-window", d.HandoffWindow, "how long a down dataserver keeps its slave copies (caught up from its masters' backlog when it returns) before they are rebuilt elsewhere; negative: rebuild at once")
 	f.StringSlice("invalid-peers", nil, "proxies host:port,... of the peer clusters TAIR.INVALID also deletes in (queued in etcd while a peer is down)")
+	f.String("invalid-peer-auth", "", "AUTH for the peer clusters' proxies: password or user:password")
 }
 
 func configserverConfig(v *viper.Viper) configserver.Config {
@@ -88,6 +89,7 @@ func configserverConfig(v *viper.Viper) configserver.Config {
 	c.MaxMoves = v.GetInt("max-moves")
 	c.HandoffWindow = v.GetDuration("handoff-window")
 	c.InvalidPeers = splitList(v.GetStringSlice("invalid-peers"))
+	c.InvalidPeerAuth = v.GetString("invalid-peer-auth")
 	return c
 }
 
