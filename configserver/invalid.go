@@ -162,18 +162,7 @@ func authPeer(conn net.Conn, rd *resp.ReplyReader, auth string) error {
 	} else {
 		args = append(args, []byte(auth))
 	}
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := conn.Write(resp.AppendCommand(nil, args...)); err != nil {
-		return err
-	}
-	raw, err := rd.ReadReply()
-	if err != nil {
-		return err
-	}
-	if len(raw) > 0 && raw[0] == '-' {
-		return fmt.Errorf("AUTH refused by the peer: %q", raw)
-	}
-	return nil
+	return roundTrip(conn, rd, resp.AppendCommand(nil, args...), 1)
 }
 
 // sendInvalid applies one queue entry on a peer's proxy: SELECT its area,
@@ -188,11 +177,17 @@ func sendInvalid(conn net.Conn, rd *resp.ReplyReader, entry []byte) error {
 	buf = resp.AppendCommand(buf, []byte("SELECT"), strconv.AppendUint(nil, uint64(req.Area), 10))
 	args := append([][]byte{[]byte("TAIR.INVALIDLOCAL")}, req.Keys...)
 	buf = resp.AppendCommand(buf, args...)
+	return roundTrip(conn, rd, buf, 2)
+}
+
+// roundTrip writes cmds (n pipelined commands) to a peer's proxy and reads
+// their n replies; an error reply is an error.
+func roundTrip(conn net.Conn, rd *resp.ReplyReader, cmds []byte, n int) error {
 	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := conn.Write(buf); err != nil {
+	if _, err := conn.Write(cmds); err != nil {
 		return err
 	}
-	for i := 0; i < 2; i++ {
+	for i := 0; i < n; i++ {
 		raw, err := rd.ReadReply()
 		if err != nil {
 			return err
