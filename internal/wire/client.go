@@ -79,37 +79,31 @@ func (c *Client) prefer(addr string) {
 
 // Heartbeat sends hb to the leading configserver.
 func (c *Client) Heartbeat(ctx context.Context, hb *Heartbeat) (*HeartbeatReply, error) {
-	var reply HeartbeatReply
-	if err := c.call(ctx, http.MethodPost, "/v1/heartbeat", hb, &reply, true); err != nil {
-		return nil, err
-	}
-	return &reply, nil
+	return postLeader[HeartbeatReply](ctx, c, "/v1/heartbeat", hb)
 }
 
 // Admin sends a control request to the leading configserver.
 func (c *Client) Admin(ctx context.Context, req *AdminRequest) (*AdminReply, error) {
-	var reply AdminReply
-	if err := c.call(ctx, http.MethodPost, "/v1/admin", req, &reply, true); err != nil {
-		return nil, err
-	}
-	return &reply, nil
+	return postLeader[AdminReply](ctx, c, "/v1/admin", req)
 }
 
 // ProxyBeat registers a proxy with the leading configserver and returns
 // the live proxies.
 func (c *Client) ProxyBeat(ctx context.Context, b *ProxyBeat) (*ProxyList, error) {
-	var reply ProxyList
-	if err := c.call(ctx, http.MethodPost, "/v1/proxies", b, &reply, true); err != nil {
-		return nil, err
-	}
-	return &reply, nil
+	return postLeader[ProxyList](ctx, c, "/v1/proxies", b)
 }
 
 // Invalid queues an invalidation for the peer clusters on the leading
 // configserver.
 func (c *Client) Invalid(ctx context.Context, req *InvalidRequest) (*InvalidReply, error) {
-	var reply InvalidReply
-	if err := c.call(ctx, http.MethodPost, "/v1/invalid", req, &reply, true); err != nil {
+	return postLeader[InvalidReply](ctx, c, "/v1/invalid", req)
+}
+
+// postLeader POSTs in to path on the leading configserver and decodes its
+// reply as R.
+func postLeader[R any](ctx context.Context, c *Client, path string, in any) (*R, error) {
+	var reply R
+	if err := c.call(ctx, http.MethodPost, path, in, &reply, true); err != nil {
 		return nil, err
 	}
 	return &reply, nil
