@@ -54,9 +54,11 @@ func (s *Server) handleInvalid(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.metrics.invalidQueued.Add(float64(len(peers)))
-		select {
-		case s.invalidKick <- struct{}{}:
-		default:
+		for _, k := range s.invalidKicks {
+			select {
+			case k <- struct{}{}:
+			default:
+			}
 		}
 	}
 	writeJSON(w, http.StatusOK, wire.InvalidReply{Peers: len(peers)})
@@ -65,26 +67,9 @@ func (s *Server) handleInvalid(w http.ResponseWriter, r *http.Request) {
 // runInvalidSenders delivers the queued invalidations while this
 // configserver leads (ctx ends with the leadership).
 func (s *Server) runInvalidSenders(ctx context.Context) {
-	kicks := make([]chan struct{}, len(s.cfg.InvalidPeers))
 	for i, peer := range s.cfg.InvalidPeers {
-		kicks[i] = make(chan struct{}, 1)
-		go s.invalidSender(ctx, peer, kicks[i])
+		go s.invalidSender(ctx, peer, s.invalidKicks[i])
 	}
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-s.invalidKick:
-				for _, k := range kicks {
-					select {
-					case k <- struct{}{}:
-					default:
-					}
-				}
-			}
-		}
-	}()
 }
 
 // invalidSender sends peer's queue in order: an entry leaves the queue
@@ -106,14 +91,7 @@ func (s *Server) invalidSender(ctx context.Context, peer string, kick <-chan str
 			s.metrics.invalidPending.WithLabelValues(peer).Set(float64(res.Count))
 			for _, kv := range res.Kvs {
 				if conn == nil {
-					if conn, err = net.DialTimeout("tcp", peer, 2*time.Second); err != nil {
-						conn = nil
-						break
-					}
-					rd = resp.NewReplyReader(conn, 0, resp.Limits{})
-					if err = authPeer(conn, rd, s.cfg.InvalidPeerAuth); err != nil {
-						_ = conn.Close()
-						conn = nil
+					if conn, rd, err = dialPeer(peer, s.cfg.InvalidPeerAuth); err != nil {
 						break
 					}
 				}
@@ -150,19 +128,27 @@ func (s *Server) invalidSender(ctx context.Context, peer string, kick <-chan str
 	}
 }
 
-// authPeer sends AUTH on a new connection to a peer's proxy when auth
+// dialPeer connects to a peer's proxy, sending AUTH when auth
 // ("password" or "user:password") is set.
-func authPeer(conn net.Conn, rd *resp.ReplyReader, auth string) error {
-	if auth == "" {
-		return nil
+func dialPeer(peer, auth string) (net.Conn, *resp.ReplyReader, error) {
+	conn, err := net.DialTimeout("tcp", peer, 2*time.Second)
+	if err != nil {
+		return nil, nil, err
 	}
-	args := [][]byte{[]byte("AUTH")}
-	if user, pass, ok := strings.Cut(auth, ":"); ok {
-		args = append(args, []byte(user), []byte(pass))
-	} else {
-		args = append(args, []byte(auth))
+	rd := resp.NewReplyReader(conn, 0, resp.Limits{})
+	if auth != "" {
+		args := [][]byte{[]byte("AUTH")}
+		if user, pass, ok := strings.Cut(auth, ":"); ok {
+			args = append(args, []byte(user), []byte(pass))
+		} else {
+			args = append(args, []byte(auth))
+		}
+		if err := roundTrip(conn, rd, resp.AppendCommand(nil, args...), 1); err != nil {
+			_ = conn.Close()
+			return nil, nil, err
+		}
 	}
-	return roundTrip(conn, rd, resp.AppendCommand(nil, args...), 1)
+	return conn, rd, nil
 }
 
 // sendInvalid applies one queue entry on a peer's proxy: SELECT its area,

@@ -89,9 +89,10 @@ type Server struct {
 
 	kick    chan struct{}
 	proxies proxySet
-	// invalidKick wakes the invalid senders when an entry is queued.
-	invalidKick chan struct{}
-	admin       chan adminCall
+	// invalidKicks wake the invalid sender of each peer (InvalidPeers
+	// order) when an entry is queued.
+	invalidKicks []chan struct{}
+	admin        chan adminCall
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -109,14 +110,16 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		log = slog.Default()
 	}
 	s := &Server{
-		cfg:         cfg,
-		log:         log,
-		metrics:     newMetrics(),
-		nodes:       newCluster(),
-		tableCh:     make(chan struct{}),
-		kick:        make(chan struct{}, 1),
-		invalidKick: make(chan struct{}, 1),
-		admin:       make(chan adminCall),
+		cfg:     cfg,
+		log:     log,
+		metrics: newMetrics(),
+		nodes:   newCluster(),
+		tableCh: make(chan struct{}),
+		kick:    make(chan struct{}, 1),
+		admin:   make(chan adminCall),
+	}
+	for range cfg.InvalidPeers {
+		s.invalidKicks = append(s.invalidKicks, make(chan struct{}, 1))
 	}
 	empty := ""
 	s.leaderAddr.Store(&empty)
