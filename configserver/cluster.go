@@ -60,13 +60,38 @@ func (c *cluster) reset(seen time.Time, grace []string, m *meta) {
 	c.mu.nodes = map[string]*nodeState{}
 	c.mu.lastJoin = time.Time{}
 	for _, addr := range grace {
-		st := &nodeState{lastSeen: seen, reports: map[moveKey]report{}}
-		st.hb.Addr = addr
-		if nm := m.Nodes[addr]; nm != nil {
-			st.hb.Zone, st.hb.Rack = nm.Zone, nm.Rack
-			st.hb.Incarnation, st.hb.Persistent = nm.Incarnation, nm.Persistent
+		c.mu.nodes[addr] = unheardNode(addr, seen, m)
+	}
+}
+
+// unheardNode is a node of the table a new term has not heard from yet,
+// counted as last heard at seen, with its stored labels and incarnation.
+func unheardNode(addr string, seen time.Time, m *meta) *nodeState {
+	st := &nodeState{lastSeen: seen, reports: map[moveKey]report{}}
+	st.hb.Addr = addr
+	if nm := m.Nodes[addr]; nm != nil {
+		st.hb.Zone, st.hb.Rack = nm.Zone, nm.Rack
+		st.hb.Incarnation, st.hb.Persistent = nm.Incarnation, nm.Persistent
+	}
+	return st
+}
+
+// resume starts a leadership term that follows this server's own last
+// one: what it heard then still holds, except that no node counts as
+// last heard before floor (its heartbeats were refused while nobody
+// led). Nodes of the table it never heard from start at floor too.
+func (c *cluster) resume(floor time.Time, grace []string, m *meta) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.mu.nodes {
+		if st.lastSeen.Before(floor) {
+			st.lastSeen = floor
 		}
-		c.mu.nodes[addr] = st
+	}
+	for _, addr := range grace {
+		if c.mu.nodes[addr] == nil {
+			c.mu.nodes[addr] = unheardNode(addr, floor, m)
+		}
 	}
 }
 

@@ -115,6 +115,47 @@ func TestCutOffLeaderStops(t *testing.T) {
 	}
 }
 
+// TestLeaseBlipKeepsFailureDetection: a lone configserver that loses etcd
+// for a moment and leads again keeps what it heard, so a dataserver that
+// died during the blip is failed over as soon as the down detection
+// allows, not a lease TTL plus the down detection after the new term
+// starts; the nodes that lived through the blip stay in the table.
+func TestLeaseBlipKeepsFailureDetection(t *testing.T) {
+	endpoint := sharedEtcd(t)
+	br := newBridge(t, endpoint)
+	cfg := testConfig()
+	cfg.Etcd = []string{br.Addr()}
+	a := startServer(t, cfg)
+	waitLeader(t, a, 5*time.Second)
+	var dss []*fakeDS
+	for _, addr := range dsAddrs[:3] {
+		dss = append(dss, newFakeDS(t, addr, a.Addr()))
+	}
+	before := waitTable(t, a, 5*time.Second, func(*route.Table) bool { return true }, "any")
+
+	br.Cut()
+	testutil.Eventually(t, 4*time.Second, func() bool { return !a.IsLeader() }, "cut-off leader still leads")
+	dead := dsAddrs[2]
+	dss[2].stop()
+	br.Heal()
+	waitLeader(t, a, 10*time.Second)
+	led := time.Now()
+
+	// The dead node was last heard before the cut, long ago: half the
+	// down detection after the term starts it is out. Without the
+	// record of the previous term it would count as heard at the start
+	// of the term plus the lease TTL.
+	after := waitTable(t, a, cfg.LeaseTTL, func(tb *route.Table) bool {
+		return tb.Version > before.Version && !slices.Contains(tb.Nodes(), dead)
+	}, "the dead node failed over within a lease TTL of leading again")
+	t.Logf("dead node failed over %v after leading again", time.Since(led).Round(time.Millisecond))
+	for _, live := range dsAddrs[:2] {
+		if !slices.Contains(after.Nodes(), live) {
+			t.Fatalf("live node %s failed with the dead one: %v", live, after.Nodes())
+		}
+	}
+}
+
 // postHeartbeat sends a raw heartbeat to one configserver, without
 // wire.Client's leader following.
 func postHeartbeat(t *testing.T, addr, node string) (int, wire.NotLeader) {

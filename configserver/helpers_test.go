@@ -270,3 +270,6 @@ func (b *bridge) Cut() {
 	}
 	b.conns = nil
 }
+
+// Heal lets new connections through again.
+func (b *bridge) Heal() { b.cut.Store(false) }

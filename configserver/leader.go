@@ -69,10 +69,17 @@ type adminCall struct {
 // serial and each is committed to etcd before anyone sees it.
 func (s *Server) lead(ctx context.Context, f fence) error {
 	start := time.Now()
-	t, m, _, err := s.store.load(ctx)
+	term := fmt.Sprintf("%s %d", s.Addr(), f.rev)
+	t, m, prevTerm, err := s.store.beginTerm(ctx, f, term)
 	if err != nil {
 		return err
 	}
+	// Leading again with nobody in between (a lease blip): what this
+	// server heard before still holds, so a node that died meanwhile is
+	// failed over a moment after the heartbeats resume, not a lease TTL
+	// plus the down detection later.
+	again := prevTerm != "" && prevTerm == s.lastTerm
+	s.lastTerm = term
 	if t != nil && (t.Buckets != s.cfg.Buckets || t.Copies != s.cfg.Copies) {
 		s.log.Warn("stored table keeps its own shape", "buckets", t.Buckets, "copies", t.Copies,
 			"config_buckets", s.cfg.Buckets, "config_copies", s.cfg.Copies)
@@ -91,8 +98,14 @@ func (s *Server) lead(ctx context.Context, f fence) error {
 	}
 	// Dataservers may still be talking to the old leader, which accepts
 	// heartbeats until its own lease check fails: count them alive for a
-	// lease TTL more before failing anyone.
-	s.nodes.reset(time.Now().Add(s.cfg.LeaseTTL), grace, m)
+	// lease TTL more before failing anyone. After a term of its own the
+	// leader keeps what it heard, giving each node half the down
+	// detection to get a heartbeat through again.
+	if again {
+		s.nodes.resume(time.Now().Add(-s.cfg.downAfter()/2), grace, m)
+	} else {
+		s.nodes.reset(time.Now().Add(s.cfg.LeaseTTL), grace, m)
+	}
 	ls.members = s.members(ls.meta, func(addr string) bool { return slices.Contains(grace, addr) })
 	s.setMeta(m)
 	s.leader.Store(true)
@@ -110,7 +123,7 @@ func (s *Server) lead(ctx context.Context, f fence) error {
 	if t != nil {
 		ver = t.Version
 	}
-	s.log.Info("leading", "table_version", ver, "nodes", len(grace), "took", time.Since(start))
+	s.log.Info("leading", "table_version", ver, "nodes", len(grace), "took", time.Since(start), "resumed", again)
 
 	tick := time.NewTicker(s.tick())
 	defer tick.Stop()

@@ -85,6 +85,7 @@ type Server struct {
 
 	leader     atomic.Bool
 	renewed    atomic.Int64 // unix ns of the election lease's last renewal
+	lastTerm   string       // term record of this server's last term (election goroutine only)
 	leaderAddr atomic.Pointer[string]
 
 	kick    chan struct{}

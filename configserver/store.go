@@ -75,6 +75,32 @@ type store struct {
 func (s *store) tableKey() string    { return s.prefix + "/table" }
 func (s *store) metaKey() string     { return s.prefix + "/meta" }
 func (s *store) electionKey() string { return s.prefix + "/election" }
+func (s *store) termKey() string     { return s.prefix + "/term" }
+
+// beginTerm opens a leadership term: under f's fence it reads the table
+// and the meta, and swaps the term record (who leads, since which
+// election revision) for term, returning the record it replaced. Every
+// leader writes it before it takes a heartbeat, so a configserver that
+// finds its own previous record knows nobody led in between (and that no
+// other configserver took the dataservers' heartbeats meanwhile).
+func (s *store) beginTerm(ctx context.Context, f fence, term string) (*route.Table, *meta, string, error) {
+	resp, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(f.key), "=", f.rev)).
+		Then(clientv3.OpGet(s.termKey()), clientv3.OpPut(s.termKey(), term)).
+		Commit()
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("configserver: begin term: %w", err)
+	}
+	if !resp.Succeeded {
+		return nil, nil, "", errFenced
+	}
+	var prev string
+	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+		prev = string(kvs[0].Value)
+	}
+	t, m, _, err := s.load(ctx)
+	return t, m, prev, err
+}
 
 // load returns the stored table (nil before the first one), the meta
 // (empty when none) and the revision they were read at.
