@@ -185,7 +185,7 @@ func TestLease(t *testing.T) {
 	cs.down.Store(true)
 	time.Sleep(a.cfg.LeaseTimeout + 100*time.Millisecond)
 	got := ca.do(x(1, "SET", k, "2")...)
-	if !strings.HasPrefix(got, "-NOTMASTER bucket 0 table 1") {
+	if got != "-NOTMASTER bucket 0 table 1: master lease lapsed (tair -3986)" {
 		t.Fatalf("write with an expired lease: %q", got)
 	}
 	if v, _ := engineGet(a, k); v != "1" {

@@ -642,7 +642,7 @@ func (s *Server) checkOwner(t *route.Table, b uint32, write bool, env envelope) 
 	if t.IsMaster(b, me) {
 		if !s.leaseOK() {
 			s.m.leaseRefusals.Inc()
-			return errNotMaster(b, t.Version)
+			return errs.Newf(errs.WriteNotOnMaster, "bucket %d table %d: %s", b, t.Version, errs.LeaseLapsed)
 		}
 		return nil
 	}

@@ -60,8 +60,9 @@ type Config struct {
 	// long (default 30 s).
 	WriteTimeout time.Duration
 	// RetryBudget bounds the time spent retrying one command (NOTMASTER,
-	// TRYAGAIN, lost connections; default 2.5 s: longer than the
-	// configserver's failure detection and promotion, about 2 s) ...
+	// TRYAGAIN, lost connections; default 5 s: the configserver's failure
+	// detection and promotion take about 2 s, and a configserver that
+	// loses and regains its etcd lease meanwhile adds up to 2 s more) ...
 	RetryBudget time.Duration
 	// ... and RetryAttempts the attempts (default 30).
 	RetryAttempts int
@@ -101,7 +102,7 @@ func DefaultConfig() Config {
 		MaxInlineLen:      64 << 10,
 		MaxOutputBuffer:   256 << 20,
 		WriteTimeout:      30 * time.Second,
-		RetryBudget:       2500 * time.Millisecond,
+		RetryBudget:       5 * time.Second,
 		RetryAttempts:     30,
 		RequestTimeout:    4 * time.Second,
 		DialTimeout:       time.Second,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tairkv/tair/hotkey"
 	"github.com/tairkv/tair/internal/command"
+	"github.com/tairkv/tair/internal/errs"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
@@ -35,6 +36,7 @@ type request struct {
 	node    *node
 
 	wire    []byte // the envelope as sent
+	sentVer uint64 // the table version the envelope carried
 	reply   []byte // raw reply
 	err     error  // backend failure instead of a reply
 	written bool   // the request may have reached the dataserver
@@ -324,6 +326,7 @@ func (ss *session) send(r *request) {
 		return
 	}
 	r.node = n
+	r.sentVer = rt.t.Version
 	r.wire = envelope(r.wire[:0], rt, slave, r.area, r.proto, r.args)
 	bc, err := n.conn(ss.connIdx)
 	if err != nil {
@@ -467,6 +470,7 @@ func (k retryKind) String() string {
 var (
 	prefixNotMaster = []byte("-NOTMASTER ")
 	prefixTryAgain  = []byte("-TRYAGAIN ")
+	leaseLapsed     = []byte(errs.LeaseLapsed)
 )
 
 // classify decides whether r must be sent again.
@@ -492,6 +496,13 @@ func (ss *session) classify(r *request) (bool, retryKind) {
 	if len(r.reply) > 0 && r.reply[0] == '-' {
 		switch {
 		case bytes.HasPrefix(r.reply, prefixNotMaster):
+			if bytes.Contains(r.reply, leaseLapsed) || notMasterVersion(r.reply) < r.sentVer {
+				// The table was right: the master waits for the
+				// configserver to confirm it, or has yet to learn
+				// the table (it was told a newer one exists). That
+				// is a failover in progress, bounded by time.
+				return true, retryNoMaster
+			}
 			return true, retryNotMaster
 		case bytes.HasPrefix(r.reply, prefixTryAgain):
 			return true, retryTryAgain

@@ -38,8 +38,11 @@
 //	a lost or refused connection                   refetch the table, retry when the request was
 //	                                               never written, or is not a write
 //
-// within RetryBudget (time) and RetryAttempts (count, not applied to
-// TRYAGAIN); then the client gets the last NOTMASTER/TRYAGAIN reply, or
+// within RetryBudget (time) and RetryAttempts (count, applied only to a
+// NOTMASTER from a node whose table is as new as the proxy's and whose
+// lease holds: a master whose lease lapsed ("master lease lapsed") or
+// that has yet to learn the proxy's table is a failover in progress, and
+// TRYAGAIN a migration's freeze, both bounded by time alone); then the client gets the last NOTMASTER/TRYAGAIN reply, or
 // -CLUSTERDOWN when no master could be reached. A write that may have
 // reached a dataserver whose connection then broke is never sent twice:
 // the client gets -TIMEOUT ... the write may have applied (tair -3989).

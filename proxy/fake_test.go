@@ -39,6 +39,8 @@ type fakeDS struct {
 	lists      map[string][][]byte // area "\x00" key -> list
 
 	notMaster atomic.Int32 // answer NOTMASTER this many more times
+	lapsed    atomic.Int32 // answer NOTMASTER for a lapsed lease this many more times
+	behind    atomic.Int32 // answer NOTMASTER from an older table this many more times
 	tryAgain  atomic.Int32 // answer TRYAGAIN this many more times
 	calls     atomic.Int64
 	envelopes atomic.Int64
@@ -125,6 +127,12 @@ func (f *fakeDS) handle(args [][]byte) []byte {
 		b := t.Bucket(args[keys[0]])
 		if n := f.notMaster.Load(); n > 0 && f.notMaster.CompareAndSwap(n, n-1) {
 			return resp.AppendError(nil, fmt.Sprintf("NOTMASTER bucket %d table %d (tair -3986)", b, t.Version))
+		}
+		if n := f.behind.Load(); n > 0 && f.behind.CompareAndSwap(n, n-1) {
+			return resp.AppendError(nil, fmt.Sprintf("NOTMASTER bucket %d table %d (tair -3986)", b, t.Version-1))
+		}
+		if n := f.lapsed.Load(); n > 0 && f.lapsed.CompareAndSwap(n, n-1) {
+			return resp.AppendError(nil, fmt.Sprintf("NOTMASTER bucket %d table %d: master lease lapsed (tair -3986)", b, t.Version))
 		}
 		if n := f.tryAgain.Load(); n > 0 && f.tryAgain.CompareAndSwap(n, n-1) {
 			return resp.AppendError(nil, fmt.Sprintf("TRYAGAIN bucket %d is migrating (tair -3984)", b))

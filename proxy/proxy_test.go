@@ -246,6 +246,39 @@ func TestTryAgainRetriedThenBudget(t *testing.T) {
 	e.fakes[0].tryAgain.Store(0)
 }
 
+// TestLapsedLeaseRetriedForTheBudget: a master whose lease lapsed, or
+// that has yet to learn the table that made it master, answers NOTMASTER
+// while the proxy's table rightly names it; the proxy retries that for
+// its time budget, past NOTMASTER's attempt limit, and then passes the
+// refusal on.
+func TestLapsedLeaseRetriedForTheBudget(t *testing.T) {
+	e := newEnv(t, 1, false, func(c *Config) { c.RetryBudget = 2 * time.Second; c.RetryAttempts = 3 })
+	rc := e.raw()
+	e.fakes[0].lapsed.Store(10)
+	if got := rc.do("SET", "k", "v"); got != "+OK\r\n" {
+		t.Fatalf("SET while the lease lapsed 10 times = %q", got)
+	}
+	e.fakes[0].behind.Store(10)
+	if got := rc.do("SET", "k", "v"); got != "+OK\r\n" {
+		t.Fatalf("SET while the master was 10 times behind the proxy's table = %q", got)
+	}
+	e.fakes[0].notMaster.Store(10)
+	if got := rc.do("SET", "k", "v"); !strings.HasPrefix(got, "-NOTMASTER bucket ") {
+		t.Fatalf("SET after 10 plain NOTMASTERs = %q, want NOTMASTER after 3 attempts", got)
+	}
+	e.fakes[0].notMaster.Store(0)
+	e.fakes[0].lapsed.Store(1 << 30)
+	start := time.Now()
+	got := rc.do("SET", "k", "v")
+	if !strings.HasPrefix(got, "-NOTMASTER bucket ") || !strings.HasSuffix(got, "master lease lapsed (tair -3986)\r\n") {
+		t.Fatalf("SET after the budget = %q", got)
+	}
+	if d := time.Since(start); d < 1900*time.Millisecond || d > 4*time.Second {
+		t.Fatalf("gave up after %v, budget 2s", d)
+	}
+	e.fakes[0].lapsed.Store(0)
+}
+
 func TestBackendDownThenBack(t *testing.T) {
 	e := newEnv(t, 1, false, func(c *Config) { c.RetryBudget = 300 * time.Millisecond })
 	rc := e.raw()

@@ -9,6 +9,13 @@ import (
 	"strings"
 )
 
+// LeaseLapsed ends the NOTMASTER message of a master whose lease lapsed
+// (no configserver confirmed it in time). The table may still name it,
+// so refreshing the table does not help: a proxy retries such a refusal
+// for its whole time budget, as it does a failover in progress, rather
+// than counting it among NOTMASTER's bounded attempts.
+const LeaseLapsed = "master lease lapsed"
+
 // Code is a Tair return code (alibaba/tair src/common/define.hpp).
 type Code int32
 
