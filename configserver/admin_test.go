@@ -81,10 +81,7 @@ func TestDrainRemove(t *testing.T) {
 func TestPauseResumeCancel(t *testing.T) {
 	s := startServer(t, testConfig())
 	waitLeader(t, s, 5*time.Second)
-	for _, a := range dsAddrs[:2] {
-		newFakeDS(t, a, s.Addr())
-	}
-	first := waitTable(t, s, 5*time.Second, func(*route.Table) bool { return true }, "any")
+	_, first := joinFakes(t, s, 2)
 	admin(t, s, wire.AdminRequest{Op: "migrations-pause"})
 	newFakeDS(t, dsAddrs[2], s.Addr())
 	plan := waitTable(t, s, 3*time.Second, func(tb *route.Table) bool { return len(pendingMoves(tb)) > 0 }, "a plan")
@@ -122,11 +119,7 @@ func TestPauseResumeCancel(t *testing.T) {
 func TestRestartedNodeLosesData(t *testing.T) {
 	s := startServer(t, testConfig())
 	waitLeader(t, s, 5*time.Second)
-	var dss []*fakeDS
-	for _, a := range dsAddrs[:3] {
-		dss = append(dss, newFakeDS(t, a, s.Addr()))
-	}
-	first := waitTable(t, s, 5*time.Second, func(*route.Table) bool { return true }, "any")
+	dss, first := joinFakes(t, s, 3)
 	d := dss[1]
 	d.mu.Lock()
 	d.hb.Incarnation++

@@ -17,11 +17,7 @@ import (
 func TestFailover(t *testing.T) {
 	s := startServer(t, testConfig())
 	waitLeader(t, s, 5*time.Second)
-	var dss []*fakeDS
-	for _, a := range dsAddrs[:3] {
-		dss = append(dss, newFakeDS(t, a, s.Addr()))
-	}
-	first := waitTable(t, s, 5*time.Second, func(*route.Table) bool { return true }, "any")
+	dss, first := joinFakes(t, s, 3)
 	dead := dsAddrs[2]
 	dss[2].stop()
 
@@ -89,11 +85,7 @@ func TestFailover(t *testing.T) {
 func TestJoinMigrates(t *testing.T) {
 	s := startServer(t, testConfig())
 	waitLeader(t, s, 5*time.Second)
-	var dss []*fakeDS
-	for _, a := range dsAddrs[:2] {
-		dss = append(dss, newFakeDS(t, a, s.Addr()))
-	}
-	first := waitTable(t, s, 5*time.Second, func(*route.Table) bool { return true }, "any")
+	dss, first := joinFakes(t, s, 2)
 	newcomer := dsAddrs[2]
 	dss = append(dss, newFakeDS(t, newcomer, s.Addr()))
 	plan := waitTable(t, s, 3*time.Second, func(tb *route.Table) bool { return len(tb.Migrating) > 0 }, "moves")
@@ -154,11 +146,7 @@ func TestLastCopyWaitsForItsNode(t *testing.T) {
 	cfg.Copies = 1
 	s := startServer(t, cfg)
 	waitLeader(t, s, 5*time.Second)
-	var dss []*fakeDS
-	for _, a := range dsAddrs[:2] {
-		dss = append(dss, newFakeDS(t, a, s.Addr()))
-	}
-	first := waitTable(t, s, 5*time.Second, func(*route.Table) bool { return true }, "any")
+	dss, first := joinFakes(t, s, 2)
 	b := dsAddrs[1]
 	dss[1].stop()
 	time.Sleep(cfg.downAfter() + 5*testInterval)

@@ -26,6 +26,19 @@ func sharedEtcd(t *testing.T) string {
 	return e.client
 }
 
+// bridgedLeader starts a configserver that reaches a shared etcd
+// (endpoint) through a bridge the test can cut, and waits until it leads.
+func bridgedLeader(t *testing.T) (a *Server, br *bridge, endpoint string) {
+	t.Helper()
+	endpoint = sharedEtcd(t)
+	br = newBridge(t, endpoint)
+	cfg := testConfig()
+	cfg.Etcd = []string{br.Addr()}
+	a = startServer(t, cfg)
+	waitLeader(t, a, 5*time.Second)
+	return a, br, endpoint
+}
+
 // TestStandbyTakesOver: closing the leader hands leadership to the standby
 // within 3s, with the same table and version.
 func TestStandbyTakesOver(t *testing.T) {
@@ -77,12 +90,8 @@ func TestStandbyTakesOver(t *testing.T) {
 // TestCutOffLeaderStops: a leader that loses etcd steps down within its
 // lease, refuses heartbeats, and writes nothing; the standby leads.
 func TestCutOffLeaderStops(t *testing.T) {
-	endpoint := sharedEtcd(t)
-	br := newBridge(t, endpoint)
+	a, br, endpoint := bridgedLeader(t)
 	cfg := testConfig()
-	cfg.Etcd = []string{br.Addr()}
-	a := startServer(t, cfg)
-	waitLeader(t, a, 5*time.Second)
 	cfg.Etcd = []string{endpoint}
 	b := startServer(t, cfg)
 	for _, addr := range dsAddrs[:3] {
@@ -121,17 +130,8 @@ func TestCutOffLeaderStops(t *testing.T) {
 // allows, not a lease TTL plus the down detection after the new term
 // starts; the nodes that lived through the blip stay in the table.
 func TestLeaseBlipKeepsFailureDetection(t *testing.T) {
-	endpoint := sharedEtcd(t)
-	br := newBridge(t, endpoint)
-	cfg := testConfig()
-	cfg.Etcd = []string{br.Addr()}
-	a := startServer(t, cfg)
-	waitLeader(t, a, 5*time.Second)
-	var dss []*fakeDS
-	for _, addr := range dsAddrs[:3] {
-		dss = append(dss, newFakeDS(t, addr, a.Addr()))
-	}
-	before := waitTable(t, a, 5*time.Second, func(*route.Table) bool { return true }, "any")
+	a, br, _ := bridgedLeader(t)
+	dss, before := joinFakes(t, a, 3)
 
 	br.Cut()
 	testutil.Eventually(t, 4*time.Second, func() bool { return !a.IsLeader() }, "cut-off leader still leads")
@@ -145,7 +145,7 @@ func TestLeaseBlipKeepsFailureDetection(t *testing.T) {
 	// down detection after the term starts it is out. Without the
 	// record of the previous term it would count as heard at the start
 	// of the term plus the lease TTL.
-	after := waitTable(t, a, cfg.LeaseTTL, func(tb *route.Table) bool {
+	after := waitTable(t, a, a.cfg.LeaseTTL, func(tb *route.Table) bool {
 		return tb.Version > before.Version && !slices.Contains(tb.Nodes(), dead)
 	}, "the dead node failed over within a lease TTL of leading again")
 	t.Logf("dead node failed over %v after leading again", time.Since(led).Round(time.Millisecond))

@@ -165,6 +165,17 @@ func (d *fakeDS) beat(ctx context.Context) (again bool) {
 	return false
 }
 
+// joinFakes starts fake dataservers at the first n of dsAddrs, beating to
+// s, and waits for the first table.
+func joinFakes(t *testing.T, s *Server, n int) ([]*fakeDS, *route.Table) {
+	t.Helper()
+	var dss []*fakeDS
+	for _, a := range dsAddrs[:n] {
+		dss = append(dss, newFakeDS(t, a, s.Addr()))
+	}
+	return dss, waitTable(t, s, 5*time.Second, func(*route.Table) bool { return true }, "any")
+}
+
 // use points the dataserver at other configservers.
 func (d *fakeDS) use(configservers ...string) {
 	d.mu.Lock()

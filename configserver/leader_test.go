@@ -124,10 +124,7 @@ func TestStalledMoveRestarts(t *testing.T) {
 	cfg.MoveStall = 300 * time.Millisecond
 	s := startServer(t, cfg)
 	waitLeader(t, s, 5*time.Second)
-	for _, a := range dsAddrs[:2] {
-		newFakeDS(t, a, s.Addr())
-	}
-	waitTable(t, s, 5*time.Second, func(*route.Table) bool { return true }, "any")
+	joinFakes(t, s, 2)
 	newFakeDS(t, dsAddrs[2], s.Addr())
 	first := waitTable(t, s, 3*time.Second, func(tb *route.Table) bool { return len(tb.Migrating) > 0 }, "moves")
 	// Nobody reports: the move is dropped, then started again.

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/testutil"
 	"github.com/tairkv/tair/internal/wire"
 )
@@ -25,10 +24,7 @@ func TestFirstTable(t *testing.T) {
 	cfg.Buckets = 1023
 	s := startServer(t, cfg)
 	waitLeader(t, s, 5*time.Second)
-	for _, a := range dsAddrs[:3] {
-		newFakeDS(t, a, s.Addr())
-	}
-	tb := waitTable(t, s, 5*time.Second, func(*route.Table) bool { return true }, "any")
+	_, tb := joinFakes(t, s, 3)
 	if tb.Version != 1 || tb.Buckets != 1023 || tb.Copies != 2 || len(tb.Migrating) != 0 {
 		t.Fatalf("first table: version %d, %d buckets, %d copies, %d moves; want 1, 1023, 2, 0",
 			tb.Version, tb.Buckets, tb.Copies, len(tb.Migrating))
@@ -86,11 +82,7 @@ func TestRestartKeepsTable(t *testing.T) {
 	cfg.EtcdDir = t.TempDir()
 	s := startServer(t, cfg)
 	waitLeader(t, s, 5*time.Second)
-	var dss []*fakeDS
-	for _, a := range dsAddrs[:2] {
-		dss = append(dss, newFakeDS(t, a, s.Addr()))
-	}
-	before := waitTable(t, s, 5*time.Second, func(*route.Table) bool { return true }, "any")
+	dss, before := joinFakes(t, s, 2)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

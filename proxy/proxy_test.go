@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -234,16 +235,24 @@ func TestTryAgainRetriedThenBudget(t *testing.T) {
 	if got := rc.do("SET", "k", "v"); got != "+OK\r\n" {
 		t.Fatalf("SET during a short freeze = %q", got)
 	}
-	e.fakes[0].tryAgain.Store(1 << 30)
+	refuseUntilBudget(t, rc, &e.fakes[0].tryAgain, "-TRYAGAIN bucket ", "(tair -3984)\r\n", 250*time.Millisecond, 3*time.Second)
+}
+
+// refuseUntilBudget makes a fake refuse every SET (refusals) and checks
+// that the proxy passes the refusal on (prefix ... suffix) once its
+// retry budget is spent: after min at the earliest, max at the latest.
+func refuseUntilBudget(t *testing.T, rc *rawConn, refusals *atomic.Int32, prefix, suffix string, min, max time.Duration) {
+	t.Helper()
+	refusals.Store(1 << 30)
+	defer refusals.Store(0)
 	start := time.Now()
 	got := rc.do("SET", "k", "v")
-	if !strings.HasPrefix(got, "-TRYAGAIN bucket ") || !strings.HasSuffix(got, "(tair -3984)\r\n") {
+	if !strings.HasPrefix(got, prefix) || !strings.HasSuffix(got, suffix) {
 		t.Fatalf("SET after the budget = %q", got)
 	}
-	if d := time.Since(start); d < 250*time.Millisecond || d > 3*time.Second {
-		t.Fatalf("gave up after %v, budget 300ms", d)
+	if d := time.Since(start); d < min || d > max {
+		t.Fatalf("gave up after %v, want %v..%v", d, min, max)
 	}
-	e.fakes[0].tryAgain.Store(0)
 }
 
 // TestLapsedLeaseRetriedForTheBudget: a master whose lease lapsed, or
@@ -267,16 +276,7 @@ func TestLapsedLeaseRetriedForTheBudget(t *testing.T) {
 		t.Fatalf("SET after 10 plain NOTMASTERs = %q, want NOTMASTER after 3 attempts", got)
 	}
 	e.fakes[0].notMaster.Store(0)
-	e.fakes[0].lapsed.Store(1 << 30)
-	start := time.Now()
-	got := rc.do("SET", "k", "v")
-	if !strings.HasPrefix(got, "-NOTMASTER bucket ") || !strings.HasSuffix(got, "master lease lapsed (tair -3986)\r\n") {
-		t.Fatalf("SET after the budget = %q", got)
-	}
-	if d := time.Since(start); d < 1900*time.Millisecond || d > 4*time.Second {
-		t.Fatalf("gave up after %v, budget 2s", d)
-	}
-	e.fakes[0].lapsed.Store(0)
+	refuseUntilBudget(t, rc, &e.fakes[0].lapsed, "-NOTMASTER bucket ", "master lease lapsed (tair -3986)\r\n", 1900*time.Millisecond, 4*time.Second)
 }
 
 func TestBackendDownThenBack(t *testing.T) {
