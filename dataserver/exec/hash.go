@@ -371,6 +371,20 @@ func dsRandPick(names []string, count int64) []string {
 
 func dsFail(c *Ctx, err error) { c.Fail(err) }
 
+// replyCount ends a write that changed n elements (added, removed ...):
+// err's reply, else the integer n. A write that changed nothing is not
+// propagated.
+func replyCount(c *Ctx, n int, err error) {
+	if err != nil {
+		dsFail(c, err)
+		return
+	}
+	if n == 0 {
+		c.NoPropagate()
+	}
+	c.Int(int64(n))
+}
+
 // ---- hashes ----
 
 func newHash() engines.Object { return ds.NewHash() }

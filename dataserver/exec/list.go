@@ -68,14 +68,7 @@ func cmdPush(c *Ctx, left, onlyExisting bool) {
 		n = l.Len()
 		return engines.Store, nil
 	})
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if n == 0 {
-		c.NoPropagate()
-	}
-	c.Int(int64(n))
+	replyCount(c, n, err)
 }
 
 // listPop pops up to count elements from the list at key k (nil: missing).
@@ -368,14 +361,7 @@ func cmdLRem(c *Ctx) {
 		removed = l.Filter(func(i int, _ string) bool { return !drop[i] })
 		return engines.Store, nil
 	})
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if removed == 0 {
-		c.NoPropagate()
-	}
-	c.Int(int64(removed))
+	replyCount(c, removed, err)
 }
 
 func cmdLTrim(c *Ctx) {
@@ -658,16 +644,25 @@ func cmdBRPopLPush(c *Ctx) {
 	replyMove(c, v, moved, err, true)
 }
 
-// cmdBPop is BLPOP/BRPOP's single attempt: [key, element] or a null array.
-func cmdBPop(c *Ctx, left bool) {
+// bpopKeys checks "key... timeout" as BLPOP, BRPOP, BZPOPMIN and BZPOPMAX
+// take it: the timeout, then that the keys share a bucket. It returns the
+// keys' indexes; ok false: the reply is written.
+func bpopKeys(c *Ctx) ([]int, bool) {
 	last := len(c.Args) - 1
 	if !timeoutArg(c, last) {
+		return nil, false
+	}
+	keys := dsRange(1, last)
+	return keys, c.SameBucket(keys...)
+}
+
+// cmdBPop is BLPOP/BRPOP's single attempt: [key, element] or a null array.
+func cmdBPop(c *Ctx, left bool) {
+	keys, ok := bpopKeys(c)
+	if !ok {
 		return
 	}
-	if !c.SameBucket(dsRange(1, last)...) {
-		return
-	}
-	for i := 1; i < last; i++ {
+	for _, i := range keys {
 		out, _, err := listPop(c, c.Key(i), left, 1)
 		if err != nil {
 			dsFail(c, err)
@@ -689,44 +684,57 @@ func cmdBPop(c *Ctx, left bool) {
 	c.NullArray()
 }
 
-// cmdLMPop is LMPOP (numkeys at args[1]) and BLMPOP (timeout at args[1],
-// numkeys at args[2]).
-func cmdLMPop(c *Ctx, nk int, blocking bool) {
+// mpopArgs parses what LMPOP and ZMPOP (numkeys at args[1]) and BLMPOP and
+// BZMPOP (timeout at args[1], numkeys at args[2]) share: "numkeys key...
+// where [COUNT n]", where being read by parseWhere (LEFT|RIGHT) or
+// parseMinMax (MIN|MAX), then the keys' bucket. It returns the keys'
+// indexes, where's value and the count; ok false: the reply is written.
+func mpopArgs(c *Ctx, nk int, blocking bool, where func(c *Ctx, i int) (bool, bool)) (keys []int, dir bool, count int, ok bool) {
 	if blocking && !timeoutArg(c, 1) {
-		return
+		return nil, false, 0, false
 	}
 	n, ok := dsNumKeys(c, nk, false)
 	if !ok {
-		return
+		return nil, false, 0, false
 	}
 	w := nk + n + 1
 	if w >= len(c.Args) {
 		c.SyntaxErr()
-		return
+		return nil, false, 0, false
 	}
-	left, ok := parseWhere(c, w)
+	dir, ok = where(c, w)
 	if !ok {
-		return
+		return nil, false, 0, false
 	}
-	count := int64(1)
+	count = 1
 	rest := c.Args[w+1:]
 	if len(rest) != 0 {
 		if len(rest) != 2 || !EqFold(rest[0], "count") {
 			c.SyntaxErr()
-			return
+			return nil, false, 0, false
 		}
 		v, ok := ParseInt(rest[1])
 		if !ok || v <= 0 {
 			c.Error("ERR count should be greater than 0")
-			return
+			return nil, false, 0, false
 		}
-		count = v
+		count = int(min(v, 1<<31))
 	}
-	if !c.SameBucket(dsRange(nk+1, nk+1+n)...) {
+	keys = dsRange(nk+1, nk+1+n)
+	if !c.SameBucket(keys...) {
+		return nil, false, 0, false
+	}
+	return keys, dir, count, true
+}
+
+// cmdLMPop is LMPOP and BLMPOP (see mpopArgs).
+func cmdLMPop(c *Ctx, nk int, blocking bool) {
+	keys, left, count, ok := mpopArgs(c, nk, blocking, parseWhere)
+	if !ok {
 		return
 	}
-	for i := nk + 1; i <= nk+n; i++ {
-		out, _, err := listPop(c, c.Key(i), left, int(min(count, 1<<31)))
+	for _, i := range keys {
+		out, _, err := listPop(c, c.Key(i), left, count)
 		if err != nil {
 			dsFail(c, err)
 			return

@@ -51,14 +51,7 @@ func cmdSAdd(c *Ctx) {
 		}
 		return engines.Store, nil
 	})
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if added == 0 {
-		c.NoPropagate()
-	}
-	c.Int(int64(added))
+	replyCount(c, added, err)
 }
 
 func cmdSRem(c *Ctx) {
@@ -84,14 +77,7 @@ func removeMembers(c *Ctx, t engines.ValueType, remove func(o engines.Object, me
 		}
 		return engines.Store, nil
 	})
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if n == 0 {
-		c.NoPropagate()
-	}
-	c.Int(int64(n))
+	replyCount(c, n, err)
 }
 
 // setMembers returns the members of the set at key k (nil when missing).
@@ -487,31 +473,42 @@ func storeObjectKey(c *Ctx, k engines.Key, t engines.ValueType, mk func() engine
 	return err
 }
 
+// interCardArgs parses what SINTERCARD and ZINTERCARD take after their n
+// keys at args[2:], "[LIMIT limit]" (0 when not given: no limit), then
+// checks that the keys share a bucket. It returns the keys' indexes and
+// the limit; ok false: the reply is written.
+func interCardArgs(c *Ctx, n int) (keys []int, limit int64, ok bool) {
+	rest := c.Args[2+n:]
+	for i := 0; i < len(rest); i += 2 {
+		if !EqFold(rest[i], "limit") || i+1 >= len(rest) {
+			c.SyntaxErr()
+			return nil, 0, false
+		}
+		v, ok := ParseInt(rest[i+1])
+		if !ok {
+			c.Error(ErrTextNotInt)
+			return nil, 0, false
+		}
+		if v < 0 {
+			c.Error("ERR LIMIT can't be negative")
+			return nil, 0, false
+		}
+		limit = v
+	}
+	keys = dsRange(2, 2+n)
+	if !c.SameBucket(keys...) {
+		return nil, 0, false
+	}
+	return keys, limit, true
+}
+
 func cmdSInterCard(c *Ctx) {
 	n, ok := dsNumKeys(c, 1, true)
 	if !ok {
 		return
 	}
-	limit := int64(0)
-	rest := c.Args[2+n:]
-	for i := 0; i < len(rest); i += 2 {
-		if !EqFold(rest[i], "limit") || i+1 >= len(rest) {
-			c.SyntaxErr()
-			return
-		}
-		v, ok := ParseInt(rest[i+1])
-		if !ok {
-			c.Error(ErrTextNotInt)
-			return
-		}
-		if v < 0 {
-			c.Error("ERR LIMIT can't be negative")
-			return
-		}
-		limit = v
-	}
-	idx := dsRange(2, 2+n)
-	if !c.SameBucket(idx...) {
+	idx, limit, ok := interCardArgs(c, n)
+	if !ok {
 		return
 	}
 	res, err := setCompute(c, idx, opInter, int(min(limit, 1<<31)))

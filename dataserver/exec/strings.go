@@ -540,17 +540,9 @@ type incrState struct {
 // applyIncr is incrBy's UpdateFunc on c.incr.
 func (c *Ctx) applyIncr(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
 	delta := c.incr.delta
-	var v int64
-	if exists {
-		if cur.Type != engines.TypeString {
-			return cur, engines.Keep, errs.ErrWrongType
-		}
-		var ok bool
-		if v, ok = ParseInt(cur.Value); !ok {
-			return cur, engines.Keep, ReplyError(ErrTextNotInt)
-		}
-	} else {
-		cur = engines.Entry{Type: engines.TypeString}
+	v, cur, err := numericValue(cur, exists, ParseInt, 0, ErrTextNotInt)
+	if err != nil {
+		return cur, engines.Keep, err
 	}
 	if (delta < 0 && v < 0 && delta < math.MinInt64-v) || (delta > 0 && v > 0 && delta > math.MaxInt64-v) {
 		return cur, engines.Keep, ReplyError(ErrTextOverflow)
@@ -558,6 +550,24 @@ func (c *Ctx) applyIncr(cur engines.Entry, exists bool) (engines.Entry, engines.
 	c.incr.n = v + delta
 	cur.Value = Int64Bytes(c.incr.n)
 	return cur, engines.Store, nil
+}
+
+// numericValue reads a string record for the INCR family (INCR*,
+// EXINCRBY*): its value parsed by parse (notNum when that fails), or zero
+// and a new empty string record in place of cur when the key is missing.
+// Another type is WRONGTYPE.
+func numericValue[T any](cur engines.Entry, exists bool, parse func([]byte) (T, bool), zero T, notNum string) (T, engines.Entry, error) {
+	if !exists {
+		return zero, engines.Entry{Type: engines.TypeString}, nil
+	}
+	if cur.Type != engines.TypeString {
+		return zero, cur, errs.ErrWrongType
+	}
+	v, ok := parse(cur.Value)
+	if !ok {
+		return zero, cur, ReplyError(notNum)
+	}
+	return v, cur, nil
 }
 
 func cmdIncrByFloat(c *Ctx) {
@@ -571,17 +581,9 @@ func cmdIncrByFloat(c *Ctx) {
 	}
 	var out []byte
 	_, err := c.UpdateVisible(1, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
-		base := new(big.Float)
-		if exists {
-			if cur.Type != engines.TypeString {
-				return cur, engines.Keep, errs.ErrWrongType
-			}
-			var ok bool
-			if base, ok = ParseLongDouble(cur.Value); !ok {
-				return cur, engines.Keep, ReplyError(ErrTextNotFloat)
-			}
-		} else {
-			cur = engines.Entry{Type: engines.TypeString}
+		base, cur, err := numericValue(cur, exists, ParseLongDouble, new(big.Float), ErrTextNotFloat)
+		if err != nil {
+			return cur, engines.Keep, err
 		}
 		if LongDoubleInf(base) || LongDoubleInf(incr) {
 			return cur, engines.Keep, ReplyError("ERR increment would produce NaN or Infinity")

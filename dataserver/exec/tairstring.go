@@ -11,6 +11,7 @@ package exec
 
 import (
 	"bytes"
+	"cmp"
 	"math"
 	"math/big"
 
@@ -227,6 +228,36 @@ func (a *tsArgs) staleVersion(cur engines.Entry) bool {
 	return a.flags&tsVer != 0 && a.ver != 0 && a.ver != cur.Version
 }
 
+// tsBounds parses MIN and MAX (EXINCRBY, EXINCRBYFLOAT) with parse, zero
+// when not given; one that does not parse, or MAX below MIN, is
+// tsErrMinMax (errText).
+func tsBounds[T any](a *tsArgs, parse func([]byte) (T, bool), compare func(x, y T) int) (lo, hi T, errText string) {
+	var ok bool
+	if a.min != nil {
+		if lo, ok = parse(a.min); !ok {
+			return lo, hi, tsErrMinMax
+		}
+	}
+	if a.max != nil {
+		if hi, ok = parse(a.max); !ok {
+			return lo, hi, tsErrMinMax
+		}
+	}
+	if a.min != nil && a.max != nil && compare(hi, lo) < 0 {
+		return lo, hi, tsErrMinMax
+	}
+	return lo, hi, ""
+}
+
+// skips reports whether NX (the key exists) or XX (it does not) leaves
+// the record alone: the write is skipped, with a null reply (tsWriteDone).
+func (a *tsArgs) skips(exists bool) bool {
+	if exists {
+		return a.flags&tsNX != 0
+	}
+	return a.flags&tsXX != 0
+}
+
 // finish sets ABS's version on the stored entry e and propagates the
 // resulting record; it returns the final entry.
 func (c *Ctx) tsFinish(i int, a *tsArgs, e engines.Entry) (engines.Entry, error) {
@@ -238,6 +269,26 @@ func (c *Ctx) tsFinish(i int, a *tsArgs, e engines.Entry) (engines.Entry, error)
 	}
 	c.propagateRecord(i, e)
 	return e, nil
+}
+
+// tsWriteDone ends a TairString write on args[1] that NX/XX may skip: a
+// write that was done gets ABS's version and is propagated (tsFinish).
+// It replies err's failure, or a null for a skipped write (ok false);
+// else it returns the final record for the caller's reply.
+func (c *Ctx) tsWriteDone(a *tsArgs, e engines.Entry, err error, skipped bool) (engines.Entry, bool) {
+	if err == nil && !skipped {
+		e, err = c.tsFinish(1, a, e)
+	}
+	switch {
+	case err != nil:
+		c.Fail(err)
+	case skipped:
+		c.NoPropagate()
+		c.Null()
+	default:
+		return e, true
+	}
+	return e, false
 }
 
 // propagateRecord propagates args[i]'s record e as an EXSET with ABS.
@@ -266,22 +317,14 @@ func cmdExSet(c *Ctx) {
 	val := bytes.Clone(c.Args[2])
 	skipped := false
 	e, err := c.UpdateVisible(1, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
-		if !exists {
-			if a.flags&tsXX != 0 {
-				skipped = true
-				return cur, engines.Keep, nil
-			}
-		} else {
-			if cur.Type != engines.TypeString {
-				return cur, engines.Keep, errs.ErrWrongType
-			}
-			if a.flags&tsNX != 0 {
-				skipped = true
-				return cur, engines.Keep, nil
-			}
-			if a.staleVersion(cur) {
-				return cur, engines.Keep, ReplyError(tsErrVersion)
-			}
+		if exists && cur.Type != engines.TypeString {
+			return cur, engines.Keep, errs.ErrWrongType
+		}
+		if skipped = a.skips(exists); skipped {
+			return cur, engines.Keep, nil
+		}
+		if exists && a.staleVersion(cur) {
+			return cur, engines.Keep, ReplyError(tsErrVersion)
 		}
 		next := engines.Entry{Type: engines.TypeString, Value: val, Flags: cur.Flags, ExpireAt: a.applyExpire(cur.ExpireAt)}
 		if a.fl != nil {
@@ -289,20 +332,14 @@ func cmdExSet(c *Ctx) {
 		}
 		return next, engines.Store, nil
 	})
-	if err == nil && !skipped {
-		e, err = c.tsFinish(1, &a, e)
+	if e, ok = c.tsWriteDone(&a, e, err, skipped); !ok {
+		return
 	}
-	switch {
-	case err != nil:
-		c.Fail(err)
-	case skipped:
-		c.NoPropagate()
-		c.Null()
-	case a.flags&tsWithVer != 0:
+	if a.flags&tsWithVer != 0 {
 		c.Int(e.Version)
-	default:
-		c.OK()
+		return
 	}
+	c.OK()
 }
 
 // lookupTS reads args[i] for a TairString command: WRONGTYPE for a
@@ -420,44 +457,21 @@ func cmdExIncrBy(c *Ctx) {
 		argErr = ErrTextSyntax
 	}
 	var lo, hi int64
-	if a.min != nil && argErr == "" {
-		if lo, ok = ParseInt(a.min); !ok {
-			argErr = tsErrMinMax
-		}
-	}
-	if a.max != nil && argErr == "" {
-		if hi, ok = ParseInt(a.max); !ok {
-			argErr = tsErrMinMax
-		}
-	}
-	if a.min != nil && a.max != nil && hi < lo && argErr == "" {
-		argErr = tsErrMinMax
+	if argErr == "" {
+		lo, hi, argErr = tsBounds(&a, ParseInt, cmp.Compare[int64])
 	}
 	var value int64
 	skipped := false
 	e, err := c.tsUpdate(argErr, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
-		if !exists {
-			if a.flags&tsXX != 0 {
-				skipped = true
-				return cur, engines.Keep, nil
-			}
-			value = def
-			cur = engines.Entry{Type: engines.TypeString}
-		} else {
-			if cur.Type != engines.TypeString {
-				return cur, engines.Keep, errs.ErrWrongType
-			}
-			if a.flags&tsNX != 0 {
-				skipped = true
-				return cur, engines.Keep, nil
-			}
-			var ok bool
-			if value, ok = ParseInt(cur.Value); !ok {
-				return cur, engines.Keep, ReplyError(tsErrNoInt)
-			}
-			if a.staleVersion(cur) {
-				return cur, engines.Keep, ReplyError(tsErrVersion)
-			}
+		if skipped = a.skips(exists); skipped {
+			return cur, engines.Keep, nil
+		}
+		var err error
+		if value, cur, err = numericValue(cur, exists, ParseInt, def, tsErrNoInt); err != nil {
+			return cur, engines.Keep, err
+		}
+		if exists && a.staleVersion(cur) {
+			return cur, engines.Keep, ReplyError(tsErrVersion)
 		}
 		if !(a.def != nil && !exists) {
 			if (incr < 0 && value < 0 && incr < math.MinInt64-value) ||
@@ -474,22 +488,16 @@ func cmdExIncrBy(c *Ctx) {
 		cur.ExpireAt = a.applyExpire(cur.ExpireAt)
 		return cur, engines.Store, nil
 	})
-	if err == nil && !skipped {
-		e, err = c.tsFinish(1, &a, e)
+	if e, ok = c.tsWriteDone(&a, e, err, skipped); !ok {
+		return
 	}
-	switch {
-	case err != nil:
-		c.Fail(err)
-	case skipped:
-		c.NoPropagate()
-		c.Null()
-	case a.flags&tsWithVer != 0:
+	if a.flags&tsWithVer != 0 {
 		c.Array(2)
 		c.Int(value)
 		c.Int(e.Version)
-	default:
-		c.Int(value)
+		return
 	}
+	c.Int(value)
 }
 
 // EXINCRBYFLOAT key num [MIN v] [MAX v] [EX|EXAT|PX|PXAT t] [NX|XX] [VER|ABS v] [KEEPTTL]
@@ -504,45 +512,22 @@ func cmdExIncrByFloat(c *Ctx) {
 	if argErr == "" && (!ok || !a.resolveExpire(c.NowMs()) || !a.resolveVersion()) {
 		argErr = ErrTextSyntax
 	}
-	var lo, hi *big.Float
-	if a.min != nil && argErr == "" {
-		if lo, ok = ParseLongDouble(a.min); !ok {
-			argErr = tsErrMinMax
-		}
-	}
-	if a.max != nil && argErr == "" {
-		if hi, ok = ParseLongDouble(a.max); !ok {
-			argErr = tsErrMinMax
-		}
-	}
-	if lo != nil && hi != nil && hi.Cmp(lo) < 0 && argErr == "" {
-		argErr = tsErrMinMax
+	var lo, hi *big.Float // nil: not given
+	if argErr == "" {
+		lo, hi, argErr = tsBounds(&a, ParseLongDouble, (*big.Float).Cmp)
 	}
 	var out []byte
 	skipped := false
 	e, err := c.tsUpdate(argErr, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
-		value := new(big.Float)
-		if !exists {
-			if a.flags&tsXX != 0 {
-				skipped = true
-				return cur, engines.Keep, nil
-			}
-			cur = engines.Entry{Type: engines.TypeString}
-		} else {
-			if cur.Type != engines.TypeString {
-				return cur, engines.Keep, errs.ErrWrongType
-			}
-			if a.flags&tsNX != 0 {
-				skipped = true
-				return cur, engines.Keep, nil
-			}
-			var ok bool
-			if value, ok = ParseLongDouble(cur.Value); !ok {
-				return cur, engines.Keep, ReplyError(tsErrNoFloat)
-			}
-			if a.staleVersion(cur) {
-				return cur, engines.Keep, ReplyError(tsErrVersion)
-			}
+		if skipped = a.skips(exists); skipped {
+			return cur, engines.Keep, nil
+		}
+		value, cur, err := numericValue(cur, exists, ParseLongDouble, new(big.Float), tsErrNoFloat)
+		if err != nil {
+			return cur, engines.Keep, err
+		}
+		if exists && a.staleVersion(cur) {
+			return cur, engines.Keep, ReplyError(tsErrVersion)
 		}
 		if LongDoubleInf(value) || LongDoubleInf(incr) {
 			return cur, engines.Keep, ReplyError(tsErrOverflow)
@@ -556,16 +541,7 @@ func cmdExIncrByFloat(c *Ctx) {
 		cur.ExpireAt = a.applyExpire(cur.ExpireAt)
 		return cur, engines.Store, nil
 	})
-	if err == nil && !skipped {
-		_, err = c.tsFinish(1, &a, e)
-	}
-	switch {
-	case err != nil:
-		c.Fail(err)
-	case skipped:
-		c.NoPropagate()
-		c.Null()
-	default:
+	if _, ok := c.tsWriteDone(&a, e, err, skipped); ok {
 		c.Bulk(out)
 	}
 }
@@ -678,16 +654,11 @@ func exAppend(c *Ctx, prepend bool) {
 	add := c.Args[2]
 	skipped := false
 	e, err := c.UpdateVisible(1, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
-		if !exists {
-			if a.flags&tsXX != 0 {
-				skipped = true
-				return cur, engines.Keep, nil
-			}
-			return engines.Entry{Type: engines.TypeString, Value: bytes.Clone(add)}, engines.Store, nil
-		}
-		if a.flags&tsNX != 0 {
-			skipped = true
+		if skipped = a.skips(exists); skipped {
 			return cur, engines.Keep, nil
+		}
+		if !exists {
+			return engines.Entry{Type: engines.TypeString, Value: bytes.Clone(add)}, engines.Store, nil
 		}
 		if cur.Type != engines.TypeString {
 			return cur, engines.Keep, errs.ErrWrongType
@@ -704,16 +675,7 @@ func exAppend(c *Ctx, prepend bool) {
 		cur.Value = v
 		return cur, engines.Store, nil
 	})
-	if err == nil && !skipped {
-		e, err = c.tsFinish(1, &a, e)
-	}
-	switch {
-	case err != nil:
-		c.Fail(err)
-	case skipped:
-		c.NoPropagate()
-		c.Null()
-	default:
+	if e, ok = c.tsWriteDone(&a, e, err, skipped); ok {
 		c.Int(e.Version)
 	}
 }

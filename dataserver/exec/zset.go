@@ -648,14 +648,7 @@ func zremrange(c *Ctx, kind zrangeKind) {
 		}
 		return engines.Store, nil
 	})
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if n == 0 {
-		c.NoPropagate()
-	}
-	c.Int(int64(n))
+	replyCount(c, n, err)
 }
 
 // zpopKey pops up to count members from the lowest (min) or highest end
@@ -726,6 +719,7 @@ func zpop(c *Ctx, minEnd bool) {
 	}
 }
 
+// parseMinMax parses MIN|MAX.
 func parseMinMax(c *Ctx, i int) (minEnd, ok bool) {
 	switch {
 	case EqFold(c.Args[i], "min"):
@@ -737,43 +731,14 @@ func parseMinMax(c *Ctx, i int) (minEnd, ok bool) {
 	return false, false
 }
 
-// zmpop is ZMPOP (numkeys at args[1]) and BZMPOP (timeout at args[1]).
+// zmpop is ZMPOP and BZMPOP (see mpopArgs).
 func zmpop(c *Ctx, nk int, blocking bool) {
-	if blocking && !timeoutArg(c, 1) {
-		return
-	}
-	n, ok := dsNumKeys(c, nk, false)
+	keys, minEnd, count, ok := mpopArgs(c, nk, blocking, parseMinMax)
 	if !ok {
 		return
 	}
-	w := nk + n + 1
-	if w >= len(c.Args) {
-		c.SyntaxErr()
-		return
-	}
-	minEnd, ok := parseMinMax(c, w)
-	if !ok {
-		return
-	}
-	count := int64(1)
-	rest := c.Args[w+1:]
-	if len(rest) != 0 {
-		if len(rest) != 2 || !EqFold(rest[0], "count") {
-			c.SyntaxErr()
-			return
-		}
-		v, ok := ParseInt(rest[1])
-		if !ok || v <= 0 {
-			c.Error("ERR count should be greater than 0")
-			return
-		}
-		count = v
-	}
-	if !c.SameBucket(dsRange(nk+1, nk+1+n)...) {
-		return
-	}
-	for i := nk + 1; i <= nk+n; i++ {
-		out, _, err := zpopKey(c, c.Key(i), minEnd, int(min(count, 1<<31)))
+	for _, i := range keys {
+		out, _, err := zpopKey(c, c.Key(i), minEnd, count)
 		if err != nil {
 			dsFail(c, err)
 			return
@@ -801,14 +766,11 @@ func zmpop(c *Ctx, nk int, blocking bool) {
 }
 
 func bzpop(c *Ctx, minEnd bool) {
-	last := len(c.Args) - 1
-	if !timeoutArg(c, last) {
+	keys, ok := bpopKeys(c)
+	if !ok {
 		return
 	}
-	if !c.SameBucket(dsRange(1, last)...) {
-		return
-	}
-	for i := 1; i < last; i++ {
+	for _, i := range keys {
 		out, _, err := zpopKey(c, c.Key(i), minEnd, 1)
 		if err != nil {
 			dsFail(c, err)
@@ -1042,34 +1004,15 @@ func zNumKeys(c *Ctx, i int) (int64, bool) {
 }
 
 func cmdZInterCard(c *Ctx) {
-	n64, ok := zNumKeys(c, 1)
+	n, ok := zNumKeys(c, 1)
 	if !ok {
 		return
 	}
-	n := int(n64)
-	limit := int64(0)
-	rest := c.Args[2+n:]
-	for i := 0; i < len(rest); i += 2 {
-		if !EqFold(rest[i], "limit") || i+1 >= len(rest) {
-			c.SyntaxErr()
-			return
-		}
-		v, ok := ParseInt(rest[i+1])
-		if !ok {
-			c.Error(ErrTextNotInt)
-			return
-		}
-		if v < 0 {
-			c.Error("ERR LIMIT can't be negative")
-			return
-		}
-		limit = v
-	}
-	keys := dsRange(2, 2+n)
-	if !c.SameBucket(keys...) {
+	keys, limit, ok := interCardArgs(c, int(n))
+	if !ok {
 		return
 	}
-	w := make([]float64, n)
+	w := make([]float64, len(keys))
 	res, err := zcompute(c, keys, w, 0, opInter)
 	if err != nil {
 		dsFail(c, err)
