@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # bench/proxy-vs-twemproxy.sh - the issue's pair alone, in about a minute:
-# `tair up` with one dataserver (copy count 1) against twemproxy in front
-# of redis-server, through bench/anchors/compare.sh (interleaved rounds).
+# tair with one dataserver (copy count 1) against twemproxy in front of
+# redis-server, through bench/anchors/compare.sh (interleaved rounds).
+# By default tair is `tair up` (configserver, dataserver and proxy in one
+# process); TOPOLOGY=split runs them as separate processes, as deployed,
+# the dataserver and the proxy with GOMAXPROCS=1 each (the thread budget
+# of redis-server and twemproxy; TAIR_GOMAXPROCS= for Go's default).
 #
 #   bench/proxy-vs-twemproxy.sh                 # compare (ROUNDS, TARGET_SECS as compare.sh; TARGET_SECS defaults to 2 here)
 #   bench/proxy-vs-twemproxy.sh profile set 16  # CPU profile of tair under redis-benchmark -t set -P 16
-#                                               # (8 s, /debug/pprof on the proxy's http port; the
-#                                               # dataserver runs in the same process): go tool pprof -top bin/tair FILE
+#                                               # (8 s, /debug/pprof on the proxy's http port; unless
+#                                               # TOPOLOGY=split the dataserver runs in the same process): go tool pprof -top bin/tair FILE
 set -u
 cd "$(dirname "$0")/.."
 MODE=${1:-compare}
@@ -21,9 +25,13 @@ if [ "$MODE" = compare ]; then
   nutcracker -c "$TMP/nutcracker.yml" -a 127.0.0.1 -s "$TWEM_STATS" >"$TMP/nutcracker.log" 2>&1 &
   PIDS+=($!)
 fi
-"$BIN" up --port "$TAIR_PORT" --dataservers 1 --copies 1 --log-level warn >"$TMP/tair1.log" 2>&1 &
-PIDS+=($!)
-wait_ping "$TAIR_PORT" || { cat "$TMP"/*.log; exit 1; }
+if [ "${TOPOLOGY:-up}" = up ]; then
+  "$BIN" up --port "$TAIR_PORT" --dataservers 1 --copies 1 --log-level warn >"$TMP/tair1.log" 2>&1 &
+  PIDS+=($!)
+  wait_ping "$TAIR_PORT" || { cat "$TMP"/*.log; exit 1; }
+else
+  start_tair_split "$TAIR_PORT" || exit 1
+fi
 if [ "$MODE" = compare ]; then
   wait_ping "$TWEM_PORT" || { cat "$TMP"/*.log; exit 1; }
   ROUNDS=${ROUNDS:-3} TARGET_SECS=${TARGET_SECS:-2} bash bench/anchors/compare.sh \

@@ -32,6 +32,7 @@ printf 'alpha:\n  listen: 127.0.0.1:%s\n  redis: true\n  servers:\n   - 127.0.0.
 nutcracker -c "$TMP/nutcracker.yml" -a 127.0.0.1 -s "$TWEM_STATS" >"$TMP/nutcracker.log" 2>&1 &
 PIDS+=($!)
 "$BIN" up --port "$TAIR1_PORT" --dataservers 1 --copies 1 --log-level warn >"$TMP/tair1.log" 2>&1 &
+TAIR1_PID=$!
 PIDS+=($!)
 wait_ping "$REDIS_PORT" && wait_ping "$TWEM_PORT" && wait_ping "$TAIR1_PORT" || { cat "$TMP"/*.log; exit 1; }
 
@@ -48,8 +49,22 @@ REPORT=$OUT/report-$STAMP.md
   echo
 } | tee "$REPORT"
 
+# The same pair with tair as deployed: configserver, dataserver and proxy
+# as separate processes, GOMAXPROCS=1 for the dataserver and the proxy
+# (bench/lib.sh start_tair_split).
+TAIRS_PORT=$(free_port)
+while [ "$TAIRS_PORT" -gt 63000 ]; do TAIRS_PORT=$(free_port); done
+start_tair_split "$TAIRS_PORT" || exit 1
+{
+  echo "## tair as separate processes (1 dataserver, copy count 1, GOMAXPROCS=1 each) vs twemproxy in front of redis-server"
+  bash bench/anchors/compare.sh "127.0.0.1:$TAIRS_PORT" "127.0.0.1:$TWEM_PORT" tair-1ds-split twemproxy
+  echo
+} | tee -a "$REPORT"
+kill "${PIDS[-1]}" "${PIDS[-2]}" "${PIDS[-3]}" 2>/dev/null
+
 # The default cluster: 3 dataservers, copy count 2 (synchronous replication).
-kill "${PIDS[-1]}" 2>/dev/null
+kill "$TAIR1_PID" 2>/dev/null
+wait "$TAIR1_PID" 2>/dev/null
 "$BIN" up --port "$TAIR3_PORT" --dataservers 3 --copies 2 --log-level warn >"$TMP/tair3.log" 2>&1 &
 PIDS+=($!)
 wait_ping "$TAIR3_PORT" || { cat "$TMP/tair3.log"; exit 1; }
