@@ -444,8 +444,10 @@ func TestHooksAndMetrics(t *testing.T) {
 		b, _ := io.ReadAll(r.Body)
 		return strings.Contains(string(b), `tair_dataserver_area_commands_total{area="0",kind="write"}`)
 	}, "stats hook did not count")
-	if r, err := http.Get("http://" + a.HTTPAddr() + "/healthz"); err != nil || r.StatusCode != 200 {
-		t.Fatalf("healthz: %v %v", r, err)
+	for _, path := range []string{"/healthz", "/debug/pprof/"} {
+		if r, err := http.Get("http://" + a.HTTPAddr() + path); err != nil || r.StatusCode != 200 {
+			t.Fatalf("%s: %v %v", path, r, err)
+		}
 	}
 }
 

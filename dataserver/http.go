@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/tairkv/tair/internal/pprofhttp"
 	"github.com/tairkv/tair/internal/wire"
 )
 
@@ -71,8 +72,10 @@ func (s *Server) Status() wire.Status {
 	}
 }
 
+// httpHandler serves /metrics, /healthz, /status and /debug/pprof/.
 func (s *Server) httpHandler() http.Handler {
 	mux := http.NewServeMux()
+	pprofhttp.Register(mux)
 	mux.Handle("/metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if s.closing.Load() {

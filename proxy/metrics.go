@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math/bits"
 	"net/http"
-	"net/http/pprof"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tairkv/tair/internal/pprofhttp"
 )
 
 // cmdStat counts one command's calls (INFO commandstats and the
@@ -184,11 +185,7 @@ func (c *cmdCollector) Collect(ch chan<- prometheus.Metric) {
 // httpHandler serves /metrics, /healthz, /status and /debug/pprof/.
 func (s *Server) httpHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	pprofhttp.Register(mux)
 	mux.Handle("/metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if s.r.load() == nil {

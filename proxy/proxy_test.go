@@ -773,9 +773,10 @@ func TestHTTPEndpoints(t *testing.T) {
 	e := newEnv(t, 1, false)
 	e.raw().do("SET", "k", "v")
 	for path, want := range map[string]string{
-		"/healthz": "ok",
-		"/status":  `"kind":"proxy"`,
-		"/metrics": "tair_proxy_commands_total{cmd=\"set\"} 1",
+		"/healthz":      "ok",
+		"/status":       `"kind":"proxy"`,
+		"/metrics":      "tair_proxy_commands_total{cmd=\"set\"} 1",
+		"/debug/pprof/": "goroutine",
 	} {
 		res, err := http.Get("http://" + e.p.HTTPAddr() + path)
 		if err != nil {
