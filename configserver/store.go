@@ -77,16 +77,18 @@ func (s *store) metaKey() string     { return s.prefix + "/meta" }
 func (s *store) electionKey() string { return s.prefix + "/election" }
 func (s *store) termKey() string     { return s.prefix + "/term" }
 
-// beginTerm opens a leadership term: under f's fence it reads the table
-// and the meta, and swaps the term record (who leads, since which
-// election revision) for term, returning the record it replaced. Every
-// leader writes it before it takes a heartbeat, so a configserver that
-// finds its own previous record knows nobody led in between (and that no
-// other configserver took the dataservers' heartbeats meanwhile).
+// beginTerm opens a leadership term in one transaction under f's fence:
+// it reads the table and the meta, and swaps the term record (who leads,
+// since which election revision) for term, returning the record it
+// replaced. Every leader writes it before it takes a heartbeat, so a
+// configserver that finds its own previous record knows nobody led in
+// between (and that no other configserver took the dataservers'
+// heartbeats meanwhile).
 func (s *store) beginTerm(ctx context.Context, f fence, term string) (*route.Table, *meta, string, error) {
 	resp, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(f.key), "=", f.rev)).
-		Then(clientv3.OpGet(s.termKey()), clientv3.OpPut(s.termKey(), term)).
+		Then(clientv3.OpGet(s.tableKey()), clientv3.OpGet(s.metaKey()),
+			clientv3.OpGet(s.termKey()), clientv3.OpPut(s.termKey(), term)).
 		Commit()
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("configserver: begin term: %w", err)
@@ -94,11 +96,11 @@ func (s *store) beginTerm(ctx context.Context, f fence, term string) (*route.Tab
 	if !resp.Succeeded {
 		return nil, nil, "", errFenced
 	}
+	t, m, err := decodeState(resp)
 	var prev string
-	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+	if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
 		prev = string(kvs[0].Value)
 	}
-	t, m, _, err := s.load(ctx)
 	return t, m, prev, err
 }
 
@@ -112,22 +114,33 @@ func (s *store) load(ctx context.Context) (*route.Table, *meta, int64, error) {
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("configserver: load state: %w", err)
 	}
+	t, m, err := decodeState(resp)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return t, m, resp.Header.Revision, nil
+}
+
+// decodeState decodes a transaction's first two answers: the table's get
+// and the meta's.
+func decodeState(resp *clientv3.TxnResponse) (*route.Table, *meta, error) {
 	var t *route.Table
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+		var err error
 		if t, err = decodeTable(kvs[0].Value); err != nil {
-			return nil, nil, 0, err
+			return nil, nil, err
 		}
 	}
 	m := newMeta()
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
 		if err := json.Unmarshal(kvs[0].Value, m); err != nil {
-			return nil, nil, 0, fmt.Errorf("configserver: decode meta: %w", err)
+			return nil, nil, fmt.Errorf("configserver: decode meta: %w", err)
 		}
 		if m.Nodes == nil {
 			m.Nodes = map[string]*nodeMeta{}
 		}
 	}
-	return t, m, resp.Header.Revision, nil
+	return t, m, nil
 }
 
 func decodeTable(data []byte) (*route.Table, error) {
