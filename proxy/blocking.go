@@ -1,9 +1,7 @@
 package proxy
 
 import (
-	"errors"
 	"math"
-	"net"
 	"strconv"
 	"time"
 )
@@ -90,22 +88,10 @@ func (ss *session) blockingPop(r *request) {
 	}
 }
 
-// clientGone checks, without blocking, whether the client closed its
-// connection (bytes it sent meanwhile stay buffered for later batches).
+// clientGone reports whether the client closed its connection (its
+// event loop saw it go).
 func (ss *session) clientGone() bool {
-	// An expired deadline fails reads without looking at the socket, so
-	// give the read a moment.
-	_ = ss.conn.SetReadDeadline(time.Now().Add(200 * time.Microsecond))
-	err := ss.rd.Poll()
-	_ = ss.conn.SetReadDeadline(time.Time{})
-	if err == nil {
-		return false
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return false
-	}
-	return true
+	return ss.closed.Load()
 }
 
 func appendNullArray(b []byte, proto int) []byte {

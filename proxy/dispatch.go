@@ -60,6 +60,10 @@ type request struct {
 	// invalidation count was fillSeq
 	fill    bool
 	fillSeq uint64
+
+	// forwarded on an event loop (loop.go)
+	done   bool   // the reply is final: deliver it
+	argBuf []byte // backs args (copied out of the read buffer)
 }
 
 func (r *request) complete(raw []byte) {
@@ -85,13 +89,18 @@ func (ss *session) newReq() *request {
 	}
 	r := ss.reqs[ss.nreq]
 	ss.nreq++
+	r.reset()
+	return r
+}
+
+// reset clears r for reuse, keeping its buffers.
+func (r *request) reset() {
 	r.args, r.spec, r.stat, r.node, r.barrier = nil, nil, nil, nil, nil
 	r.bucket, r.slaveOK, r.write, r.local, r.written, r.err = 0, false, false, false, false, nil
 	r.rejected, r.grouped, r.noGroup, r.group = false, false, false, 0
-	r.fill = false
+	r.fill, r.done = false, false
 	r.subs, r.merge, r.keyAt = r.subs[:0], mergeNone, r.keyAt[:0]
 	r.reply = r.reply[:0]
-	return r
 }
 
 // handleBatch handles one batch of pipelined commands: each is prepared

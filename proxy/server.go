@@ -27,11 +27,14 @@ import (
 //
 // # Concurrency
 //
-// One goroutine per client connection reads a batch of pipelined
-// commands, sends every forwarded one to its backend, waits for the
-// replies in order and writes them. Two goroutines per backend
-// connection. The table is an immutable snapshot behind an atomic
-// pointer.
+// Client connections live on event loops (loop.go), one per
+// GOMAXPROCS: a loop reads a client's pipelined commands, forwards the
+// plain keyed ones on its own pipelined dataserver connections and
+// writes the replies in order. Each session has a goroutine for the
+// rest (local commands, multi-key splits, transactions, blocking pops,
+// retries), which forwards over the server's shared backend connections
+// (backend.go, two goroutines each). The table is an immutable snapshot
+// behind an atomic pointer.
 type Server struct {
 	cfg   Config
 	log   *slog.Logger
@@ -40,7 +43,7 @@ type Server struct {
 	id    string // CLUSTER MYID
 	start time.Time
 
-	ln      net.Listener
+	fe      *frontEnd
 	httpLn  net.Listener
 	httpSrv *http.Server
 
@@ -117,15 +120,9 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 
 // Start binds, fetches a first table and serves.
 func (s *Server) Start() error {
-	ln, err := net.Listen("tcp", s.cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("proxy: listen %s: %w", s.cfg.Listen, err)
-	}
-	s.ln = ln
 	if s.cfg.HTTP != "" {
 		hl, err := net.Listen("tcp", s.cfg.HTTP)
 		if err != nil {
-			_ = ln.Close()
 			return fmt.Errorf("proxy: listen http %s: %w", s.cfg.HTTP, err)
 		}
 		s.httpLn = hl
@@ -145,8 +142,11 @@ func (s *Server) Start() error {
 		go s.r.refreshLoop(s.ctx)
 	}
 	s.start = time.Now()
-	s.wg.Add(2)
-	go s.acceptLoop()
+	if err := s.startFrontEnd(); err != nil {
+		_ = s.Close()
+		return err
+	}
+	s.wg.Add(1)
 	go s.statsLoop()
 	if len(s.cfg.Peers) > 0 || s.r.client != nil {
 		s.wg.Add(1)
@@ -158,10 +158,12 @@ func (s *Server) Start() error {
 
 // Addr is the RESP address.
 func (s *Server) Addr() string {
-	if s.ln == nil {
-		return s.cfg.Listen
+	if s.fe != nil {
+		if a := s.fe.addr.Load(); a != nil && *a != "" {
+			return *a
+		}
 	}
-	return s.ln.Addr().String()
+	return s.cfg.Listen
 }
 
 // HTTPAddr is the HTTP address ("" without one).
@@ -203,73 +205,18 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.cancel()
-	if s.ln != nil {
-		_ = s.ln.Close()
-	}
+	s.stopFrontEnd()
 	if s.httpSrv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_ = s.httpSrv.Shutdown(ctx)
 		cancel()
 	}
-	s.sessMu.Lock()
-	for _, ss := range s.sessions {
-		_ = ss.conn.Close()
-	}
-	s.sessMu.Unlock()
 	for _, n := range s.r.allNodes() {
 		n.closeAll()
 	}
 	s.wg.Wait()
 	s.log.Info("proxy stopped")
 	return nil
-}
-
-func (s *Server) acceptLoop() {
-	defer s.wg.Done()
-	var delay time.Duration
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
-			if s.closing.Load() || errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// Out of file descriptors and the like: back off.
-			if delay == 0 {
-				delay = 5 * time.Millisecond
-			} else if delay < time.Second {
-				delay *= 2
-			}
-			s.log.Warn("accept failed", "err", err)
-			time.Sleep(delay)
-			continue
-		}
-		delay = 0
-		s.stats.connections.Add(1)
-		if s.clients.Add(1) > int64(s.dyn.maxClients.Load()) {
-			s.clients.Add(-1)
-			s.stats.rejected.Add(1)
-			_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-			_, _ = c.Write([]byte("-ERR max number of clients reached\r\n"))
-			_ = c.Close()
-			continue
-		}
-		if tc, ok := c.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true)
-		}
-		ss := newSession(s, c)
-		s.sessMu.Lock()
-		if s.closing.Load() {
-			s.sessMu.Unlock()
-			s.clients.Add(-1)
-			_ = c.Close()
-			continue
-		}
-		s.sessions[ss.id] = ss
-		s.sessMu.Unlock()
-		s.m.clients.Inc()
-		s.wg.Add(1)
-		go ss.serve()
-	}
 }
 
 // statsLoop samples the command rate once a second (INFO

@@ -1,28 +1,33 @@
 package proxy
 
 import (
-	"errors"
-	"io"
-	"net"
 	"runtime/debug"
 	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/panjf2000/gnet/v2"
+
+	"github.com/tairkv/tair/internal/gnetx"
 	"github.com/tairkv/tair/resp"
 )
 
 // session is one client connection: its area (SELECT), protocol (HELLO),
-// name, auth state and transaction. Only its own goroutine touches it,
-// except the atomics CLIENT LIST reads.
+// name, auth state and transaction. Its event loop (loop.go) reads its
+// commands and forwards the plain ones; its goroutine (slowLoop) runs
+// the others, one batch at a time, while the loop waits. The two never
+// touch the session at once: the loop hands a batch over only when none
+// of its forwarded commands is in flight, and reads no more commands
+// until the batch is done. Other sessions read only the atomics
+// (CLIENT LIST).
 type session struct {
 	srv  *Server
 	id   int64
-	conn net.Conn
+	conn gnet.Conn
 	rd   *resp.RequestReader
-	out  []byte
+	out  []byte // the goroutine's output of the batch it runs
 	// limits set by CONFIG SET on another session, applied before the
-	// next read
+	// next parse
 	limits atomic.Pointer[resp.RequestLimits]
 
 	addr    string
@@ -35,9 +40,7 @@ type session struct {
 	proto   int
 	authed  bool
 	user    string
-	quit    bool // close after the replies are written
-
-	writeDeadline time.Time // as last set on conn (armWriteDeadline)
+	quit    bool // close after the replies are written (goroutine)
 
 	// CLIENT LIST fields, read by other sessions.
 	info struct {
@@ -53,7 +56,7 @@ type session struct {
 	// transaction (MULTI ... EXEC)
 	tx txState
 
-	// request pool: reused batch after batch
+	// the goroutine's request pool: reused batch after batch
 	reqs        []*request
 	nreq        int
 	pending     []*request
@@ -62,15 +65,34 @@ type session struct {
 	keyBuf      []int
 	avgReply    int64 // moving average of reply sizes
 	win         int   // forwarded requests in flight at most (window)
+
+	// Owned by the event loop.
+	ls        *loopState
+	now       time.Time  // when the commands being handled arrived
+	fifo      []*request // forwarded requests in the client's order
+	head      int        // fifo[head:] awaits replies or delivery
+	inflight  int        // forwarded requests not yet delivered
+	delivered int        // replies delivered since the window last grew
+	lout      []byte     // replies to write at the end of the round
+	dirty     bool       // in ls.written
+	slowBusy  bool       // the goroutine runs a batch
+	stash     *slowBatch // a batch waiting for inflight to drop to 0
+	overSince time.Time  // when pending output went over the limit
+	closing   bool       // closed or closing: handle nothing more
+	work      chan *slowBatch
+
+	closed atomic.Bool // the connection is closed (read off the loop)
+	busy   atomic.Bool // the goroutine runs a batch (read off the loop)
 }
 
-func newSession(s *Server, c net.Conn) *session {
+func newSession(s *Server, c gnet.Conn, ls *loopState) *session {
 	ss := &session{
 		srv:     s,
 		id:      s.nextID.Add(1),
 		conn:    c,
+		ls:      ls,
 		addr:    c.RemoteAddr().String(),
-		laddr:   c.LocalAddr().String(),
+		laddr:   gnetx.LocalAddr(c),
 		created: time.Now(),
 		proto:   2,
 		areaStr: []byte("0"),
@@ -78,7 +100,7 @@ func newSession(s *Server, c net.Conn) *session {
 	ss.connIdx = int(ss.id)
 	ss.win = min(16, s.cfg.MaxPipeline)
 	ss.authed = !s.authRequired()
-	ss.rd = resp.NewRequestReader(c, s.requestLimits())
+	ss.rd = resp.NewRequestReader(nil, s.requestLimits())
 	ss.rd.Unauth = !ss.authed
 	ss.info.lastActive.Store(time.Now().UnixNano())
 	empty := ""
@@ -97,100 +119,90 @@ func (s *Server) requestLimits() resp.RequestLimits {
 	}
 }
 
-// serve is the connection's loop: read a batch, handle it, write the
-// replies; stop on a protocol error (after replying to it), QUIT, a
-// write that does not go through, or the idle timeout.
-func (ss *session) serve() {
+// slowLoop is the session's goroutine: it runs the batches the loop
+// hands over with the goroutine code (handleBatch) and posts each
+// batch's output back to the loop. It ends when the connection closes.
+func (ss *session) slowLoop() {
 	s := ss.srv
 	defer s.wg.Done()
-	defer s.forget(ss)
-	defer ss.conn.Close()
+	for b := range ss.work {
+		if !ss.runBatch(b) {
+			return
+		}
+	}
+}
+
+// runBatch runs one batch; false after a panic (the connection is
+// closed: a bug must cost one connection, not the process).
+func (ss *session) runBatch(b *slowBatch) (ok bool) {
+	s := ss.srv
 	defer func() {
-		// A bug must cost one connection, not the process.
 		if v := recover(); v != nil {
 			s.log.Error("session panic", "client", ss.addr, "panic", v, "stack", string(debug.Stack()))
 			s.m.panics.Inc()
+			_ = ss.conn.Close()
+			ok = false
 		}
 	}()
-	maxBatch := s.cfg.MaxPipeline
-	for {
-		if t := s.dyn.idleTimeout(); t > 0 {
-			_ = ss.conn.SetReadDeadline(time.Now().Add(t))
-		}
-		if l := ss.limits.Swap(nil); l != nil {
-			ss.rd.SetLimits(*l)
-		}
-		before := ss.rd.BytesRead()
-		cmds, err := ss.rd.ReadBatch(maxBatch)
-		s.stats.netIn.Add(ss.rd.BytesRead() - before)
-		if len(cmds) > 0 {
-			now := time.Now()
-			ss.info.lastActive.Store(now.UnixNano())
-			ss.handleBatch(cmds, now)
-		}
-		if err != nil {
-			var pe *resp.ProtocolError
-			if errors.As(err, &pe) {
-				ss.out = resp.AppendError(ss.out, "ERR "+pe.Error())
-				s.log.Debug("client protocol error", "client", ss.addr, "err", err)
-				ss.quit = true
-			} else if len(cmds) == 0 {
-				if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-					s.log.Debug("client read failed", "client", ss.addr, "err", err)
-				}
-				return
-			}
-		}
-		if len(ss.out) > 0 {
-			if !ss.flush() {
-				return
-			}
-		}
-		if ss.quit {
-			return
-		}
-		ss.info.qbuf.Store(int64(ss.rd.BufferSize()))
+	ss.out = ss.out[:0]
+	if len(b.cmds) > 0 {
+		ss.handleBatch(b.cmds, b.start)
 	}
-}
-
-// flush writes the pending output; false when the client is gone or does
-// not read within WriteTimeout.
-func (ss *session) flush() bool {
-	s := ss.srv
-	ss.info.omem.Store(int64(len(ss.out)))
-	ss.armWriteDeadline()
-	n, err := ss.conn.Write(ss.out)
-	s.stats.netOut.Add(int64(n))
-	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			s.log.Info("closing client that does not read its replies", "client", ss.addr, "pending", len(ss.out)-n)
-			s.m.clientEvictions.Inc()
-		}
-		return false
+	if b.protoErr != "" && !ss.quit {
+		ss.out = resp.AppendError(ss.out, b.protoErr)
+		ss.quit = true
 	}
+	out, quit := ss.out, ss.quit
+	// The loop writes out before it hands over the next batch, so the
+	// buffer is free again by then.
+	ss.ls.post(func() { ss.slowDone(out, quit) })
 	if cap(ss.out) > 1<<20 {
 		ss.out = nil
-	} else {
-		ss.out = ss.out[:0]
 	}
-	ss.info.omem.Store(0)
 	return true
 }
 
-// armWriteDeadline moves the connection's write deadline to about
-// WriteTimeout from now. Resetting it costs a runtime timer update per
-// write (3% of the proxy's CPU at one request per round trip), so it
-// moves only when it has fallen more than an eighth of WriteTimeout
-// behind: a client that stops reading is cut off after 7/8 of
-// WriteTimeout at the earliest.
-func (ss *session) armWriteDeadline() {
-	wt := ss.srv.cfg.WriteTimeout
-	d := time.Now().Add(wt)
-	if d.Sub(ss.writeDeadline) > wt/8 {
-		ss.writeDeadline = d
-		_ = ss.conn.SetWriteDeadline(d)
+// flush has the loop write the goroutine's pending output now (a batch
+// whose output passed MaxOutputBuffer); it waits while the client's
+// unsent output stays over the limit, up to WriteTimeout. False when
+// the client is gone or does not read.
+func (ss *session) flush() bool {
+	s := ss.srv
+	limit := s.dyn.maxOutput.Load()
+	deadline := time.Now().Add(s.cfg.WriteTimeout)
+	out := ss.out
+	for {
+		pending := make(chan int64, 1)
+		if !ss.ls.post(func() {
+			if ss.closing {
+				pending <- -1
+				return
+			}
+			if out != nil {
+				n, _ := ss.conn.Write(out)
+				s.stats.netOut.Add(int64(n))
+			}
+			pending <- int64(ss.conn.OutboundBuffered())
+		}) {
+			return false
+		}
+		p := <-pending
+		out = nil
+		if p < 0 {
+			return false
+		}
+		if p <= limit {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.log.Info("closing client that does not read its replies", "client", ss.addr, "pending", p)
+			s.m.clientEvictions.Inc()
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
+	ss.out = ss.out[:0]
+	return true
 }
 
 // checkOutput is called while replies accumulate: past MaxOutputBuffer

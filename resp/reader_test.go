@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -121,6 +122,53 @@ func TestRequestReader(t *testing.T) {
 		if strings.Join(got, ";") != want {
 			t.Fatalf("%s: got %q, want %q", mode, strings.Join(got, ";"), want)
 		}
+	}
+}
+
+// Feed and Parse (the event loop's way in) give the same commands as
+// ReadBatch, whatever the chunks the bytes arrive in, and one command
+// at a time.
+func TestRequestReaderFeed(t *testing.T) {
+	in := "*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n\r\nSET a \"b c\\n\" 'd\\'e'\r\n*0\r\n*3\r\n$3\r\nSET\r\n$1\r\nv\r\n$40000\r\n" +
+		strings.Repeat("x", 40000) + "\r\n*1\r\n$4\r\nPING\r\n"
+	want := "GET|k;PING;SET|a|b c\n|d'e;SET|v|40000;PING"
+	for _, chunk := range []int{1, 7, 4096, len(in)} {
+		rd := NewRequestReader(nil, RequestLimits{})
+		var got []string
+		for off := 0; off < len(in); off += chunk {
+			rd.Feed([]byte(in[off:min(off+chunk, len(in))]))
+			for {
+				cmds, err := rd.Parse(1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(cmds) == 0 {
+					break
+				}
+				a := cmds[0].Args
+				parts := make([]string, len(a))
+				for i := range a {
+					parts[i] = string(a[i])
+					if len(a[i]) > 100 {
+						parts[i] = strconv.Itoa(len(a[i]))
+					}
+				}
+				got = append(got, strings.Join(parts, "|"))
+			}
+		}
+		if strings.Join(got, ";") != want {
+			t.Fatalf("chunk %d: got %q, want %q", chunk, strings.Join(got, ";"), want)
+		}
+		if rd.BytesRead() != int64(len(in)) || rd.Buffered() != 0 {
+			t.Fatalf("chunk %d: read %d, buffered %d", chunk, rd.BytesRead(), rd.Buffered())
+		}
+	}
+	rd := NewRequestReader(nil, RequestLimits{MaxBulkLen: 10})
+	rd.Feed([]byte("*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET\r\n$11\r\n"))
+	cmds, err := rd.Parse(10)
+	var pe *ProtocolError
+	if len(cmds) != 1 || !errors.As(err, &pe) || pe.Msg != "invalid bulk length" {
+		t.Fatalf("over-limit bulk: %d commands, err %v", len(cmds), err)
 	}
 }
 

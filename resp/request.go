@@ -138,6 +138,50 @@ func (r *RequestReader) ReadBatch(max int) ([]Command, error) {
 	}
 }
 
+// Feed appends bytes received by someone else (an event loop) for
+// Parse. Commands returned before are invalid afterwards: the buffer
+// may be compacted or replaced.
+func (r *RequestReader) Feed(p []byte) {
+	r.nread += int64(len(p))
+	if r.r == r.w {
+		r.r, r.w = 0, 0
+		if len(r.buf) > 64<<10 && len(p) <= 16<<10 {
+			r.buf = make([]byte, 16<<10)
+		}
+	}
+	if len(r.buf)-r.w < len(p) {
+		if r.r > 0 {
+			r.w = copy(r.buf, r.buf[r.r:r.w])
+			r.r = 0
+		}
+		if len(r.buf)-r.w < len(p) {
+			nb := make([]byte, max(2*len(r.buf), r.w+len(p)))
+			copy(nb, r.buf[:r.w])
+			r.buf = nb
+		}
+	}
+	r.w += copy(r.buf[r.w:], p)
+}
+
+// Parse returns the complete commands among the bytes fed so far, at
+// most max, without reading; none means more bytes are needed. The
+// commands are valid until the next Parse or Feed. A ProtocolError
+// comes after the commands before the bad one.
+func (r *RequestReader) Parse(max int) ([]Command, error) {
+	r.cmds = r.cmds[:0]
+	r.args = r.args[:0]
+	for len(r.cmds) < max && r.w-r.r > 0 && r.w-r.r >= r.need {
+		ok, err := r.parseOne()
+		if err != nil {
+			return r.cmds, err
+		}
+		if !ok {
+			break
+		}
+	}
+	return r.cmds, nil
+}
+
 // Poll reads whatever has arrived without parsing it, keeping the
 // commands of the current batch valid; the caller sets a read deadline
 // (now, for a non-blocking check). It reports io.EOF once the client

@@ -1,0 +1,839 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"github.com/tairkv/tair/internal/command"
+	"github.com/tairkv/tair/internal/gnetx"
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/resp"
+)
+
+// The client side runs on event loops (github.com/panjf2000/gnet), as
+// twemproxy's does, because a goroutine per client connection makes
+// every request wait for Go's scheduler several times: a goroutine
+// woken by the network poller waits until its P has run everything
+// runnable, and a request crossed four of them (client, backend writer,
+// dataserver, backend reader). Here one loop goroutine reads a client,
+// forwards its commands on the loop's own pipelined dataserver
+// connections, reads the replies and writes them back, with no hand-off.
+//
+// Only plain keyed commands of one bucket take that fast path
+// (tryFast). Everything else, and every retry, runs the session's
+// goroutine code (dispatch.go, local.go, multi.go, ...) off the loop:
+// the loop hands a batch of commands to the session's goroutine
+// (runSlow) once the session's forwarded commands are answered, stops
+// reading the session's commands meanwhile, and writes the batch's
+// output when it comes back. So a client's commands still run and
+// answer in order.
+
+// frontEnd is the gnet event handler of a Server.
+type frontEnd struct {
+	gnet.BuiltinEventEngine
+	s      *Server
+	eng    gnet.Engine
+	addr   atomic.Pointer[string] // the bound address (port 0 resolved)
+	booted chan struct{}
+	loops  sync.Map // gnet.EventLoop -> *loopState
+}
+
+// loopState is what one event loop owns; only that loop touches it.
+type loopState struct {
+	fe       *frontEnd
+	el       gnet.EventLoop
+	backends map[*node]*loopBackend
+	dialFail map[*node]time.Time
+	sessions map[*session]struct{}
+	dirty    []*loopBackend // backends with requests to write
+	written  []*session     // sessions with replies to write
+	flushing bool           // a flush task is queued
+	free     []*request
+}
+
+func (fe *frontEnd) OnBoot(eng gnet.Engine) gnet.Action {
+	fe.eng = eng
+	a := gnetx.BoundAddr(eng)
+	fe.addr.Store(&a)
+	close(fe.booted)
+	return gnet.None
+}
+
+// loopOf returns the state of c's event loop.
+func (fe *frontEnd) loopOf(c gnet.Conn) *loopState {
+	el := c.EventLoop()
+	if v, ok := fe.loops.Load(el); ok {
+		return v.(*loopState)
+	}
+	ls := &loopState{
+		fe: fe, el: el,
+		backends: map[*node]*loopBackend{},
+		dialFail: map[*node]time.Time{},
+		sessions: map[*session]struct{}{},
+	}
+	v, _ := fe.loops.LoadOrStore(el, ls)
+	return v.(*loopState)
+}
+
+func (fe *frontEnd) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	if lb, ok := c.Context().(*loopBackend); ok {
+		lb.opened(c)
+		return nil, gnet.None
+	}
+	s := fe.s
+	s.stats.connections.Add(1)
+	if s.closing.Load() {
+		return nil, gnet.Close
+	}
+	if s.clients.Add(1) > s.dyn.maxClients.Load() {
+		s.clients.Add(-1)
+		s.stats.rejected.Add(1)
+		return []byte("-ERR max number of clients reached\r\n"), gnet.Close
+	}
+	ls := fe.loopOf(c)
+	ss := newSession(s, c, ls)
+	c.SetContext(ss)
+	ls.sessions[ss] = struct{}{}
+	s.sessMu.Lock()
+	s.sessions[ss.id] = ss
+	s.sessMu.Unlock()
+	s.m.clients.Inc()
+	return nil, gnet.None
+}
+
+func (fe *frontEnd) OnClose(c gnet.Conn, err error) gnet.Action {
+	switch x := c.Context().(type) {
+	case *session:
+		x.closedByLoop()
+	case *loopBackend:
+		x.closed(err)
+	}
+	return gnet.None
+}
+
+func (fe *frontEnd) OnTraffic(c gnet.Conn) gnet.Action {
+	switch x := c.Context().(type) {
+	case *session:
+		x.onTraffic()
+	case *loopBackend:
+		x.onTraffic()
+	default:
+		_, _ = c.Discard(-1)
+	}
+	return gnet.None
+}
+
+// post runs fn on the loop; false once the engine is shutting down.
+func (ls *loopState) post(fn func()) bool {
+	err := ls.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		fn()
+		return nil
+	}))
+	return err == nil
+}
+
+// scheduleFlush writes the queued requests and replies once the loop
+// has handled every event of this round: one write per connection for
+// all the clients served in the round.
+func (ls *loopState) scheduleFlush() {
+	if ls.flushing {
+		return
+	}
+	ls.flushing = true
+	if !ls.post(ls.flush) {
+		ls.flushing = false
+	}
+}
+
+func (ls *loopState) flush() {
+	ls.flushing = false
+	for i, lb := range ls.dirty {
+		lb.dirty = false
+		lb.write()
+		ls.dirty[i] = nil
+	}
+	ls.dirty = ls.dirty[:0]
+	ls.flushSessions()
+}
+
+func (ls *loopState) flushSessions() {
+	for i, ss := range ls.written {
+		ss.dirty = false
+		if len(ss.lout) > 0 {
+			ss.writeClient(ss.lout)
+			ss.lout = ss.lout[:0]
+		}
+		ls.written[i] = nil
+	}
+	ls.written = ls.written[:0]
+}
+
+// get takes a pooled request.
+func (ls *loopState) get(ss *session) *request {
+	var r *request
+	if n := len(ls.free); n > 0 {
+		r = ls.free[n-1]
+		ls.free = ls.free[:n-1]
+	} else {
+		r = &request{}
+	}
+	r.reset()
+	r.ss = ss
+	return r
+}
+
+func (ls *loopState) put(r *request) {
+	r.ss, r.args = nil, nil
+	if cap(r.reply) > 64<<10 {
+		r.reply = nil
+	}
+	if cap(r.argBuf) > 64<<10 {
+		r.argBuf = nil
+	}
+	if len(ls.free) < 4096 {
+		ls.free = append(ls.free, r)
+	}
+}
+
+// tick runs every tickEvery on each loop: idle clients, clients that do
+// not read their replies, dataservers that do not answer.
+func (ls *loopState) tick() {
+	s := ls.fe.s
+	now := time.Now()
+	idle := s.dyn.idleTimeout()
+	for ss := range ls.sessions {
+		if ss.closing {
+			continue
+		}
+		if !ss.overSince.IsZero() {
+			if int64(ss.conn.OutboundBuffered()) <= s.dyn.maxOutput.Load() {
+				ss.overSince = time.Time{}
+				ss.process()
+			} else if now.Sub(ss.overSince) > s.cfg.WriteTimeout {
+				s.log.Info("closing client that does not read its replies", "client", ss.addr, "pending", ss.conn.OutboundBuffered())
+				s.m.clientEvictions.Inc()
+				ss.close()
+			}
+			continue
+		}
+		if idle > 0 && ss.inflight == 0 && !ss.slowBusy &&
+			now.Sub(time.Unix(0, ss.info.lastActive.Load())) > idle {
+			ss.close()
+		}
+	}
+	for _, lb := range ls.backends {
+		if lb.head < len(lb.flight) && now.Sub(lb.flight[lb.head].start) > s.cfg.RequestTimeout {
+			s.m.backendErrors.WithLabelValues("timeout").Inc()
+			lb.fail(fmt.Errorf("%w: %s", errBackendTimout, lb.n.addr), true)
+		}
+	}
+	ls.flushSessions()
+}
+
+const tickEvery = 50 * time.Millisecond
+
+func (fe *frontEnd) tickLoop() {
+	defer fe.s.wg.Done()
+	t := time.NewTicker(tickEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-fe.s.ctx.Done():
+			return
+		case <-t.C:
+			fe.loops.Range(func(_, v any) bool {
+				ls := v.(*loopState)
+				ls.post(ls.tick)
+				return true
+			})
+		}
+	}
+}
+
+// --- client side ---
+
+// onTraffic takes what the client sent and handles what it can.
+func (ss *session) onTraffic() {
+	data, _ := ss.conn.Next(-1)
+	if len(data) == 0 || ss.closing {
+		return
+	}
+	s := ss.srv
+	s.stats.netIn.Add(int64(len(data)))
+	ss.rd.Feed(data)
+	ss.now = time.Now()
+	ss.info.lastActive.Store(ss.now.UnixNano())
+	if int64(ss.rd.Buffered()) > 2*s.dyn.maxBulkLen.Load()+(1<<20) {
+		// Commands piled up behind a slow one (a blocking pop, a client
+		// that does not read): Redis's client-query-buffer-limit.
+		s.log.Info("closing client whose query buffer is over the limit", "client", ss.addr, "bytes", ss.rd.Buffered())
+		ss.close()
+		return
+	}
+	ss.process()
+	ss.info.qbuf.Store(int64(ss.rd.BufferSize()))
+}
+
+// process handles the commands received so far: forwards plain keyed
+// ones on the loop, hands the rest to the session goroutine in a batch,
+// and stops while a batch runs, while its output is over the limit or
+// its forwarded commands fill the window.
+func (ss *session) process() {
+	for !ss.slowBusy && !ss.closing && ss.stash == nil && ss.overSince.IsZero() {
+		if ss.inflight >= ss.fastWindow() {
+			return // deliver resumes
+		}
+		if l := ss.limits.Swap(nil); l != nil {
+			ss.rd.SetLimits(*l)
+		}
+		cmds, err := ss.rd.Parse(1)
+		if len(cmds) == 1 {
+			if ss.tryFast(cmds[0].Args) {
+				continue
+			}
+			ss.collectSlow(cmds[0].Args)
+			return
+		}
+		if err != nil {
+			ss.protoError(err)
+		}
+		return
+	}
+}
+
+// fastWindow bounds the forwarded commands a client has in flight: it
+// starts at ss.win (16), doubles with every window of small replies
+// delivered, up to MaxPipeline, and shrinks as the replies it sees
+// grow, so a client that does not read holds about MaxOutputBuffer of
+// replies.
+func (ss *session) fastWindow() int {
+	avg := max(ss.avgReply, 64)
+	w := ss.srv.dyn.maxOutput.Load() / (2 * avg)
+	return int(min(max(w, 1), int64(ss.win)))
+}
+
+// slowBatch is commands for the session goroutine, copied out of the
+// read buffer.
+type slowBatch struct {
+	cmds     []resp.Command
+	buf      []byte
+	protoErr string
+	start    time.Time
+}
+
+func (b *slowBatch) add(args [][]byte) {
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	buf := make([]byte, 0, n)
+	own := make([][]byte, 0, len(args))
+	for _, a := range args {
+		start := len(buf)
+		buf = append(buf, a...)
+		own = append(own, buf[start:len(buf):len(buf)])
+	}
+	b.cmds = append(b.cmds, resp.Command{Args: own})
+}
+
+// collectSlow starts a batch with args and the commands received after
+// it, and runs it once the commands before it are answered.
+func (ss *session) collectSlow(args [][]byte) {
+	b := &slowBatch{start: ss.now}
+	b.add(args)
+	for len(b.cmds) < ss.srv.cfg.MaxPipeline {
+		cmds, err := ss.rd.Parse(1)
+		if len(cmds) == 1 {
+			b.add(cmds[0].Args)
+			continue
+		}
+		if err != nil {
+			b.protoErr = protoErrorText(err)
+		}
+		break
+	}
+	ss.stash = b
+	ss.runStash()
+}
+
+// protoError answers a malformed request (after the replies before it)
+// and closes the connection, as Redis does.
+func (ss *session) protoError(err error) {
+	ss.stash = &slowBatch{protoErr: protoErrorText(err), start: ss.now}
+	ss.srv.log.Debug("client protocol error", "client", ss.addr, "err", err)
+	ss.runStash()
+}
+
+func protoErrorText(err error) string {
+	var pe *resp.ProtocolError
+	if errors.As(err, &pe) {
+		return "ERR " + pe.Error()
+	}
+	return "ERR " + err.Error()
+}
+
+// runStash hands the stashed batch to the session goroutine once no
+// forwarded command of the session is in flight.
+func (ss *session) runStash() {
+	if ss.stash == nil || ss.inflight > 0 || ss.slowBusy || ss.closing {
+		return
+	}
+	b := ss.stash
+	ss.stash = nil
+	ss.slowBusy = true
+	ss.busy.Store(true)
+	if ss.work == nil {
+		ss.work = make(chan *slowBatch, 1)
+		ss.srv.wg.Add(1)
+		go ss.slowLoop()
+	}
+	ss.work <- b
+}
+
+// slowDone runs on the loop when the goroutine finished a batch.
+func (ss *session) slowDone(out []byte, quit bool) {
+	if ss.closing {
+		return
+	}
+	if len(out) > 0 {
+		ss.writeClient(out)
+	}
+	ss.slowBusy = false
+	ss.busy.Store(false)
+	if quit {
+		ss.close()
+		return
+	}
+	ss.process()
+	ss.ls.flushSessions()
+}
+
+// writeClient writes b to the client now (gnet keeps what the socket
+// does not take) and notes when the pending output goes over the limit.
+func (ss *session) writeClient(b []byte) {
+	n, _ := ss.conn.Write(b)
+	ss.srv.stats.netOut.Add(int64(n))
+	pending := int64(ss.conn.OutboundBuffered())
+	ss.info.omem.Store(pending)
+	if pending > ss.srv.dyn.maxOutput.Load() && ss.overSince.IsZero() {
+		ss.overSince = time.Now()
+	}
+}
+
+// close closes the client connection (OnClose follows).
+func (ss *session) close() {
+	if !ss.closing {
+		ss.closing = true
+		_ = ss.conn.Close()
+	}
+}
+
+// closedByLoop is OnClose of the client connection.
+func (ss *session) closedByLoop() {
+	ss.closing = true
+	ss.closed.Store(true)
+	delete(ss.ls.sessions, ss)
+	if ss.work != nil {
+		close(ss.work)
+	}
+	ss.srv.forget(ss)
+	// Forwarded requests still in flight are released as they complete.
+	for ss.head < len(ss.fifo) && ss.fifo[ss.head].done {
+		ss.ls.put(ss.fifo[ss.head])
+		ss.fifo[ss.head] = nil
+		ss.head++
+	}
+}
+
+// tryFast forwards args on the loop when nothing about it needs the
+// session goroutine: an authenticated client outside MULTI, a keyed
+// data command of the right arity whose keys are all in one bucket,
+// a table with a master for it, no hot-key cache. False leaves the
+// command to the goroutine, which also answers every error.
+func (ss *session) tryFast(args [][]byte) bool {
+	s := ss.srv
+	if !ss.authed || ss.tx.active || s.hotCache != nil {
+		return false
+	}
+	ent := s.lookup(args[0])
+	spec := ent.spec
+	if spec == nil || ent.h != nil || spec.Has(command.Blocking) || !spec.ArityOK(len(args)) ||
+		spec.Step > 1 && spec.LastKey == -1 && spec.KeysFunc == nil && (len(args)-spec.FirstKey)%spec.Step != 0 {
+		return false
+	}
+	rt := s.r.load()
+	if rt == nil {
+		return false
+	}
+	ss.keyBuf = spec.AppendKeyIndexes(ss.keyBuf[:0], args)
+	keys := ss.keyBuf
+	if len(keys) == 0 {
+		return false
+	}
+	b := route.BucketOf(args[keys[0]], rt.t.Buckets)
+	for _, k := range keys[1:] {
+		if route.BucketOf(args[k], rt.t.Buckets) != b {
+			return false
+		}
+	}
+	write := spec.Has(command.Write)
+	slaveOK := !write && spec.Has(command.ReadOnly)
+	n, slave := pickNode(rt, b, slaveOK && s.cfg.ReadFromSlave, ss.id)
+	if n == nil {
+		return false
+	}
+	lb := ss.ls.backend(n)
+	if lb == nil {
+		return false
+	}
+	s.stats.commands.Add(1)
+	if ss.hotTick++; ss.hotTick%hotSample == 0 {
+		s.hot.TouchN(uint16(ss.area), args[keys[0]], hotSample)
+	}
+	r := ss.ls.get(ss)
+	r.copyArgs(args)
+	r.spec, r.stat = spec, ent.stat
+	r.bucket, r.write, r.slaveOK = b, write, slaveOK
+	r.area, r.proto = ss.area, ss.proto
+	r.start = ss.now
+	r.node, r.sentVer = n, rt.t.Version
+	r.written = true // on a loop connection from now on
+	lb.send(r, rt, slave)
+	ss.fifo = append(ss.fifo, r)
+	ss.inflight++
+	return true
+}
+
+// pickNode is the node a request for bucket b goes to: the master, or
+// with slave reads a copy chosen by the client's id.
+func pickNode(rt *routing, b uint32, slaveRead bool, id int64) (*node, bool) {
+	copies := rt.copies[b%uint32(len(rt.copies))]
+	if len(copies) == 0 {
+		return nil, false
+	}
+	if slaveRead && len(copies) > 1 {
+		i := id % int64(len(copies))
+		if c := copies[i]; c != nil {
+			return c, i > 0
+		}
+	}
+	return copies[0], false
+}
+
+// copyArgs keeps a copy of args in r (the read buffer is reused).
+func (r *request) copyArgs(args [][]byte) {
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	buf := r.argBuf[:0]
+	if cap(buf) < n {
+		buf = make([]byte, 0, n)
+	}
+	own := r.own[:0]
+	for _, a := range args {
+		start := len(buf)
+		buf = append(buf, a...)
+		own = append(own, buf[start:len(buf):len(buf)])
+	}
+	r.argBuf, r.own, r.args = buf, own, own
+}
+
+// onReply takes a forwarded request's reply (or failure) on the loop.
+func (ss *session) onReply(r *request) {
+	if ss.closing {
+		r.done = true
+		ss.releaseDone()
+		return
+	}
+	if retry, _ := ss.classify(r); retry {
+		// Retries wait and refresh the table: off the loop. The request
+		// keeps its place in the client's order.
+		ss.srv.wg.Add(1)
+		go ss.retryOffLoop(r)
+		return
+	}
+	r.done = true
+	ss.deliver()
+}
+
+func (ss *session) retryOffLoop(r *request) {
+	defer ss.srv.wg.Done()
+	ss.finish(r)
+	if !ss.ls.post(func() {
+		r.done = true
+		if ss.closing {
+			ss.releaseDone()
+			return
+		}
+		ss.deliver()
+		ss.ls.flushSessions()
+	}) {
+		return
+	}
+}
+
+// deliver appends the replies now complete at the head of the client's
+// order to its output, and resumes reading its commands.
+func (ss *session) deliver() {
+	for ss.head < len(ss.fifo) && ss.fifo[ss.head].done {
+		r := ss.fifo[ss.head]
+		ss.fifo[ss.head] = nil
+		ss.head++
+		ss.inflight--
+		ss.account(r)
+		ss.lout = append(ss.lout, r.reply...)
+		ss.ls.put(r)
+		if ss.delivered++; ss.delivered >= ss.win && ss.win < ss.srv.cfg.MaxPipeline {
+			ss.delivered = 0
+			if ss.avgReply < 4<<10 {
+				ss.win = min(2*ss.win, ss.srv.cfg.MaxPipeline)
+			}
+		}
+	}
+	if ss.head == len(ss.fifo) {
+		ss.fifo, ss.head = ss.fifo[:0], 0
+	}
+	if len(ss.lout) > 0 && !ss.dirty {
+		ss.dirty = true
+		ss.ls.written = append(ss.ls.written, ss)
+	}
+	if ss.inflight == 0 && ss.stash != nil {
+		// The batch waits for what came before it: write that first.
+		ss.ls.flushSessions()
+		ss.runStash()
+		return
+	}
+	ss.process()
+}
+
+// releaseDone returns the completed requests of a closed session.
+func (ss *session) releaseDone() {
+	for ss.head < len(ss.fifo) && ss.fifo[ss.head].done {
+		ss.ls.put(ss.fifo[ss.head])
+		ss.fifo[ss.head] = nil
+		ss.head++
+		ss.inflight--
+	}
+}
+
+// --- dataserver side ---
+
+// loopBackend is an event loop's pipelined connection to one
+// dataserver: requests are encoded into out and written once per loop
+// round; replies complete the in-flight FIFO's head in order.
+type loopBackend struct {
+	ls     *loopState
+	n      *node
+	c      gnet.Conn // nil while connecting
+	out    []byte
+	flight []*request
+	head   int
+	need   int // bytes the partial reply at the head needs at least
+	dirty  bool
+	dead   bool
+}
+
+// backend returns the loop's connection to n, connecting when there is
+// none; nil while connecting to n fails (the goroutine path retries).
+func (ls *loopState) backend(n *node) *loopBackend {
+	if lb := ls.backends[n]; lb != nil {
+		return lb
+	}
+	if t, ok := ls.dialFail[n]; ok && time.Since(t) < 50*time.Millisecond {
+		return nil
+	}
+	lb := &loopBackend{ls: ls, n: n}
+	ls.backends[n] = lb
+	s := ls.fe.s
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		c, err := net.DialTimeout("tcp", n.addr, s.cfg.DialTimeout)
+		if err == nil {
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetNoDelay(true)
+				_ = tc.SetKeepAlive(true)
+			}
+			var ch <-chan gnet.RegisteredResult
+			ch, err = ls.el.Enroll(gnet.NewContext(context.Background(), lb), c)
+			if err == nil {
+				res := <-ch
+				err = res.Err
+			} else {
+				_ = c.Close()
+			}
+		}
+		if err != nil {
+			s.m.backendErrors.WithLabelValues("dial").Inc()
+			err = fmt.Errorf("%w %s: %v", errBackendDial, n.addr, err)
+			ls.post(func() {
+				ls.dialFail[n] = time.Now()
+				lb.fail(err, false)
+			})
+		}
+	}()
+	return lb
+}
+
+func (lb *loopBackend) opened(c gnet.Conn) {
+	lb.c = c
+	lb.ls.fe.s.m.backendConns.Inc()
+	delete(lb.ls.dialFail, lb.n)
+	if lb.dead {
+		_ = c.Close()
+		return
+	}
+	lb.write()
+}
+
+func (lb *loopBackend) send(r *request, rt *routing, slave bool) {
+	lb.out = envelope(lb.out, rt, slave, r.area, r.proto, r.args)
+	lb.flight = append(lb.flight, r)
+	if !lb.dirty {
+		lb.dirty = true
+		lb.ls.dirty = append(lb.ls.dirty, lb)
+		lb.ls.scheduleFlush()
+	}
+}
+
+func (lb *loopBackend) write() {
+	if lb.c == nil || lb.dead || len(lb.out) == 0 {
+		return
+	}
+	_, _ = lb.c.Write(lb.out)
+	if cap(lb.out) > 1<<20 {
+		lb.out = nil
+	} else {
+		lb.out = lb.out[:0]
+	}
+}
+
+var backendLimits = resp.Limits{}
+
+func (lb *loopBackend) onTraffic() {
+	buf, _ := lb.c.Peek(-1)
+	if len(buf) < lb.need {
+		return
+	}
+	lb.need = 0
+	off := 0
+	for off < len(buf) {
+		n, need, err := resp.ScanReply(buf[off:], backendLimits)
+		if errors.Is(err, resp.ErrIncomplete) {
+			lb.need = len(buf) - off + need
+			break
+		}
+		if err != nil || lb.head == len(lb.flight) {
+			if err == nil {
+				err = errors.New("reply without a request")
+			}
+			lb.ls.fe.s.m.backendErrors.WithLabelValues("read").Inc()
+			_, _ = lb.c.Discard(-1)
+			lb.fail(fmt.Errorf("%w: %s: %v", errBackendClosed, lb.n.addr, err), true)
+			return
+		}
+		r := lb.flight[lb.head]
+		lb.flight[lb.head] = nil
+		lb.head++
+		r.reply = append(r.reply[:0], buf[off:off+n]...)
+		r.err = nil
+		off += n
+		r.ss.onReply(r)
+	}
+	_, _ = lb.c.Discard(off)
+	if lb.head == len(lb.flight) {
+		lb.flight, lb.head = lb.flight[:0], 0
+	}
+	lb.ls.flushSessions()
+}
+
+// closed is OnClose of the connection.
+func (lb *loopBackend) closed(err error) {
+	s := lb.ls.fe.s
+	s.m.backendConns.Dec()
+	if lb.dead {
+		return
+	}
+	if !s.closing.Load() {
+		s.log.Warn("dataserver connection lost", "node", lb.n.addr, "err", err)
+	}
+	if err == nil {
+		err = errors.New("closed")
+	}
+	lb.fail(fmt.Errorf("%w: %s: %v", errBackendClosed, lb.n.addr, err), true)
+}
+
+// fail ends the connection: every request in flight fails with err
+// (written: it may have reached the dataserver) and the next request
+// for the node connects again.
+func (lb *loopBackend) fail(err error, written bool) {
+	if lb.dead {
+		return
+	}
+	lb.dead = true
+	if lb.ls.backends[lb.n] == lb {
+		delete(lb.ls.backends, lb.n)
+	}
+	if lb.c != nil {
+		_ = lb.c.Close()
+	}
+	lb.out = nil
+	rs := lb.flight[lb.head:]
+	lb.flight, lb.head = nil, 0
+	for _, r := range rs {
+		r.err, r.written = err, written
+		r.reply = r.reply[:0]
+		r.ss.onReply(r)
+	}
+	lb.ls.flushSessions()
+}
+
+// --- engine ---
+
+// startFrontEnd binds the client listener on event loops.
+func (s *Server) startFrontEnd() error {
+	fe := &frontEnd{s: s, booted: make(chan struct{})}
+	s.fe = fe
+	loops := runtime.GOMAXPROCS(0)
+	errc := make(chan error, 1)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		errc <- gnet.Run(fe, "tcp://"+s.cfg.Listen,
+			gnet.WithMulticore(true),
+			gnet.WithNumEventLoop(loops),
+			gnet.WithReuseAddr(true),
+			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+			gnet.WithTCPKeepAlive(time.Minute),
+			gnet.WithLogger(gnetx.Logger{L: s.log}),
+		)
+	}()
+	select {
+	case <-fe.booted:
+	case err := <-errc:
+		s.fe = nil
+		return fmt.Errorf("proxy: listen %s: %w", s.cfg.Listen, err)
+	}
+	s.wg.Add(1)
+	go fe.tickLoop()
+	return nil
+}
+
+// stopFrontEnd closes every client connection and stops the loops.
+func (s *Server) stopFrontEnd() {
+	if s.fe == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.fe.eng.Stop(ctx)
+}
