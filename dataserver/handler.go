@@ -1,15 +1,11 @@
 package dataserver
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
-	"io"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tairkv/tair/engines"
@@ -44,105 +40,12 @@ type waiter struct {
 	strict bool
 }
 
-// # Connections
-//
-// Each connection has a reader goroutine and a writer goroutine. The reader
-// takes everything the client has pipelined (one read) as a batch and runs
-// it: each command in order, writes appended to their replication streams.
-// The writer releases each batch's replies in order once their
-// replication is done, so the reader goes on with the next batch while the
-// slaves apply the previous one: one connection keeps many batches of
-// synchronous writes in flight.
-
 // batchOut is one batch's replies on their way to the writer.
 type batchOut struct {
 	out   []byte
 	ps    []pending
 	quit  bool
 	start time.Time // when the batch was read (client latency, for migrations' pacing)
-}
-
-// acceptLoop serves the RESP listener.
-func (s *Server) acceptLoop(ln net.Listener) {
-	defer s.connWG.Done()
-	var delay time.Duration
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if s.closing.Load() || errors.Is(err, net.ErrClosed) {
-				return
-			}
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			time.Sleep(delay)
-			continue
-		}
-		delay = 0
-		s.mu.Lock()
-		if s.mu.closed {
-			s.mu.Unlock()
-			_ = c.Close()
-			return
-		}
-		s.mu.conns[c] = struct{}{}
-		s.connWG.Add(1)
-		s.mu.Unlock()
-		go s.serveConn(c)
-	}
-}
-
-func (s *Server) serveConn(c net.Conn) {
-	defer s.connWG.Done()
-	defer func() {
-		_ = c.Close()
-		s.mu.Lock()
-		delete(s.mu.conns, c)
-		s.mu.Unlock()
-	}()
-	if tc, ok := c.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(true)
-	}
-	q := make(chan *batchOut, 64)
-	writerDone := make(chan struct{})
-	w := &connWriter{s: s, c: c, bw: bufio.NewWriterSize(c, 32<<10)}
-	go w.loop(q, writerDone)
-	defer func() {
-		close(q)
-		<-writerDone
-	}()
-	// Every complete command already received, parsed in place: a
-	// proxy's envelopes run without a copy (exec and the engines copy
-	// what they keep); other commands get their own copy (see runBatch).
-	rd := resp.NewRequestReader(c, dsRequestLimits)
-	for {
-		cmds, err := rd.ReadBatch(maxBatch)
-		if len(cmds) > 0 {
-			b := s.runBatch(cmds)
-			quit := b.quit // b belongs to the writer once sent
-			if w.queued.Load() == 0 && !b.waits() {
-				// Nothing to wait for and nothing ahead of it: write
-				// the replies here, without waking the writer.
-				w.mu.Lock()
-				w.emit(b, true)
-				w.mu.Unlock()
-			} else {
-				w.queued.Add(1)
-				q <- b
-			}
-			if quit {
-				return
-			}
-		}
-		if err != nil {
-			if err != io.EOF && !errors.Is(err, net.ErrClosed) && !s.closing.Load() {
-				var ne net.Error
-				if !errors.As(err, &ne) {
-					w.queued.Add(1)
-					q <- &batchOut{out: resp.AppendError(nil, "ERR "+err.Error()), ps: []pending{{end: -1}}, quit: true}
-				}
-			}
-			return
-		}
-	}
 }
 
 // dsRequestLimits: dataservers take what proxies and peers send
@@ -183,13 +86,13 @@ func isEnvelope(name []byte) bool {
 	return false
 }
 
-// runBatch runs a pipeline's commands in order. The commands' arguments
-// point into the connection's read buffer, valid until the next read:
-// envelopes (the proxies' traffic) run on them as they are, since exec
-// and the engines copy whatever they keep; every other command
-// (replication, migration, admin) runs on its own copy, so that code
-// which keeps a slice of its arguments stays correct.
-func (s *Server) runBatch(cmds []resp.Command) *batchOut {
+// runBatch runs a pipeline's commands in order. Unless owned, the
+// commands' arguments point into the connection's read buffer, valid
+// until the next read: envelopes (the proxies' traffic) run on them as
+// they are, since exec and the engines copy whatever they keep; every
+// other command (replication, migration, admin) runs on its own copy,
+// so that code which keeps a slice of its arguments stays correct.
+func (s *Server) runBatch(cmds []resp.Command, owned bool) *batchOut {
 	b := batchPool.Get().(*batchOut)
 	if cap(b.ps) >= len(cmds) {
 		b.ps = b.ps[:len(cmds)]
@@ -208,7 +111,7 @@ func (s *Server) runBatch(cmds []resp.Command) *batchOut {
 	}
 	for i, c := range cmds {
 		args := c.Args
-		if !isEnvelope(args[0]) {
+		if !owned && !isEnvelope(args[0]) {
 			args = ownArgs(args)
 		}
 		b.ps[i].start = len(b.out)
@@ -232,79 +135,6 @@ func (b *batchOut) waits() bool {
 		}
 	}
 	return false
-}
-
-// connWriter writes a connection's replies: batches that wait for
-// replication go through loop's queue; a batch with nothing to wait for
-// and nothing queued ahead of it is written by the reader itself (emit
-// under mu), which saves a goroutine handoff per batch.
-type connWriter struct {
-	s      *Server
-	c      net.Conn
-	queued atomic.Int32 // batches sent to loop and not yet written
-
-	mu       sync.Mutex
-	bw       *bufio.Writer
-	broken   bool
-	errBuf   []byte
-	deadline time.Time
-}
-
-// loop releases the queued batches' replies in order, flushing when no
-// more batch is waiting.
-func (w *connWriter) loop(q <-chan *batchOut, done chan<- struct{}) {
-	defer close(done)
-	for b := range q {
-		w.mu.Lock()
-		w.emit(b, len(q) == 0)
-		w.mu.Unlock()
-		w.queued.Add(-1)
-	}
-}
-
-// emit releases b's replies in order and writes them, flushing when
-// flush (or b ends the connection); b goes back to the pool. w.mu is
-// held.
-func (w *connWriter) emit(b *batchOut, flush bool) {
-	for i := range b.ps {
-		p := &b.ps[i]
-		if p.end < 0 { // a bare error reply (protocol error)
-			p.end = len(b.out)
-		}
-		err := w.s.release(p)
-		if w.broken {
-			continue
-		}
-		var werr error
-		if err != nil {
-			w.errBuf = resp.AppendErr(w.errBuf[:0], err)
-			_, werr = w.bw.Write(w.errBuf)
-		} else {
-			_, werr = w.bw.Write(b.out[p.start:p.end])
-		}
-		if werr != nil {
-			w.broken = true
-		}
-	}
-	if !w.broken && (flush || b.quit) {
-		// A 30 s write deadline, moved when it has aged by a second
-		// (not at every flush: each move costs a timer update).
-		if d := time.Now().Add(30 * time.Second); d.Sub(w.deadline) > time.Second {
-			w.deadline = d
-			_ = w.c.SetWriteDeadline(d)
-		}
-		if w.bw.Flush() != nil {
-			w.broken = true
-		}
-	}
-	w.s.observeClientLatency(time.Since(b.start))
-	quit := b.quit
-	if cap(b.out) <= 64<<10 && cap(b.ps) <= 4096 {
-		batchPool.Put(b)
-	}
-	if w.broken || quit {
-		_ = w.c.Close() // the reader stops too
-	}
 }
 
 func (s *Server) isQuit(args [][]byte) bool {

@@ -86,11 +86,11 @@ type Server struct {
 	areas     atomic.Pointer[areaTable]
 	hooks     atomic.Pointer[[]string]
 
-	ln      net.Listener
+	fe      *frontEnd // the RESP listener's event loops (loop.go)
 	httpLn  net.Listener
 	httpSrv *http.Server
 
-	// connWG counts the accept loop and the connections' goroutines.
+	// connWG counts the connections' writer and runner goroutines.
 	connWG   sync.WaitGroup
 	closing  atomic.Bool
 	ctx      context.Context
@@ -105,7 +105,6 @@ type Server struct {
 		migs    map[uint32]*migration
 		recv    map[string]*recvState
 		drops   map[uint32]time.Time // buckets to delete after their grace
-		conns   map[any]struct{}     // open client connections (net.Conn)
 		retired map[string]string    // node -> session of its last closed replication stream
 		started bool
 		closed  bool
@@ -202,7 +201,6 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	s.mu.streams = map[string]*stream{}
 	s.mu.migs = map[uint32]*migration{}
 	s.mu.recv = map[string]*recvState{}
-	s.mu.conns = map[any]struct{}{}
 	s.mu.retired = map[string]string{}
 	s.areas.Store(&areaTable{})
 	s.m = newMetrics()
@@ -233,17 +231,14 @@ func (s *Server) Start() error {
 	s.eng = eng
 	s.x.Store(exec.New(eng, exec.Options{Buckets: route.DefaultBuckets}))
 
-	ln, err := net.Listen("tcp", s.cfg.Listen)
-	if err != nil {
+	if err := s.startFrontEnd(); err != nil {
 		_ = eng.Close()
-		return fmt.Errorf("dataserver: listen %s: %w", s.cfg.Listen, err)
+		return err
 	}
-	s.ln = ln
-	s.addr = ln.Addr().String()
 	if s.cfg.HTTP != "" {
 		hl, err := net.Listen("tcp", s.cfg.HTTP)
 		if err != nil {
-			_ = ln.Close()
+			s.stopFrontEnd()
 			_ = eng.Close()
 			return fmt.Errorf("dataserver: listen http %s: %w", s.cfg.HTTP, err)
 		}
@@ -253,9 +248,6 @@ func (s *Server) Start() error {
 	}
 	s.log = s.log.With("node", s.addr)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-
-	s.connWG.Add(1)
-	go s.acceptLoop(ln)
 
 	var hbCtx context.Context
 	hbCtx, s.hbCancel = context.WithCancel(s.ctx)
@@ -322,12 +314,7 @@ func (s *Server) Close() error {
 	// reply not yet written was not acknowledged), and wait for their
 	// goroutines; replies waiting for replication finish first, the
 	// streams still run.
-	_ = s.ln.Close()
-	s.mu.Lock()
-	for c := range s.mu.conns {
-		_ = c.(net.Conn).Close()
-	}
-	s.mu.Unlock()
+	s.stopFrontEnd()
 	s.connWG.Wait()
 
 	// Stop heartbeats first: no table applied from now on starts

@@ -1,0 +1,285 @@
+package dataserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"github.com/tairkv/tair/internal/gnetx"
+	"github.com/tairkv/tair/resp"
+)
+
+// # Connections
+//
+// Connections (proxies, peers, tools) are served on event loops
+// (github.com/panjf2000/gnet), one per GOMAXPROCS, as the proxy's
+// clients are: a goroutine per connection made every batch wait for
+// Go's scheduler and its network poller, and cost a futex wake of the
+// runtime's monitor thread whenever the node had gone idle in between
+// (about half of a dataserver's CPU at one request per round trip).
+//
+// A loop takes everything a connection has pipelined as a batch. A
+// batch of proxy envelopes runs on the loop: each command in order,
+// writes appended to their replication streams (runBatch never waits).
+// Its replies are written at once when none waits for replication and
+// no earlier batch is still waiting; otherwise the batch goes to the
+// connection's writer goroutine, which releases the replies in order
+// once their replication is done and hands them back to the loop to
+// write, so one connection keeps many batches of synchronous writes in
+// flight. Any other batch (replication, migration, admin commands, which
+// may wait) runs on the connection's runner goroutine while the loop
+// reads no more of that connection.
+
+// maxQueued bounds the batches a connection has waiting for
+// replication; past it the loop stops reading the connection.
+const maxQueued = 64
+
+// maxPendingOutput closes a connection whose peer does not read its
+// replies.
+const maxPendingOutput = 256 << 20
+
+type frontEnd struct {
+	gnet.BuiltinEventEngine
+	s      *Server
+	eng    gnet.Engine
+	addr   atomic.Pointer[string]
+	booted chan struct{}
+}
+
+// dsConn is one connection; its loop owns it except where noted.
+type dsConn struct {
+	s       *Server
+	c       gnet.Conn
+	rd      *resp.RequestReader
+	queued  int  // batches with the writer, not yet written
+	busy    bool // a batch runs on the runner goroutine
+	closing bool
+	out     []byte
+	writer  chan *batchOut      // to the writer goroutine (started on need)
+	runner  chan []resp.Command // to the runner goroutine (started on need)
+}
+
+func (fe *frontEnd) OnBoot(eng gnet.Engine) gnet.Action {
+	fe.eng = eng
+	a := gnetx.BoundAddr(eng)
+	fe.addr.Store(&a)
+	close(fe.booted)
+	return gnet.None
+}
+
+func (fe *frontEnd) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	if fe.s.closing.Load() {
+		return nil, gnet.Close
+	}
+	c.SetContext(&dsConn{s: fe.s, c: c, rd: resp.NewRequestReader(nil, dsRequestLimits)})
+	return nil, gnet.None
+}
+
+func (fe *frontEnd) OnClose(c gnet.Conn, _ error) gnet.Action {
+	if dc, ok := c.Context().(*dsConn); ok {
+		dc.closing = true
+		if dc.writer != nil {
+			close(dc.writer)
+		}
+		if dc.runner != nil {
+			close(dc.runner)
+		}
+	}
+	return gnet.None
+}
+
+func (fe *frontEnd) OnTraffic(c gnet.Conn) gnet.Action {
+	dc, ok := c.Context().(*dsConn)
+	data, _ := c.Next(-1)
+	if !ok || dc.closing {
+		return gnet.None
+	}
+	dc.rd.Feed(data)
+	dc.process()
+	return gnet.None
+}
+
+// process runs the complete batches received, until the connection
+// waits for its runner or for replication.
+func (dc *dsConn) process() {
+	for !dc.busy && !dc.closing && dc.queued < maxQueued {
+		cmds, err := dc.rd.Parse(maxBatch)
+		if len(cmds) > 0 {
+			if allEnvelopes(cmds) {
+				dc.deliver(dc.s.runBatch(cmds, false))
+			} else {
+				dc.runOffLoop(cmds)
+			}
+		}
+		if err != nil {
+			if !dc.s.closing.Load() {
+				dc.deliver(&batchOut{out: resp.AppendError(nil, "ERR "+err.Error()), ps: []pending{{end: -1}}, quit: true, start: time.Now()})
+			}
+			return
+		}
+		if len(cmds) == 0 {
+			return
+		}
+	}
+}
+
+func allEnvelopes(cmds []resp.Command) bool {
+	for _, c := range cmds {
+		if !isEnvelope(c.Args[0]) {
+			return false
+		}
+	}
+	return true
+}
+
+// runOffLoop hands a batch that may wait to the connection's runner.
+func (dc *dsConn) runOffLoop(cmds []resp.Command) {
+	own := make([]resp.Command, len(cmds))
+	for i := range cmds {
+		own[i].Args = ownArgs(cmds[i].Args)
+	}
+	if dc.runner == nil {
+		dc.runner = make(chan []resp.Command, 1)
+		dc.s.connWG.Add(1)
+		go dc.runLoop()
+	}
+	dc.busy = true
+	dc.runner <- own
+}
+
+func (dc *dsConn) runLoop() {
+	defer dc.s.connWG.Done()
+	for cmds := range dc.runner {
+		b := dc.s.runBatch(cmds, true)
+		dc.post(func() {
+			dc.busy = false
+			if dc.closing {
+				return
+			}
+			dc.deliver(b)
+			dc.process()
+		})
+	}
+}
+
+// post runs fn on the connection's loop.
+func (dc *dsConn) post(fn func()) {
+	_ = dc.c.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		fn()
+		return nil
+	}))
+}
+
+// deliver writes b's replies now when nothing is waited for, and hands
+// b to the writer otherwise.
+func (dc *dsConn) deliver(b *batchOut) {
+	if dc.queued == 0 && !b.waits() {
+		quit := b.quit
+		dc.out = dc.s.appendReplies(dc.out[:0], b)
+		dc.write(dc.out, quit)
+		if cap(dc.out) > 1<<20 {
+			dc.out = nil
+		}
+		return
+	}
+	if dc.writer == nil {
+		dc.writer = make(chan *batchOut, maxQueued+1) // +1: a protocol error after a full queue
+		dc.s.connWG.Add(1)
+		go dc.writeLoop()
+	}
+	dc.queued++
+	dc.writer <- b
+}
+
+// writeLoop releases the queued batches' replies in order.
+func (dc *dsConn) writeLoop() {
+	defer dc.s.connWG.Done()
+	for b := range dc.writer {
+		quit := b.quit
+		out := dc.s.appendReplies(nil, b)
+		dc.post(func() {
+			dc.queued--
+			if dc.closing {
+				return
+			}
+			dc.write(out, quit)
+			dc.process()
+		})
+	}
+}
+
+func (dc *dsConn) write(out []byte, quit bool) {
+	if len(out) > 0 {
+		_, _ = dc.c.Write(out)
+	}
+	if quit || dc.c.OutboundBuffered() > maxPendingOutput {
+		dc.closing = true
+		_ = dc.c.Close()
+	}
+}
+
+// appendReplies releases b's replies in order (waiting for their
+// replication) and appends them to dst; b goes back to the pool.
+func (s *Server) appendReplies(dst []byte, b *batchOut) []byte {
+	for i := range b.ps {
+		p := &b.ps[i]
+		if p.end < 0 { // a bare error reply (protocol error)
+			p.end = len(b.out)
+		}
+		if err := s.release(p); err != nil {
+			dst = resp.AppendErr(dst, err)
+		} else {
+			dst = append(dst, b.out[p.start:p.end]...)
+		}
+	}
+	s.observeClientLatency(time.Since(b.start))
+	if cap(b.out) <= 64<<10 && cap(b.ps) <= 4096 {
+		batchPool.Put(b)
+	}
+	return dst
+}
+
+// startFrontEnd binds the RESP listener on event loops.
+func (s *Server) startFrontEnd() error {
+	fe := &frontEnd{s: s, booted: make(chan struct{})}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- gnet.Run(fe, "tcp://"+s.cfg.Listen,
+			gnet.WithMulticore(true),
+			gnet.WithNumEventLoop(runtime.GOMAXPROCS(0)),
+			gnet.WithReuseAddr(true),
+			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+			gnet.WithTCPKeepAlive(time.Minute),
+			gnet.WithLogger(gnetx.Logger{L: s.log}),
+		)
+	}()
+	select {
+	case <-fe.booted:
+	case err := <-errc:
+		return fmt.Errorf("dataserver: listen %s: %w", s.cfg.Listen, err)
+	}
+	s.fe = fe
+	if a := fe.addr.Load(); a != nil && *a != "" {
+		s.addr = *a
+	} else {
+		s.addr = s.cfg.Listen
+	}
+	return nil
+}
+
+// stopFrontEnd closes every connection and stops the loops.
+func (s *Server) stopFrontEnd() {
+	if s.fe == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.fe.eng.Stop(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		s.log.Debug("stopping the event loops", "err", err)
+	}
+}
