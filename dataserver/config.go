@@ -71,6 +71,10 @@ type Config struct {
 	MigrateLatencyTarget time.Duration
 	// MigrateParallel is how many buckets this node moves at once (default 2).
 	MigrateParallel int
+	// EventLoops is the number of event loops serving connections
+	// (default GOMAXPROCS; processes that run other roles too share the
+	// cores).
+	EventLoops int
 
 	// MaxKeySize and MaxValueSize are SPEC's limits (1024, 1 MiB).
 	MaxKeySize   int

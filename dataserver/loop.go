@@ -247,11 +247,15 @@ func (s *Server) appendReplies(dst []byte, b *batchOut) []byte {
 // startFrontEnd binds the RESP listener on event loops.
 func (s *Server) startFrontEnd() error {
 	fe := &frontEnd{s: s, booted: make(chan struct{})}
+	loops := s.cfg.EventLoops
+	if loops <= 0 {
+		loops = runtime.GOMAXPROCS(0)
+	}
 	errc := make(chan error, 1)
 	go func() {
 		errc <- gnet.Run(fe, "tcp://"+s.cfg.Listen,
 			gnet.WithMulticore(true),
-			gnet.WithNumEventLoop(runtime.GOMAXPROCS(0)),
+			gnet.WithNumEventLoop(loops),
 			gnet.WithReuseAddr(true),
 			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 			gnet.WithTCPKeepAlive(time.Minute),

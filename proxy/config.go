@@ -77,6 +77,9 @@ type Config struct {
 	// BackendConns is the number of pipelined connections per
 	// dataserver (default 2).
 	BackendConns int
+	// EventLoops is the number of event loops serving clients (default
+	// GOMAXPROCS; processes that run other roles too share the cores).
+	EventLoops int
 	// MaxPipeline is the largest batch of client commands handled at
 	// once (default 512); more wait in the client's buffer.
 	MaxPipeline int

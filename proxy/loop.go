@@ -803,7 +803,10 @@ func (lb *loopBackend) fail(err error, written bool) {
 func (s *Server) startFrontEnd() error {
 	fe := &frontEnd{s: s, booted: make(chan struct{})}
 	s.fe = fe
-	loops := runtime.GOMAXPROCS(0)
+	loops := s.cfg.EventLoops
+	if loops <= 0 {
+		loops = runtime.GOMAXPROCS(0)
+	}
 	errc := make(chan error, 1)
 	s.wg.Add(1)
 	go func() {

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -198,6 +199,7 @@ func (c *Cluster) DataServerConfig(i int) dataserver.Config {
 	if len(c.Opts.Zones) > 0 {
 		cfg.Zone = c.Opts.Zones[i%len(c.Opts.Zones)]
 	}
+	cfg.EventLoops = c.loopsPerRole()
 	if c.Opts.DataServer != nil {
 		c.Opts.DataServer(i, &cfg)
 	}
@@ -226,10 +228,22 @@ func (c *Cluster) ProxyConfig(i int) proxy.Config {
 		cfg.HTTP = c.addr(c.Opts.ProxyPort + 2000)
 	}
 	cfg.ConfigServers = c.ConfigServerAddrs()
+	cfg.EventLoops = c.loopsPerRole()
 	if c.Opts.Proxy != nil {
 		c.Opts.Proxy(i, &cfg)
 	}
 	return cfg
+}
+
+// loopsPerRole shares the process's cores among the event loops of its
+// proxies and dataservers: each role gets GOMAXPROCS/(roles), at least
+// one. More loops than cores make the roles' loops wait for each other
+// (measured with tair up on 2 cores: one loop each gives 8-13 % more
+// requests per second at one request per round trip than two each, and
+// a p99 lower by a third).
+func (c *Cluster) loopsPerRole() int {
+	roles := c.Opts.DataServers + max(c.Opts.Proxies, 1)
+	return max(1, runtime.GOMAXPROCS(0)/roles)
 }
 
 // StartProxy starts proxy i.
