@@ -49,16 +49,27 @@
 //
 // # Request path
 //
-// One goroutine per client: read every complete pipelined command (at
-// most MaxPipeline), route and send each at once (a window that shrinks
-// when replies are large bounds what is held), wait for the replies in
-// order, write them with one write. Commands that need the whole cluster
-// or wait (SCAN, DBSIZE, FLUSHDB, EXEC, blocking pops, WATCH) are
-// barriers: the commands before them are answered first. Per dataserver,
-// BackendConns connections, each with a writer goroutine (batches the
-// queue, flushes when it is drained) and a reader goroutine (completes
-// the FIFO of written requests); a session always uses the same
-// connection per node, so its commands reach a node in order.
+// Client connections are served on event loops (loop.go; EventLoops,
+// default GOMAXPROCS). A loop parses what a client sent and forwards each
+// plain keyed command of one bucket (authenticated, outside MULTI, no
+// hot-key cache) itself, on the loop's own pipelined connection to the
+// bucket's node, written once per loop round for every client served in
+// it; replies come back on the same loop and are written in the client's
+// order. Everything else goes, in a batch with the commands after it, to
+// the session's goroutine (session.go slowLoop), which runs dispatch.go:
+// read every command of the batch (at most MaxPipeline), route and send
+// each at once, wait for the replies in order. Commands that need the
+// whole cluster or wait (SCAN, DBSIZE, FLUSHDB, EXEC, blocking pops,
+// WATCH) are barriers: the commands before them are answered first. The
+// loop hands a batch over only once the client's forwarded commands are
+// answered and reads no more of the client until the batch's output is
+// back, so a client's commands run and answer in order. The goroutine
+// path and retries use BackendConns shared connections per dataserver,
+// each with a writer goroutine (batches the queue, flushes when it is
+// drained) and a reader goroutine (completes the FIFO of written
+// requests); a session always uses the same connection per node. A retry
+// keeps its request's place in the client's order; the requests sent
+// after it may run first, as with any retry.
 //
 // # Limits
 //
@@ -67,7 +78,10 @@
 // MaxMultiBulkLen and an inline line over MaxInlineLen before reserving
 // memory for them (unauthenticated clients: 10 arguments of 16 KiB, as
 // Redis), replies "-ERR Protocol error: ..." and closes. A client that
-// does not read its replies holds about MaxOutputBuffer of them (the
-// proxy stops reading its commands) and is closed when a write makes no
-// progress for WriteTimeout.
+// does not read its replies holds about MaxOutputBuffer of them: the
+// forwarded commands in flight are bounded by a window that shrinks as
+// replies grow, the proxy stops reading its commands while its unsent
+// output is over the limit, and closes it when that lasts WriteTimeout.
+// Commands that pile up unread (behind a blocking pop, say) are bounded
+// by twice MaxBulkLen plus 1 MiB (Redis's client-query-buffer-limit).
 package proxy
