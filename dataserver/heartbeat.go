@@ -252,6 +252,7 @@ func (s *Server) applyTable(t *route.Table) {
 		}
 		if old.IsMaster(b, me) && !t.IsMaster(b, me) && t.Master(b) != "" {
 			bk.moved.Store(&movedTo{to: t.Master(b), until: now.Add(s.cfg.ForwardGrace)})
+			s.forwardUntil.Store(now.Add(s.cfg.ForwardGrace).UnixNano())
 		}
 		if holds(old, b, me) && !holds(t, b, me) {
 			s.scheduleDrop(b, now.Add(s.cfg.ForwardGrace))

@@ -2,10 +2,7 @@ package dataserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"runtime"
-	"sync/atomic"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -24,7 +21,8 @@ import (
 // (about half of a dataserver's CPU at one request per round trip).
 //
 // A loop takes everything a connection has pipelined as a batch. A
-// batch of proxy envelopes runs on the loop: each command in order,
+// batch of proxy envelopes runs on the loop (on an in-memory engine, or
+// a persistent one that does not wait for fsyncs): each command in order,
 // writes appended to their replication streams (runBatch never waits).
 // Its replies are written at once when none waits for replication and
 // no earlier batch is still waiting; otherwise the batch goes to the
@@ -32,8 +30,10 @@ import (
 // once their replication is done and hands them back to the loop to
 // write, so one connection keeps many batches of synchronous writes in
 // flight. Any other batch (replication, migration, admin commands, which
-// may wait) runs on the connection's runner goroutine while the loop
-// reads no more of that connection.
+// may wait), and every batch while a bucket that moved away may still
+// forward requests to its new master (a network round trip), runs on
+// the connection's runner goroutine while the loop reads no more of that
+// connection.
 
 // maxQueued bounds the batches a connection has waiting for
 // replication; past it the loop stops reading the connection.
@@ -45,10 +45,7 @@ const maxPendingOutput = 256 << 20
 
 type frontEnd struct {
 	gnet.BuiltinEventEngine
-	s      *Server
-	eng    gnet.Engine
-	addr   atomic.Pointer[string]
-	booted chan struct{}
+	s *Server
 }
 
 // dsConn is one connection; its loop owns it except where noted.
@@ -62,14 +59,6 @@ type dsConn struct {
 	out     []byte
 	writer  chan *batchOut      // to the writer goroutine (started on need)
 	runner  chan []resp.Command // to the runner goroutine (started on need)
-}
-
-func (fe *frontEnd) OnBoot(eng gnet.Engine) gnet.Action {
-	fe.eng = eng
-	a := gnetx.BoundAddr(eng)
-	fe.addr.Store(&a)
-	close(fe.booted)
-	return gnet.None
 }
 
 func (fe *frontEnd) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
@@ -110,7 +99,7 @@ func (dc *dsConn) process() {
 	for !dc.busy && !dc.closing && dc.queued < maxQueued {
 		cmds, err := dc.rd.Parse(maxBatch)
 		if len(cmds) > 0 {
-			if allEnvelopes(cmds) {
+			if dc.onLoop(cmds) {
 				dc.deliver(dc.s.runBatch(cmds, false))
 			} else {
 				dc.runOffLoop(cmds)
@@ -126,6 +115,12 @@ func (dc *dsConn) process() {
 			return
 		}
 	}
+}
+
+// onLoop reports whether a batch may run on the loop: it cannot wait.
+func (dc *dsConn) onLoop(cmds []resp.Command) bool {
+	s := dc.s
+	return !s.writesWait && allEnvelopes(cmds) && time.Now().UnixNano() >= s.forwardUntil.Load()
 }
 
 func allEnvelopes(cmds []resp.Command) bool {
@@ -246,33 +241,12 @@ func (s *Server) appendReplies(dst []byte, b *batchOut) []byte {
 
 // startFrontEnd binds the RESP listener on event loops.
 func (s *Server) startFrontEnd() error {
-	fe := &frontEnd{s: s, booted: make(chan struct{})}
-	loops := s.cfg.EventLoops
-	if loops <= 0 {
-		loops = runtime.GOMAXPROCS(0)
-	}
-	errc := make(chan error, 1)
-	go func() {
-		errc <- gnet.Run(fe, "tcp://"+s.cfg.Listen,
-			gnet.WithMulticore(true),
-			gnet.WithNumEventLoop(loops),
-			gnet.WithReuseAddr(true),
-			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
-			gnet.WithTCPKeepAlive(time.Minute),
-			gnet.WithLogger(gnetx.Logger{L: s.log}),
-		)
-	}()
-	select {
-	case <-fe.booted:
-	case err := <-errc:
+	e, err := gnetx.Start(&frontEnd{s: s}, s.cfg.Listen, s.cfg.EventLoops, s.log)
+	if err != nil {
 		return fmt.Errorf("dataserver: listen %s: %w", s.cfg.Listen, err)
 	}
-	s.fe = fe
-	if a := fe.addr.Load(); a != nil && *a != "" {
-		s.addr = *a
-	} else {
-		s.addr = s.cfg.Listen
-	}
+	s.fe = e
+	s.addr = e.Addr()
 	return nil
 }
 
@@ -281,9 +255,7 @@ func (s *Server) stopFrontEnd() {
 	if s.fe == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := s.fe.eng.Stop(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	if err := s.fe.Stop(); err != nil {
 		s.log.Debug("stopping the event loops", "err", err)
 	}
 }

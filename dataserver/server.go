@@ -60,6 +60,7 @@ import (
 
 	"github.com/tairkv/tair/dataserver/exec"
 	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/gnetx"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/wire"
 )
@@ -81,12 +82,20 @@ type Server struct {
 	leaseFrom atomic.Int64
 	csDown    atomic.Bool  // every configserver refused the last heartbeat
 	clientLat atomic.Int64 // ns, moving average (observeClientLatency)
+	// forwardUntil (unix ns) is when the last forwarding window of a
+	// bucket that moved away ends: until then a proxy's request may be
+	// forwarded (a network round trip), so batches run off the event
+	// loop (loop.go).
+	forwardUntil atomic.Int64
+	// writesWait: the engine's writes wait for an fsync, so batches run
+	// off the event loop.
+	writesWait bool
 	fetching  atomic.Bool  // a table fetch from a peer is running
 	hbKick    chan struct{}
 	areas     atomic.Pointer[areaTable]
 	hooks     atomic.Pointer[[]string]
 
-	fe      *frontEnd // the RESP listener's event loops (loop.go)
+	fe      *gnetx.Engine // the RESP listener's event loops (loop.go)
 	httpLn  net.Listener
 	httpSrv *http.Server
 
@@ -229,6 +238,7 @@ func (s *Server) Start() error {
 		return fmt.Errorf("dataserver: open engine: %w", err)
 	}
 	s.eng = eng
+	s.writesWait = eng.Persistent() && s.cfg.Sync != engines.SyncNone
 	s.x.Store(exec.New(eng, exec.Options{Buckets: route.DefaultBuckets}))
 
 	if err := s.startFrontEnd(); err != nil {

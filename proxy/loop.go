@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,11 +38,9 @@ import (
 // frontEnd is the gnet event handler of a Server.
 type frontEnd struct {
 	gnet.BuiltinEventEngine
-	s      *Server
-	eng    gnet.Engine
-	addr   atomic.Pointer[string] // the bound address (port 0 resolved)
-	booted chan struct{}
-	loops  sync.Map // gnet.EventLoop -> *loopState
+	s     *Server
+	eng   atomic.Pointer[gnetx.Engine]
+	loops sync.Map // gnet.EventLoop -> *loopState
 }
 
 // loopState is what one event loop owns; only that loop touches it.
@@ -57,14 +54,6 @@ type loopState struct {
 	written  []*session     // sessions with replies to write
 	flushing bool           // a flush task is queued
 	free     []*request
-}
-
-func (fe *frontEnd) OnBoot(eng gnet.Engine) gnet.Action {
-	fe.eng = eng
-	a := gnetx.BoundAddr(eng)
-	fe.addr.Store(&a)
-	close(fe.booted)
-	return gnet.None
 }
 
 // loopOf returns the state of c's event loop.
@@ -801,31 +790,14 @@ func (lb *loopBackend) fail(err error, written bool) {
 
 // startFrontEnd binds the client listener on event loops.
 func (s *Server) startFrontEnd() error {
-	fe := &frontEnd{s: s, booted: make(chan struct{})}
+	fe := &frontEnd{s: s}
 	s.fe = fe
-	loops := s.cfg.EventLoops
-	if loops <= 0 {
-		loops = runtime.GOMAXPROCS(0)
-	}
-	errc := make(chan error, 1)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		errc <- gnet.Run(fe, "tcp://"+s.cfg.Listen,
-			gnet.WithMulticore(true),
-			gnet.WithNumEventLoop(loops),
-			gnet.WithReuseAddr(true),
-			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
-			gnet.WithTCPKeepAlive(time.Minute),
-			gnet.WithLogger(gnetx.Logger{L: s.log}),
-		)
-	}()
-	select {
-	case <-fe.booted:
-	case err := <-errc:
+	e, err := gnetx.Start(fe, s.cfg.Listen, s.cfg.EventLoops, s.log)
+	if err != nil {
 		s.fe = nil
 		return fmt.Errorf("proxy: listen %s: %w", s.cfg.Listen, err)
 	}
+	fe.eng.Store(e)
 	s.wg.Add(1)
 	go fe.tickLoop()
 	return nil
@@ -836,7 +808,7 @@ func (s *Server) stopFrontEnd() {
 	if s.fe == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = s.fe.eng.Stop(ctx)
+	if e := s.fe.eng.Load(); e != nil {
+		_ = e.Stop()
+	}
 }

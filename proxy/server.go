@@ -159,8 +159,8 @@ func (s *Server) Start() error {
 // Addr is the RESP address.
 func (s *Server) Addr() string {
 	if s.fe != nil {
-		if a := s.fe.addr.Load(); a != nil && *a != "" {
-			return *a
+		if e := s.fe.eng.Load(); e != nil {
+			return e.Addr()
 		}
 	}
 	return s.cfg.Listen

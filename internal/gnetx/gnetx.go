@@ -3,10 +3,14 @@
 package gnetx
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"strconv"
+	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
@@ -56,3 +60,75 @@ func (g Logger) Infof(f string, a ...any)  { g.L.Debug(fmt.Sprintf(f, a...), "co
 func (g Logger) Warnf(f string, a ...any)  { g.L.Warn(fmt.Sprintf(f, a...), "component", "gnet") }
 func (g Logger) Errorf(f string, a ...any) { g.L.Error(fmt.Sprintf(f, a...), "component", "gnet") }
 func (g Logger) Fatalf(f string, a ...any) { g.L.Error(fmt.Sprintf(f, a...), "component", "gnet") }
+
+// Engine is a listener served by a gnet event handler.
+type Engine struct {
+	eng  gnet.Engine
+	addr string
+	done chan error
+}
+
+// bootHook tells Start that the engine is up.
+type bootHook struct {
+	gnet.EventHandler
+	booted chan gnet.Engine
+}
+
+func (b *bootHook) OnBoot(eng gnet.Engine) gnet.Action {
+	a := b.EventHandler.OnBoot(eng)
+	b.booted <- eng
+	return a
+}
+
+// Start serves listen (host:port, port 0 picks one) with h on loops
+// event loops (0: GOMAXPROCS), level-triggered, TCP_NODELAY, with gnet's
+// log lines going to log. It returns once the listener is bound.
+func Start(h gnet.EventHandler, listen string, loops int, log *slog.Logger) (*Engine, error) {
+	if loops <= 0 {
+		loops = runtime.GOMAXPROCS(0)
+	}
+	hook := &bootHook{EventHandler: h, booted: make(chan gnet.Engine, 1)}
+	e := &Engine{done: make(chan error, 1)}
+	go func() {
+		e.done <- gnet.Run(hook, "tcp://"+listen,
+			gnet.WithMulticore(true),
+			gnet.WithNumEventLoop(loops),
+			gnet.WithReuseAddr(true),
+			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+			gnet.WithTCPKeepAlive(time.Minute),
+			gnet.WithLogger(Logger{L: log}),
+		)
+	}()
+	select {
+	case eng := <-hook.booted:
+		e.eng = eng
+		e.addr = BoundAddr(eng)
+		if e.addr == "" {
+			e.addr = listen
+		}
+		return e, nil
+	case err := <-e.done:
+		if err == nil {
+			err = errors.New("event loops stopped at start")
+		}
+		return nil, err
+	}
+}
+
+// Addr is the bound address.
+func (e *Engine) Addr() string { return e.addr }
+
+// Stop closes every connection (OnClose runs for each) and stops the
+// loops, waiting up to 5 s.
+func (e *Engine) Stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.eng.Stop(ctx); err != nil {
+		return err
+	}
+	select {
+	case <-e.done:
+	case <-ctx.Done():
+	}
+	return nil
+}
