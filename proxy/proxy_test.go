@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tairkv/tair/resp"
 )
 
 func tctx(t *testing.T) context.Context {
@@ -57,6 +59,75 @@ func TestPipelineInOrderAcrossBackends(t *testing.T) {
 	}
 	if used != 3 {
 		t.Fatalf("%d backends used, want 3", used)
+	}
+}
+
+// One write mixes commands the event loop forwards itself (SET, GET,
+// INCR of one key) with commands the session goroutine runs (PING, ECHO,
+// SELECT, MSET and MGET over several buckets, an unknown command): the
+// replies come back in order, the goroutine's SELECT holds for the loop's
+// commands after it, and the commands run in order (a GET after an MSET
+// sees the MSET's value, whichever path each took).
+func TestPipelineMixesLoopAndSessionCommands(t *testing.T) {
+	e := newEnv(t, 3, false)
+	rc := e.raw()
+	cmds := [][]string{
+		{"SET", "x", "1"},
+		{"PING"},
+		{"GET", "x"},
+		{"MSET", "x", "2", "y", "2", "z", "2"},
+		{"GET", "x"},
+		{"INCR", "n"},
+		{"SELECT", "1"},
+		{"GET", "x"},
+		{"SET", "x", "area1"},
+		{"MGET", "x", "y", "z"},
+		{"SELECT", "0"},
+		{"GET", "x"},
+		{"NOSUCHCMD", "a"},
+		{"INCR", "n"},
+		{"ECHO", "bye"},
+		{"GET", "x"},
+	}
+	want := []string{
+		"+OK\r\n", "+PONG\r\n", "$1\r\n1\r\n", "+OK\r\n", "$1\r\n2\r\n", ":1\r\n",
+		"+OK\r\n", "$-1\r\n", "+OK\r\n", "*3\r\n$5\r\narea1\r\n$-1\r\n$-1\r\n",
+		"+OK\r\n", "$1\r\n2\r\n",
+		"-ERR unknown command 'NOSUCHCMD', with args beginning with: 'a' \r\n",
+		":2\r\n", "$3\r\nbye\r\n", "$1\r\n2\r\n",
+	}
+	var buf []byte
+	for _, c := range cmds {
+		buf = resp.AppendArray(buf, len(c))
+		for _, a := range c {
+			buf = resp.AppendBulk(buf, []byte(a))
+		}
+	}
+	// Twice: once in one write, once a byte at a time (the loop sees
+	// partial commands and hands over batches of every size).
+	for round := 0; round < 2; round++ {
+		if round == 0 {
+			if _, err := rc.c.Write(buf); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			rc.do("DEL", "x", "y", "z", "n")
+			rc.do("SELECT", "1")
+			rc.do("DEL", "x")
+			rc.do("SELECT", "0")
+			go func() {
+				for i := range buf {
+					if _, err := rc.c.Write(buf[i : i+1]); err != nil {
+						return
+					}
+				}
+			}()
+		}
+		for i, w := range want {
+			if got := rc.read(); got != w {
+				t.Fatalf("round %d: reply %d to %v = %q, want %q", round, i, cmds[i], got, w)
+			}
+		}
 	}
 }
 
