@@ -14,6 +14,7 @@ import (
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/testutil"
 	"github.com/tairkv/tair/internal/wire"
+	"github.com/tairkv/tair/resp"
 )
 
 const q = 16
@@ -512,4 +513,47 @@ func TestSlaveTooFarBehindIsResynced(t *testing.T) {
 		v, _ := engineGet(b, keyIn("far", 0, q, 0))
 		return v == "last"
 	}, "the slave was not resynced")
+}
+
+// Batches of one connection that take different paths (envelopes on the
+// event loop, writes waiting for their slave on the writer, plain
+// commands on the runner) answer in the order they were sent, and run in
+// it: each read sees the write sent before it.
+func TestConnectionPathsKeepOrder(t *testing.T) {
+	_, nodes := cluster2(t, nil)
+	a := nodes[0]
+	k := keyIn("ord", 0, q, 0) // bucket 0: master a, slave b
+	c := dial(t, a.Addr())
+	batches := [][][]string{
+		{x(1, "SET", k, "1"), x(1, "GET", k)},             // loop; the SET waits for the slave
+		{{"PING"}, {"SET", k, "2"}, {"GET", k}},           // runner
+		{x(1, "GET", k), x(1, "SET", k, "3")},             // loop, behind the waiting SET
+		{{"ECHO", "e"}},                                   // runner
+		{x(1, "GET", k), x(1, "INCR", k), x(1, "GET", k)}, // loop
+	}
+	want := []string{"+OK", "$1\r\n1", "+PONG", "+OK", "$1\r\n2", "$1\r\n2", "+OK", "$1\r\ne", "$1\r\n3", ":4", "$1\r\n4"}
+	_ = c.c.c.SetDeadline(time.Now().Add(10 * time.Second))
+	for _, b := range batches {
+		var buf []byte
+		for _, a := range b {
+			bs := make([][]byte, len(a))
+			for i, s := range a {
+				bs[i] = []byte(s)
+			}
+			buf = resp.AppendCommand(buf, bs...)
+		}
+		if _, err := c.c.c.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond) // a read of its own at the node
+	}
+	for i, w := range want {
+		raw, err := readReply(c.c.br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSuffix(string(raw), "\r\n"); got != w {
+			t.Fatalf("reply %d = %q, want %q", i, got, w)
+		}
+	}
 }
