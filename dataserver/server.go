@@ -90,10 +90,10 @@ type Server struct {
 	// writesWait: the engine's writes wait for an fsync, so batches run
 	// off the event loop.
 	writesWait bool
-	fetching  atomic.Bool  // a table fetch from a peer is running
-	hbKick    chan struct{}
-	areas     atomic.Pointer[areaTable]
-	hooks     atomic.Pointer[[]string]
+	fetching   atomic.Bool // a table fetch from a peer is running
+	hbKick     chan struct{}
+	areas      atomic.Pointer[areaTable]
+	hooks      atomic.Pointer[[]string]
 
 	fe      *gnetx.Engine // the RESP listener's event loops (loop.go)
 	httpLn  net.Listener
