@@ -112,7 +112,6 @@ func (r *RequestReader) BufferSize() int { return len(r.buf) }
 // their arguments are valid until the next ReadBatch.
 func (r *RequestReader) ReadBatch(max int) ([]Command, error) {
 	r.cmds = r.cmds[:0]
-	r.args = r.args[:0]
 	if r.r == r.w {
 		r.r, r.w = 0, 0
 		if len(r.buf) > 64<<10 {
@@ -120,17 +119,9 @@ func (r *RequestReader) ReadBatch(max int) ([]Command, error) {
 		}
 	}
 	for {
-		for len(r.cmds) < max && r.w-r.r > 0 && r.w-r.r >= r.need {
-			ok, err := r.parseOne()
-			if err != nil {
-				return r.cmds, err
-			}
-			if !ok {
-				break
-			}
-		}
-		if len(r.cmds) > 0 {
-			return r.cmds, nil
+		cmds, err := r.Parse(max)
+		if err != nil || len(cmds) > 0 {
+			return cmds, err
 		}
 		if err := r.fill(); err != nil {
 			return nil, err
@@ -180,26 +171,6 @@ func (r *RequestReader) Parse(max int) ([]Command, error) {
 		}
 	}
 	return r.cmds, nil
-}
-
-// Poll reads whatever has arrived without parsing it, keeping the
-// commands of the current batch valid; the caller sets a read deadline
-// (now, for a non-blocking check). It reports io.EOF once the client
-// has closed its side. A server uses it to notice a client that went
-// away while its command waits (blocking pops).
-func (r *RequestReader) Poll() error {
-	if r.w == len(r.buf) {
-		if int64(len(r.buf)) > 2*r.lim.MaxBulkLen+(1<<20) {
-			return nil // enough pending input; leave it to the next batch
-		}
-		nb := make([]byte, 2*len(r.buf))
-		copy(nb, r.buf[:r.w])
-		r.buf = nb
-	}
-	n, err := r.rd.Read(r.buf[r.w:])
-	r.w += n
-	r.nread += int64(n)
-	return err
 }
 
 // fill reads more bytes, compacting or growing the buffer first when it
