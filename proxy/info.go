@@ -292,6 +292,8 @@ func cmdConfig(ss *session, r *request) {
 		s.stats.connections.Store(0)
 		s.stats.rejected.Store(0)
 		s.stats.retries.Store(0)
+		s.stats.loopFwd.Store(0)
+		s.stats.batches.Store(0)
 		r.ok()
 	case "rewrite":
 		r.setError("ERR The server is running without a config file")
@@ -393,7 +395,9 @@ func (ss *session) info2(has func(string) bool) string {
 		kv("total_net_output_bytes", s.stats.netOut.Load())
 		kv("instantaneous_ops_per_sec", s.stats.opsPerSec.Load())
 		kv("proxy_retries", s.stats.retries.Load())
-		kv("proxy_backend_connections", int64(s.backendConnCount()))
+		kv("proxy_backend_connections", int64(s.backendConnCount())+s.stats.loopConns.Load())
+		kv("proxy_loop_forwarded", s.stats.loopFwd.Load())
+		kv("proxy_session_batches", s.stats.batches.Load())
 		if s.hotCache != nil {
 			hits, misses, keys := s.hotCache.Stats()
 			kv("hot_cache_hits", hits)

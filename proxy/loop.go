@@ -379,6 +379,7 @@ func (ss *session) runStash() {
 	ss.stash = nil
 	ss.slowBusy = true
 	ss.busy.Store(true)
+	ss.srv.stats.batches.Add(1)
 	if ss.work == nil {
 		ss.work = make(chan *slowBatch, 1)
 		ss.srv.wg.Add(1)
@@ -484,6 +485,7 @@ func (ss *session) tryFast(args [][]byte) bool {
 		return false
 	}
 	s.stats.commands.Add(1)
+	s.stats.loopFwd.Add(1)
 	if ss.hotTick++; ss.hotTick%hotSample == 0 {
 		s.hot.TouchN(uint16(ss.area), args[keys[0]], hotSample)
 	}
@@ -676,6 +678,7 @@ func (ls *loopState) backend(n *node) *loopBackend {
 func (lb *loopBackend) opened(c gnet.Conn) {
 	lb.c = c
 	lb.ls.fe.s.m.backendConns.Inc()
+	lb.ls.fe.s.stats.loopConns.Add(1)
 	delete(lb.ls.dialFail, lb.n)
 	if lb.dead {
 		_ = c.Close()
@@ -749,6 +752,7 @@ func (lb *loopBackend) onTraffic() {
 func (lb *loopBackend) closed(err error) {
 	s := lb.ls.fe.s
 	s.m.backendConns.Dec()
+	s.stats.loopConns.Add(-1)
 	if lb.dead {
 		return
 	}

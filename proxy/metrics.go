@@ -111,6 +111,13 @@ func newMetrics(s *Server) *metrics {
 	m.panics = prometheus.NewCounter(prometheus.CounterOpts{Name: "tair_proxy_session_panics_total", Help: "Client sessions ended by an internal error (a bug)."})
 	empty := map[string]*cmdStat{}
 	m.stats.Store(&empty)
+	loopFwd := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "tair_proxy_loop_forwarded_total", Help: "Commands an event loop forwarded itself (the fast path).",
+	}, func() float64 { return float64(s.stats.loopFwd.Load()) })
+	batches := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "tair_proxy_session_batches_total", Help: "Batches of commands run by session goroutines (everything the loops do not forward).",
+	}, func() float64 { return float64(s.stats.batches.Load()) })
+	m.reg.MustRegister(loopFwd, batches)
 	m.reg.MustRegister(m.latency, m.backendErrors, m.retries, m.tableVersion, m.tableFetchErrors,
 		m.clients, m.backendConns, m.authFailures, m.clientEvictions, m.panics, &cmdCollector{m: m},
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))

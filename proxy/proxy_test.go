@@ -131,6 +131,22 @@ func TestPipelineMixesLoopAndSessionCommands(t *testing.T) {
 	}
 }
 
+// INFO stats counts which path commands took: forwarded by the event
+// loop, or run in batches by the session goroutine (INFO itself is one).
+func TestInfoCountsPaths(t *testing.T) {
+	e := newEnv(t, 1, false)
+	rc := e.raw()
+	rc.do("SET", "a", "1")
+	rc.do("GET", "a")
+	rc.do("PING")
+	info := rc.do("INFO", "stats")
+	for _, want := range []string{"proxy_loop_forwarded:2\r\n", "proxy_session_batches:2\r\n"} {
+		if !strings.Contains(info, want) {
+			t.Fatalf("INFO stats lacks %q:\n%s", want, info)
+		}
+	}
+}
+
 func TestGoRedisPipelineAndConcurrency(t *testing.T) {
 	e := newEnv(t, 3, false)
 	c := e.client(func(o *redis.Options) { o.PoolSize = 8; o.Protocol = 3 })

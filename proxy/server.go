@@ -83,6 +83,9 @@ type serverStats struct {
 	retries     atomic.Int64
 	blocked     atomic.Int64 // clients in a blocking pop
 	resplits    atomic.Int64 // read parts split again per bucket
+	loopFwd     atomic.Int64 // commands forwarded by an event loop itself
+	batches     atomic.Int64 // batches run by session goroutines
+	loopConns   atomic.Int64 // event loops' open dataserver connections
 	opsPerSec   atomic.Int64 // commands in the last second
 }
 
