@@ -557,3 +557,26 @@ func TestConnectionPathsKeepOrder(t *testing.T) {
 		}
 	}
 }
+
+// A malformed request after a batch that runs off the event loop is
+// answered after that batch's replies, then the connection closes.
+func TestProtocolErrorAfterRunnerBatch(t *testing.T) {
+	_, nodes := cluster2(t, nil)
+	c := dial(t, nodes[0].Addr())
+	_ = c.c.c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.c.c.Write([]byte("*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$1\r\nx\r\n*1\r\n$-5\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range []string{"+PONG", "$1\r\nx", "-ERR Protocol error: invalid bulk length"} {
+		raw, err := readReply(c.c.br, nil)
+		if err != nil {
+			t.Fatalf("reply %d: %v", i, err)
+		}
+		if got := strings.TrimSuffix(string(raw), "\r\n"); got != w {
+			t.Fatalf("reply %d = %q, want %q", i, got, w)
+		}
+	}
+	if _, err := readReply(c.c.br, nil); err == nil {
+		t.Fatal("connection still open after the protocol error")
+	}
+}

@@ -106,6 +106,12 @@ func (dc *dsConn) process() {
 			}
 		}
 		if err != nil {
+			if dc.busy {
+				// The batch before the bad request runs off the loop:
+				// its replies go first. Parsing stops at the same
+				// error again once it is back.
+				return
+			}
 			if !dc.s.closing.Load() {
 				dc.deliver(&batchOut{out: resp.AppendError(nil, "ERR "+err.Error()), ps: []pending{{end: -1}}, quit: true, start: time.Now()})
 			}
