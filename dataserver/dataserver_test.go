@@ -14,7 +14,6 @@ import (
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/testutil"
 	"github.com/tairkv/tair/internal/wire"
-	"github.com/tairkv/tair/resp"
 )
 
 const q = 16
@@ -534,15 +533,7 @@ func TestConnectionPathsKeepOrder(t *testing.T) {
 	want := []string{"+OK", "$1\r\n1", "+PONG", "+OK", "$1\r\n2", "$1\r\n2", "+OK", "$1\r\ne", "$1\r\n3", ":4", "$1\r\n4"}
 	_ = c.c.c.SetDeadline(time.Now().Add(10 * time.Second))
 	for _, b := range batches {
-		var buf []byte
-		for _, a := range b {
-			bs := make([][]byte, len(a))
-			for i, s := range a {
-				bs[i] = []byte(s)
-			}
-			buf = resp.AppendCommand(buf, bs...)
-		}
-		if _, err := c.c.c.Write(buf); err != nil {
+		if _, err := c.c.c.Write(encodeCommands(b)); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(2 * time.Millisecond) // a read of its own at the node

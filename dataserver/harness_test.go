@@ -273,9 +273,8 @@ func (c *client) doErr(args ...string) (string, error) {
 	return strings.TrimSuffix(string(raw), "\r\n"), nil
 }
 
-// pipeline sends many commands at once and returns their replies.
-func (c *client) pipeline(cmds [][]string) []string {
-	c.t.Helper()
+// encodeCommands is cmds as RESP arrays, back to back.
+func encodeCommands(cmds [][]string) []byte {
 	var buf []byte
 	for _, a := range cmds {
 		bs := make([][]byte, len(a))
@@ -284,6 +283,13 @@ func (c *client) pipeline(cmds [][]string) []string {
 		}
 		buf = resp.AppendCommand(buf, bs...)
 	}
+	return buf
+}
+
+// pipeline sends many commands at once and returns their replies.
+func (c *client) pipeline(cmds [][]string) []string {
+	c.t.Helper()
+	buf := encodeCommands(cmds)
 	_ = c.c.c.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := c.c.bw.Write(buf); err != nil {
 		c.t.Fatal(err)
