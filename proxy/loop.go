@@ -45,15 +45,16 @@ type frontEnd struct {
 
 // loopState is what one event loop owns; only that loop touches it.
 type loopState struct {
-	fe       *frontEnd
-	el       gnet.EventLoop
-	backends map[*node]*loopBackend
-	dialFail map[*node]time.Time
-	sessions map[*session]struct{}
-	dirty    []*loopBackend // backends with requests to write
-	written  []*session     // sessions with replies to write
-	flushing bool           // a flush task is queued
-	free     []*request
+	fe        *frontEnd
+	el        gnet.EventLoop
+	backends  map[*node]*loopBackend
+	dialFail  map[*node]time.Time
+	sessions  map[*session]struct{}
+	dirty     []*loopBackend // backends with requests to write
+	written   []*session     // sessions with replies to write
+	flushing  bool           // a flush task is queued
+	flushTask gnet.Runnable  // runs flush (built once: one per round)
+	free      []*request
 }
 
 // loopOf returns the state of c's event loop.
@@ -137,7 +138,13 @@ func (ls *loopState) scheduleFlush() {
 		return
 	}
 	ls.flushing = true
-	if !ls.post(ls.flush) {
+	if ls.flushTask == nil {
+		ls.flushTask = gnet.RunnableFunc(func(context.Context) error {
+			ls.flush()
+			return nil
+		})
+	}
+	if ls.el.Execute(context.Background(), ls.flushTask) != nil {
 		ls.flushing = false
 	}
 }
