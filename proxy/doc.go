@@ -51,8 +51,8 @@
 //
 // Client connections are served on event loops (loop.go; EventLoops,
 // default GOMAXPROCS). A loop parses what a client sent and forwards each
-// plain keyed command of one bucket (authenticated, outside MULTI, no
-// hot-key cache) itself, on the loop's own pipelined connection to the
+// plain keyed command of one bucket (authenticated, outside MULTI)
+// itself (or answers a GET from the hot-key cache), on the loop's own pipelined connection to the
 // bucket's node, written once per loop round for every client served in
 // it; replies come back on the same loop and are written in the client's
 // order. Everything else goes, in a batch with the commands after it, to

@@ -293,6 +293,13 @@ func (ss *session) process() {
 		cmds, err := ss.rd.Parse(1)
 		if len(cmds) == 1 {
 			if ss.tryFast(cmds[0].Args) {
+				if ss.localDone {
+					// Answered from the hot-key cache: out at the end of
+					// the round, behind what came before it.
+					ss.localDone = false
+					ss.release()
+					ss.ls.scheduleFlush()
+				}
 				continue
 			}
 			ss.collectSlow(cmds[0].Args)
@@ -457,7 +464,7 @@ func (ss *session) closedByLoop() {
 // command to the goroutine, which also answers every error.
 func (ss *session) tryFast(args [][]byte) bool {
 	s := ss.srv
-	if !ss.authed || ss.tx.active || s.hotCache != nil {
+	if !ss.authed || ss.tx.active {
 		return false
 	}
 	ent := s.lookup(args[0])
@@ -502,11 +509,25 @@ func (ss *session) tryFast(args [][]byte) bool {
 	r.bucket, r.write, r.slaveOK = b, write, slaveOK
 	r.area, r.proto = ss.area, ss.proto
 	r.start = ss.now
+	ss.fifo = append(ss.fifo, r)
+	ss.inflight++
+	if c := s.hotCache; c != nil {
+		// As route does: a write drops its keys from the cache (account
+		// drops them again once answered), a GET of a cached hot key is
+		// answered here, one of an uncached hot key fills the cache.
+		if write {
+			for _, k := range keys {
+				c.Invalidate(uint16(r.area), r.args[k])
+			}
+		} else if spec.Name == "get" && ss.hotRead(c, r, r.args[1]) {
+			r.done = true
+			ss.localDone = true
+			return true
+		}
+	}
 	r.node, r.sentVer = n, rt.t.Version
 	r.written = true // on a loop connection from now on
 	lb.send(r, rt, slave)
-	ss.fifo = append(ss.fifo, r)
-	ss.inflight++
 	return true
 }
 
@@ -582,6 +603,19 @@ func (ss *session) retryOffLoop(r *request) {
 // deliver appends the replies now complete at the head of the client's
 // order to its output, and resumes reading its commands.
 func (ss *session) deliver() {
+	ss.release()
+	if ss.inflight == 0 && ss.stash != nil {
+		// The batch waits for what came before it: write that first.
+		ss.ls.flushSessions()
+		ss.runStash()
+		return
+	}
+	ss.process()
+}
+
+// release moves the replies complete at the head of the client's order
+// to its output.
+func (ss *session) release() {
 	for ss.head < len(ss.fifo) && ss.fifo[ss.head].done {
 		r := ss.fifo[ss.head]
 		ss.fifo[ss.head] = nil
@@ -604,13 +638,6 @@ func (ss *session) deliver() {
 		ss.dirty = true
 		ss.ls.written = append(ss.ls.written, ss)
 	}
-	if ss.inflight == 0 && ss.stash != nil {
-		// The batch waits for what came before it: write that first.
-		ss.ls.flushSessions()
-		ss.runStash()
-		return
-	}
-	ss.process()
 }
 
 // releaseDone returns the completed requests of a closed session.

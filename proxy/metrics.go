@@ -112,7 +112,7 @@ func newMetrics(s *Server) *metrics {
 	empty := map[string]*cmdStat{}
 	m.stats.Store(&empty)
 	loopFwd := prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "tair_proxy_loop_forwarded_total", Help: "Commands an event loop forwarded itself (the fast path).",
+		Name: "tair_proxy_loop_forwarded_total", Help: "Commands an event loop handled itself (the fast path): forwarded on its own dataserver connections, or answered from the hot-key cache.",
 	}, func() float64 { return float64(s.stats.loopFwd.Load()) })
 	batches := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "tair_proxy_session_batches_total", Help: "Batches of commands run by session goroutines (everything the loops do not forward).",

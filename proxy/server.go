@@ -83,7 +83,7 @@ type serverStats struct {
 	retries     atomic.Int64
 	blocked     atomic.Int64 // clients in a blocking pop
 	resplits    atomic.Int64 // read parts split again per bucket
-	loopFwd     atomic.Int64 // commands forwarded by an event loop itself
+	loopFwd     atomic.Int64 // commands an event loop handled itself (forwarded, or from the hot-key cache)
 	batches     atomic.Int64 // batches run by session goroutines
 	loopConns   atomic.Int64 // event loops' open dataserver connections
 	opsPerSec   atomic.Int64 // commands in the last second

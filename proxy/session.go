@@ -79,6 +79,7 @@ type session struct {
 	stash     *slowBatch // a batch waiting for inflight to drop to 0
 	overSince time.Time  // when pending output went over the limit
 	closing   bool       // closed or closing: handle nothing more
+	localDone bool       // tryFast answered from the hot-key cache
 	work      chan *slowBatch
 
 	closed atomic.Bool // the connection is closed (read off the loop)
