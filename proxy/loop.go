@@ -662,6 +662,7 @@ type loopBackend struct {
 	out    []byte
 	flight []*request
 	head   int
+	sent   int // flight[:sent] went to the socket; the rest is in out
 	need   int // bytes the partial reply at the head needs at least
 	dirty  bool
 	dead   bool
@@ -736,6 +737,7 @@ func (lb *loopBackend) write() {
 		return
 	}
 	_, _ = lb.c.Write(lb.out)
+	lb.sent = len(lb.flight)
 	if cap(lb.out) > 1<<20 {
 		lb.out = nil
 	} else {
@@ -777,7 +779,7 @@ func (lb *loopBackend) onTraffic() {
 	}
 	_, _ = lb.c.Discard(off)
 	if lb.head == len(lb.flight) {
-		lb.flight, lb.head = lb.flight[:0], 0
+		lb.flight, lb.head, lb.sent = lb.flight[:0], 0, 0
 	}
 	lb.ls.flushSessions()
 }
@@ -799,9 +801,10 @@ func (lb *loopBackend) closed(err error) {
 	lb.fail(fmt.Errorf("%w: %s: %v", errBackendClosed, lb.n.addr, err), true)
 }
 
-// fail ends the connection: every request in flight fails with err
-// (written: it may have reached the dataserver) and the next request
-// for the node connects again.
+// fail ends the connection: every request in flight fails with err and
+// the next request for the node connects again. Requests handed to the
+// socket may have reached the dataserver when written is set; those
+// still in out never did (classify retries them whatever they are).
 func (lb *loopBackend) fail(err error, written bool) {
 	if lb.dead {
 		return
@@ -814,10 +817,10 @@ func (lb *loopBackend) fail(err error, written bool) {
 		_ = lb.c.Close()
 	}
 	lb.out = nil
-	rs := lb.flight[lb.head:]
-	lb.flight, lb.head = nil, 0
-	for _, r := range rs {
-		r.err, r.written = err, written
+	rs, sent := lb.flight[lb.head:], lb.sent-lb.head
+	lb.flight, lb.head, lb.sent = nil, 0, 0
+	for i, r := range rs {
+		r.err, r.written = err, written && i < sent
 		r.reply = r.reply[:0]
 		r.ss.onReply(r)
 	}
