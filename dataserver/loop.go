@@ -40,8 +40,11 @@ import (
 const maxQueued = 64
 
 // maxPendingOutput closes a connection whose peer does not read its
-// replies.
-const maxPendingOutput = 256 << 20
+// replies; maxUnread one whose received requests pile up unrun.
+const (
+	maxPendingOutput = 256 << 20
+	maxUnread        = 4 << 30 // above a migration batch of 2048 1 MiB values
+)
 
 type frontEnd struct {
 	gnet.BuiltinEventEngine
@@ -89,6 +92,14 @@ func (fe *frontEnd) OnTraffic(c gnet.Conn) gnet.Action {
 		return gnet.None
 	}
 	dc.rd.Feed(data)
+	if (dc.busy || dc.queued >= maxQueued) && dc.rd.Buffered() > maxUnread {
+		// A peer that keeps sending while its batches wait (the loop
+		// reads on, where a goroutine per connection let TCP push back).
+		dc.s.log.Warn("closing a connection whose unread requests are over the limit", "peer", c.RemoteAddr().String(), "bytes", dc.rd.Buffered())
+		dc.closing = true
+		_ = c.Close()
+		return gnet.None
+	}
 	dc.process()
 	return gnet.None
 }
