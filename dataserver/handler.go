@@ -60,22 +60,6 @@ const maxBatch = 4096
 // batchPool recycles batches (their reply buffers and pending slices).
 var batchPool = sync.Pool{New: func() any { return new(batchOut) }}
 
-// ownArgs copies args into memory of their own (one allocation for the
-// bytes, one for the slice headers).
-func ownArgs(args [][]byte) [][]byte {
-	n := 0
-	for _, a := range args {
-		n += len(a)
-	}
-	buf := make([]byte, 0, n)
-	out := make([][]byte, len(args))
-	for i, a := range args {
-		buf = append(buf, a...)
-		out[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
-	}
-	return out
-}
-
 // isEnvelope reports whether a command is a proxy's TAIR.X, TAIR.XR or
 // TAIR.XF.
 func isEnvelope(name []byte) bool {
@@ -112,7 +96,7 @@ func (s *Server) runBatch(cmds []resp.Command, owned bool) *batchOut {
 	for i, c := range cmds {
 		args := c.Args
 		if !owned && !isEnvelope(args[0]) {
-			args = ownArgs(args)
+			args = resp.CloneArgs(args)
 		}
 		b.ps[i].start = len(b.out)
 		b.out = s.handle(b.out, args, &b.ps[i])

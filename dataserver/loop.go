@@ -137,7 +137,11 @@ func (dc *dsConn) process() {
 // onLoop reports whether a batch may run on the loop: it cannot wait.
 func (dc *dsConn) onLoop(cmds []resp.Command) bool {
 	s := dc.s
-	return !s.writesWait && allEnvelopes(cmds) && time.Now().UnixNano() >= s.forwardUntil.Load()
+	if s.writesWait || !allEnvelopes(cmds) {
+		return false
+	}
+	until := s.forwardUntil.Load() // 0 until a bucket first moves away
+	return until == 0 || time.Now().UnixNano() >= until
 }
 
 func allEnvelopes(cmds []resp.Command) bool {
@@ -153,7 +157,7 @@ func allEnvelopes(cmds []resp.Command) bool {
 func (dc *dsConn) runOffLoop(cmds []resp.Command) {
 	own := make([]resp.Command, len(cmds))
 	for i := range cmds {
-		own[i].Args = ownArgs(cmds[i].Args)
+		own[i].Args = resp.CloneArgs(cmds[i].Args)
 	}
 	if dc.runner == nil {
 		dc.runner = make(chan []resp.Command, 1)

@@ -56,8 +56,8 @@ type Config struct {
 	// being read, and closes it once its pending output is over this
 	// limit for longer than WriteTimeout.
 	MaxOutputBuffer int64
-	// WriteTimeout closes a client that accepts no reply bytes for that
-	// long (default 30 s).
+	// WriteTimeout closes a client whose pending output stays over
+	// MaxOutputBuffer for that long (default 30 s).
 	WriteTimeout time.Duration
 	// RetryBudget bounds the time spent retrying one command (NOTMASTER,
 	// TRYAGAIN, lost connections; default 5 s: the configserver's failure

@@ -222,7 +222,7 @@ func (ss *session) prepare(r *request, args [][]byte) {
 		r.setError("NOAUTH Authentication required.")
 		return
 	}
-	if !spec.ArityOK(len(args)) || spec.Step > 1 && spec.LastKey == -1 && spec.KeysFunc == nil && (len(args)-spec.FirstKey)%spec.Step != 0 {
+	if !argsFit(spec, len(args)) {
 		if ss.tx.active {
 			ss.tx.dirty = true
 		}
@@ -258,6 +258,24 @@ func (ss *session) prepare(r *request, args [][]byte) {
 	ss.route(r, keys)
 }
 
+// argsFit reports whether n arguments suit spec: its arity, and whole
+// key/value groups for commands of repeated groups (MSET).
+func argsFit(spec *command.Spec, n int) bool {
+	return spec.ArityOK(n) && (spec.Step <= 1 || spec.LastKey != -1 || spec.KeysFunc != nil || (n-spec.FirstKey)%spec.Step == 0)
+}
+
+// keysBucket is the bucket of the first key of args (keys: their
+// indexes) and whether every key is in it.
+func keysBucket(args [][]byte, keys []int, q uint32) (uint32, bool) {
+	b := route.BucketOf(args[keys[0]], q)
+	for _, k := range keys[1:] {
+		if route.BucketOf(args[k], q) != b {
+			return b, false
+		}
+	}
+	return b, true
+}
+
 // route picks the bucket of a keyed command and sends it; multi-key
 // commands over several buckets are split or refused.
 func (ss *session) route(r *request, keys []int) {
@@ -267,14 +285,7 @@ func (ss *session) route(r *request, keys []int) {
 		q = rt.t.Buckets
 	}
 	args := r.args
-	b := route.BucketOf(args[keys[0]], q)
-	same := true
-	for _, k := range keys[1:] {
-		if route.BucketOf(args[k], q) != b {
-			same = false
-			break
-		}
-	}
+	b, same := keysBucket(args, keys, q)
 	// One access in hotSample feeds the hot-key detector, weighted, so
 	// its lock stays off the common path.
 	if ss.hotTick++; ss.hotTick%hotSample == 0 {
@@ -318,18 +329,7 @@ func (ss *session) send(r *request) {
 		r.fail(errNoTable)
 		return
 	}
-	copies := rt.copies[r.bucket%uint32(len(rt.copies))]
-	var n *node
-	slave := false
-	if len(copies) > 0 {
-		n = copies[0]
-		if r.slaveOK && ss.srv.cfg.ReadFromSlave && len(copies) > 1 {
-			i := ss.id % int64(len(copies))
-			if c := copies[i]; c != nil {
-				n, slave = c, i > 0
-			}
-		}
-	}
+	n, slave := pickNode(rt, r.bucket, r.slaveOK && ss.srv.cfg.ReadFromSlave, ss.id)
 	if n == nil {
 		r.fail(errNoMaster)
 		return

@@ -13,7 +13,6 @@ import (
 
 	"github.com/tairkv/tair/internal/command"
 	"github.com/tairkv/tair/internal/gnetx"
-	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
 
@@ -284,7 +283,7 @@ func (ss *session) onTraffic() {
 // its forwarded commands fill the window.
 func (ss *session) process() {
 	for !ss.slowBusy && !ss.closing && ss.stash == nil && ss.overSince.IsZero() {
-		if ss.inflight >= ss.fastWindow() {
+		if ss.inflight >= ss.window() {
 			return // deliver resumes
 		}
 		if l := ss.limits.Swap(nil); l != nil {
@@ -312,39 +311,16 @@ func (ss *session) process() {
 	}
 }
 
-// fastWindow bounds the forwarded commands a client has in flight: it
-// starts at ss.win (16), doubles with every window of small replies
-// delivered, up to MaxPipeline, and shrinks as the replies it sees
-// grow, so a client that does not read holds about MaxOutputBuffer of
-// replies.
-func (ss *session) fastWindow() int {
-	avg := max(ss.avgReply, 64)
-	w := ss.srv.dyn.maxOutput.Load() / (2 * avg)
-	return int(min(max(w, 1), int64(ss.win)))
-}
-
 // slowBatch is commands for the session goroutine, copied out of the
 // read buffer.
 type slowBatch struct {
 	cmds     []resp.Command
-	buf      []byte
 	protoErr string
 	start    time.Time
 }
 
 func (b *slowBatch) add(args [][]byte) {
-	n := 0
-	for _, a := range args {
-		n += len(a)
-	}
-	buf := make([]byte, 0, n)
-	own := make([][]byte, 0, len(args))
-	for _, a := range args {
-		start := len(buf)
-		buf = append(buf, a...)
-		own = append(own, buf[start:len(buf):len(buf)])
-	}
-	b.cmds = append(b.cmds, resp.Command{Args: own})
+	b.cmds = append(b.cmds, resp.Command{Args: resp.CloneArgs(args)})
 }
 
 // collectSlow starts a batch with args and the commands received after
@@ -359,7 +335,7 @@ func (ss *session) collectSlow(args [][]byte) {
 			continue
 		}
 		if err != nil {
-			b.protoErr = protoErrorText(err)
+			b.protoErr = "ERR " + err.Error()
 		}
 		break
 	}
@@ -370,17 +346,9 @@ func (ss *session) collectSlow(args [][]byte) {
 // protoError answers a malformed request (after the replies before it)
 // and closes the connection, as Redis does.
 func (ss *session) protoError(err error) {
-	ss.stash = &slowBatch{protoErr: protoErrorText(err), start: ss.now}
+	ss.stash = &slowBatch{protoErr: "ERR " + err.Error(), start: ss.now}
 	ss.srv.log.Debug("client protocol error", "client", ss.addr, "err", err)
 	ss.runStash()
-}
-
-func protoErrorText(err error) string {
-	var pe *resp.ProtocolError
-	if errors.As(err, &pe) {
-		return "ERR " + pe.Error()
-	}
-	return "ERR " + err.Error()
 }
 
 // runStash hands the stashed batch to the session goroutine once no
@@ -392,7 +360,6 @@ func (ss *session) runStash() {
 	b := ss.stash
 	ss.stash = nil
 	ss.slowBusy = true
-	ss.busy.Store(true)
 	ss.srv.stats.batches.Add(1)
 	if ss.work == nil {
 		ss.work = make(chan *slowBatch, 1)
@@ -411,7 +378,6 @@ func (ss *session) slowDone(out []byte, quit bool) {
 		ss.writeClient(out)
 	}
 	ss.slowBusy = false
-	ss.busy.Store(false)
 	if quit {
 		ss.close()
 		return
@@ -450,18 +416,14 @@ func (ss *session) closedByLoop() {
 	}
 	ss.srv.forget(ss)
 	// Forwarded requests still in flight are released as they complete.
-	for ss.head < len(ss.fifo) && ss.fifo[ss.head].done {
-		ss.ls.put(ss.fifo[ss.head])
-		ss.fifo[ss.head] = nil
-		ss.head++
-	}
+	ss.releaseDone()
 }
 
 // tryFast forwards args on the loop when nothing about it needs the
 // session goroutine: an authenticated client outside MULTI, a keyed
-// data command of the right arity whose keys are all in one bucket,
-// a table with a master for it, no hot-key cache. False leaves the
-// command to the goroutine, which also answers every error.
+// data command of the right arity whose keys are all in one bucket, a
+// table with a master for it. False leaves the command to the
+// goroutine, which also answers every error.
 func (ss *session) tryFast(args [][]byte) bool {
 	s := ss.srv
 	if !ss.authed || ss.tx.active {
@@ -469,8 +431,7 @@ func (ss *session) tryFast(args [][]byte) bool {
 	}
 	ent := s.lookup(args[0])
 	spec := ent.spec
-	if spec == nil || ent.h != nil || spec.Has(command.Blocking) || !spec.ArityOK(len(args)) ||
-		spec.Step > 1 && spec.LastKey == -1 && spec.KeysFunc == nil && (len(args)-spec.FirstKey)%spec.Step != 0 {
+	if spec == nil || ent.h != nil || spec.Has(command.Blocking) || !argsFit(spec, len(args)) {
 		return false
 	}
 	rt := s.r.load()
@@ -482,11 +443,9 @@ func (ss *session) tryFast(args [][]byte) bool {
 	if len(keys) == 0 {
 		return false
 	}
-	b := route.BucketOf(args[keys[0]], rt.t.Buckets)
-	for _, k := range keys[1:] {
-		if route.BucketOf(args[k], rt.t.Buckets) != b {
-			return false
-		}
+	b, same := keysBucket(args, keys, rt.t.Buckets)
+	if !same {
+		return false
 	}
 	write := spec.Has(command.Write)
 	slaveOK := !write && spec.Has(command.ReadOnly)
@@ -531,39 +490,10 @@ func (ss *session) tryFast(args [][]byte) bool {
 	return true
 }
 
-// pickNode is the node a request for bucket b goes to: the master, or
-// with slave reads a copy chosen by the client's id.
-func pickNode(rt *routing, b uint32, slaveRead bool, id int64) (*node, bool) {
-	copies := rt.copies[b%uint32(len(rt.copies))]
-	if len(copies) == 0 {
-		return nil, false
-	}
-	if slaveRead && len(copies) > 1 {
-		i := id % int64(len(copies))
-		if c := copies[i]; c != nil {
-			return c, i > 0
-		}
-	}
-	return copies[0], false
-}
-
 // copyArgs keeps a copy of args in r (the read buffer is reused).
 func (r *request) copyArgs(args [][]byte) {
-	n := 0
-	for _, a := range args {
-		n += len(a)
-	}
-	buf := r.argBuf[:0]
-	if cap(buf) < n {
-		buf = make([]byte, 0, n)
-	}
-	own := r.own[:0]
-	for _, a := range args {
-		start := len(buf)
-		buf = append(buf, a...)
-		own = append(own, buf[start:len(buf):len(buf)])
-	}
-	r.argBuf, r.own, r.args = buf, own, own
+	r.argBuf, r.own = resp.CopyArgs(r.argBuf, r.own, args)
+	r.args = r.own
 }
 
 // onReply takes a forwarded request's reply (or failure) on the loop.

@@ -31,6 +31,22 @@ func (rt *routing) master(b uint32) *node {
 	return rt.copies[b][0]
 }
 
+// pickNode is the node a request for bucket b goes to: the master, or
+// with slave reads a copy chosen by the client's id.
+func pickNode(rt *routing, b uint32, slaveRead bool, id int64) (*node, bool) {
+	copies := rt.copies[b%uint32(len(rt.copies))]
+	if len(copies) == 0 {
+		return nil, false
+	}
+	if slaveRead && len(copies) > 1 {
+		i := id % int64(len(copies))
+		if c := copies[i]; c != nil {
+			return c, i > 0
+		}
+	}
+	return copies[0], false
+}
+
 // router holds the current routing and keeps it fresh from the
 // configservers. When they are down it keeps serving the cached table.
 type router struct {

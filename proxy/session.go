@@ -83,7 +83,6 @@ type session struct {
 	work      chan *slowBatch
 
 	closed atomic.Bool // the connection is closed (read off the loop)
-	busy   atomic.Bool // the goroutine runs a batch (read off the loop)
 }
 
 func newSession(s *Server, c gnet.Conn, ls *loopState) *session {

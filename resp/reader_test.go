@@ -258,3 +258,22 @@ func FuzzRESPReader(f *testing.F) {
 		}
 	})
 }
+
+// CopyArgs copies into one block, reusing a large enough buffer; the
+// copies do not alias the source or each other.
+func TestCopyArgs(t *testing.T) {
+	src := [][]byte{[]byte("SET"), []byte("k"), []byte("value")}
+	buf := make([]byte, 0, 64)
+	got, heads := CopyArgs(buf, nil, src)
+	if &got[:1][0] != &buf[:1][0] || len(got) != 9 || len(heads) != 3 {
+		t.Fatalf("buffer not reused or wrong size: len %d, %d heads", len(got), len(heads))
+	}
+	src[1][0] = 'x'
+	heads[0] = append(heads[0], '!') // capped: must not overwrite heads[1]
+	if string(heads[1]) != "k" || string(heads[2]) != "value" {
+		t.Fatalf("copies alias: %q %q", heads[1], heads[2])
+	}
+	if c := CloneArgs(src); string(c[1]) != "x" || len(c) != 3 {
+		t.Fatalf("CloneArgs = %q", c)
+	}
+}

@@ -324,6 +324,34 @@ func (r *RequestReader) parseInline(b []byte) (bool, error) {
 	return true, nil
 }
 
+// CopyArgs copies args into one block of bytes, reusing buf and heads
+// when they are large enough, and returns both: heads[i] is the copy of
+// args[i] (capped, so appending to one never overwrites the next).
+func CopyArgs(buf []byte, heads [][]byte, args [][]byte) ([]byte, [][]byte) {
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	if cap(buf) < n {
+		buf = make([]byte, 0, n)
+	}
+	buf, heads = buf[:0], heads[:0]
+	for _, a := range args {
+		start := len(buf)
+		buf = append(buf, a...)
+		heads = append(heads, buf[start:len(buf):len(buf)])
+	}
+	return buf, heads
+}
+
+// CloneArgs is a copy of args in memory of its own (one allocation for
+// the bytes, one for the slice headers), for commands that outlive the
+// reader's buffer.
+func CloneArgs(args [][]byte) [][]byte {
+	_, heads := CopyArgs(nil, make([][]byte, 0, len(args)), args)
+	return heads
+}
+
 var errQuotes = errors.New("resp: unbalanced quotes")
 
 // SplitArgs splits an inline command line like Redis's sdssplitargs:
