@@ -359,3 +359,48 @@ func TestMasterSwapsUnderWrites(t *testing.T) {
 		}, "copies of counter %d differ", w)
 	}
 }
+
+// MigrateBytesPerSec bounds a move's copy: a bucket of over 10,000
+// bytes of records moved at 20 KiB/s takes about half a second at
+// least, however few and large the batches (a migration's first batch
+// is 64 records; this bucket is two batches, and the last one counts
+// too).
+func TestMigrationRateCap(t *testing.T) {
+	cs := newFakeCS(t)
+	var nodes []*Server
+	for i := 0; i < 3; i++ {
+		c := testConfig(cs.addr())
+		c.MigrateBatchMax = 2048
+		c.MigrateBytesPerSec = 20 << 10
+		nodes = append(nodes, startNode(t, c))
+	}
+	addrs := []string{nodes[0].Addr(), nodes[1].Addr(), nodes[2].Addr()}
+	cs.setTable(ringTable(1, q, 2, addrs[0], addrs[1]))
+	waitVersion(t, 1, nodes...)
+	const bucket = 0 // master A, slave B
+	value := strings.Repeat("v", 100)
+	var pre [][]string
+	for i := 0; i < 100; i++ {
+		pre = append(pre, x(1, "SET", keyIn("cap", bucket, q, i), value))
+	}
+	for i, r := range dial(t, addrs[0]).pipeline(pre) {
+		if r != "+OK" {
+			t.Fatalf("preload %d: %q", i, r)
+		}
+	}
+	cs.autoSwitch.Store(true)
+	t2 := cs.getTable().Clone()
+	t2.Version = 2
+	t2.Migrating = []route.Move{{Bucket: bucket, From: addrs[1], To: addrs[2]}}
+	start := time.Now()
+	cs.setTable(t2)
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		return len(cs.getTable().Migrating) == 0
+	}, "the move did not complete")
+	took := time.Since(start)
+	// 100 records of 100-byte values (and their keys): over 10,000 bytes.
+	if min := 10000 * time.Second / (20 << 10); took < min {
+		t.Fatalf("the move took %v, under the cap's %v", took, min)
+	}
+	t.Logf("the move took %v", took)
+}

@@ -417,11 +417,19 @@ func (st *stream) runConn(c *peerConn) error {
 			}
 		}
 		buf = st.encodeBatch(buf[:0], batch)
-		records := 0 // snapshot bytes: what the migration rate cap counts
+		snapshotBytes := 0 // what the migration rate cap counts
 		for _, e := range batch {
 			if e.kind == kindRecord {
-				records += len(e.payload)
+				snapshotBytes += len(e.payload)
 			}
+		}
+		if r := st.s.cfg.MigrateBytesPerSec; st.mig && r > 0 && snapshotBytes > 0 {
+			// Only the snapshot is capped: the writes logged since must
+			// flow, or the copy would never catch up. Charged before the
+			// batch goes, so the last batch counts too (charged after,
+			// a copy of a few growing batches ran at about twice the
+			// cap).
+			time.Sleep(time.Duration(int64(snapshotBytes) * int64(time.Second) / r))
 		}
 		f := inflight{last: batch[len(batch)-1].seq, at: time.Now(), size: len(buf)}
 		// Reserve a flight slot first (bounded pipeline).
@@ -442,13 +450,8 @@ func (st *stream) runConn(c *peerConn) error {
 		sent = f.last
 		st.sentBytes.Add(int64(len(buf)))
 		if st.mig {
-			if p := time.Duration(st.pause.Load()); p > 0 && records > 0 {
+			if p := time.Duration(st.pause.Load()); p > 0 && snapshotBytes > 0 {
 				time.Sleep(p)
-			}
-			if r := st.s.cfg.MigrateBytesPerSec; r > 0 && records > 0 {
-				// Only the snapshot is capped: the writes logged since
-				// must flow, or the copy would never catch up.
-				time.Sleep(time.Duration(int64(records) * int64(time.Second) / r))
 			}
 		}
 	}
