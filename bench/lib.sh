@@ -27,21 +27,23 @@ wait_ping() {
 # start_tair_split PORT: a configserver, one dataserver (rdb) and a proxy on
 # PORT as separate processes, as they are deployed (copy count 1). Each
 # dataserver and proxy process gets GOMAXPROCS=$TAIR_GOMAXPROCS (default 1:
-# the thread budget of twemproxy and redis-server, one each, on a machine
-# whose cores they share with redis-benchmark; empty: Go's default, every
-# core). The proxy's /debug/pprof is on PORT+2000.
+# one event loop, the thread budget of twemproxy and redis-server, one
+# each, on a machine whose cores they share with redis-benchmark; empty:
+# Go's default, every core) and --event-loops $TAIR_EVENT_LOOPS when set.
+# The binary adds one P for the Go runtime beside its loops
+# (internal/gnetx reserve). The proxy's /debug/pprof is on PORT+2000.
 start_tair_split() {
   local port=$1 cs cshttp ds dshttp
   cs=$(free_port); cshttp=$(free_port); ds=$(free_port); dshttp=$(free_port)
-  local gmp=${TAIR_GOMAXPROCS-1}
+  local gmp=${TAIR_GOMAXPROCS-1} loops=${TAIR_EVENT_LOOPS:-}
   "$BIN" configserver --listen "127.0.0.1:$cs" --http "127.0.0.1:$cshttp" --copies 1 \
     --log-level warn >"$TMP/configserver-$port.log" 2>&1 &
   PIDS+=($!)
   env ${gmp:+GOMAXPROCS=$gmp} "$BIN" dataserver --configserver "127.0.0.1:$cs" \
-    --listen "127.0.0.1:$ds" --http "127.0.0.1:$dshttp" --log-level warn >"$TMP/dataserver-$port.log" 2>&1 &
+    --listen "127.0.0.1:$ds" --http "127.0.0.1:$dshttp" ${loops:+--event-loops $loops} --log-level warn >"$TMP/dataserver-$port.log" 2>&1 &
   PIDS+=($!)
   env ${gmp:+GOMAXPROCS=$gmp} "$BIN" proxy --configserver "127.0.0.1:$cs" \
-    --listen "127.0.0.1:$port" --http "127.0.0.1:$((port + 2000))" --log-level warn >"$TMP/proxy-$port.log" 2>&1 &
+    --listen "127.0.0.1:$port" --http "127.0.0.1:$((port + 2000))" ${loops:+--event-loops $loops} --log-level warn >"$TMP/proxy-$port.log" 2>&1 &
   PIDS+=($!)
   # Ready when a write goes through (the proxy has a table naming the
   # dataserver).

@@ -102,7 +102,7 @@ func configserverCmd() *cobra.Command {
 func dataserverFlags(cmd *cobra.Command) {
 	d := dataserver.DefaultConfig()
 	f := cmd.Flags()
-	f.Int("event-loops", 0, "event loops serving connections (0 = GOMAXPROCS)")
+	f.Int("event-loops", 0, "event loops serving connections (0 = GOMAXPROCS; the process keeps one P more than its loops)")
 	f.String("listen", "127.0.0.1:5191", "RESP address; also this node's identity in the table")
 	f.String("http", "127.0.0.1:8191", "address of /metrics, /healthz and /status")
 	f.StringSlice("configserver", []string{"127.0.0.1:5198"}, "configserver addresses host:port,...")
@@ -171,7 +171,7 @@ func proxyFlags(cmd *cobra.Command) {
 	f.Duration("retry-budget", d.RetryBudget, "how long the proxy retries NOTMASTER/TRYAGAIN/lost connections for one request")
 	f.Duration("request-timeout", d.RequestTimeout, "how long the proxy waits for a dataserver's reply before it answers -TIMEOUT")
 	f.Int("backend-conns", d.BackendConns, "pipelined connections per dataserver")
-	f.Int("event-loops", 0, "event loops serving clients (0 = GOMAXPROCS)")
+	f.Int("event-loops", 0, "event loops serving clients (0 = GOMAXPROCS; the process keeps one P more than its loops)")
 	f.Duration("hot-cache-ttl", 0, "serve GETs of hot keys from a proxy-local cache whose entries live this long (writes through other proxies are seen within it); 0 = off")
 	f.Int("hot-cache-keys", d.HotCacheKeys, "most keys in the hot-key cache")
 	f.Int("hot-cache-bytes", d.HotCacheBytes, "most bytes in the hot-key cache")

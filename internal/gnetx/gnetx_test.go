@@ -3,6 +3,7 @@ package gnetx
 import (
 	"log/slog"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -58,5 +59,48 @@ func TestStartAddrStop(t *testing.T) {
 	}
 	if err := again.Stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Loops that fill every P get one P more while they run (see reserve),
+// never more than one, and GOMAXPROCS goes back when they stop.
+func TestSparePWhileLoopsRun(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	log := slog.New(slog.DiscardHandler)
+	h := &gnet.BuiltinEventEngine{}
+	one, err := Start(h, "127.0.0.1:0", 1, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runtime.GOMAXPROCS(0); got != 2 {
+		t.Fatalf("one loop of two Ps: GOMAXPROCS = %d, want 2", got)
+	}
+	two, err := Start(h, "127.0.0.1:0", 1, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runtime.GOMAXPROCS(0); got != 3 {
+		t.Fatalf("two loops of two Ps: GOMAXPROCS = %d, want 3", got)
+	}
+	three, err := Start(h, "127.0.0.1:0", 4, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runtime.GOMAXPROCS(0); got != 3 {
+		t.Fatalf("six loops of two Ps: GOMAXPROCS = %d, want 3 (one spare at most)", got)
+	}
+	for _, e := range []*Engine{three, two} {
+		if err := e.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := runtime.GOMAXPROCS(0); got != 2 {
+		t.Fatalf("one loop left: GOMAXPROCS = %d, want 2", got)
+	}
+	if err := one.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := runtime.GOMAXPROCS(0); got != 2 {
+		t.Fatalf("no loops: GOMAXPROCS = %d, want 2", got)
 	}
 }
