@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tairkv/tair/configserver/schedule"
+	"github.com/tairkv/tair/internal/pprofhttp"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/wire"
 )
@@ -36,12 +37,14 @@ func (s *Server) apiHandler() http.Handler {
 	return mux
 }
 
-// httpHandler serves /metrics, /healthz and /status on --http.
+// httpHandler serves /metrics, /healthz, /status and /debug/pprof/ on
+// --http.
 func (s *Server) httpHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", s.handleHealthz)
 	mux.HandleFunc("GET /status", s.handleStatus)
+	pprofhttp.Register(mux)
 	return mux
 }
 
@@ -91,7 +94,13 @@ func (s *Server) handleTable(w http.ResponseWriter, r *http.Request) {
 	for {
 		t, changed := s.tableWait()
 		if t != nil && t.Version > after {
-			writeJSON(w, http.StatusOK, t)
+			data, err := s.tableJSON(t)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(data)
 			return
 		}
 		if timer == nil {

@@ -150,8 +150,8 @@ func (s *Server) watchLoop(rev int64) {
 			}
 			for _, ev := range resp.Events {
 				rev = ev.Kv.ModRevision + 1
-				if ev.Type != clientv3.EventTypePut {
-					continue
+				if ev.Type != clientv3.EventTypePut || s.store.ownWrite(ev.Kv.Value) {
+					continue // the leader publishes what it saves
 				}
 				t, err := decodeTable(ev.Kv.Value)
 				if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/testutil"
 	"github.com/tairkv/tair/internal/wire"
 )
@@ -148,5 +149,60 @@ func TestStartFailures(t *testing.T) {
 	}
 	if _, err := New(Config{Listen: "x", Strategy: "random"}, nil); err == nil || !strings.Contains(err.Error(), `unknown strategy "random"`) {
 		t.Fatalf("New with a bad strategy: %v", err)
+	}
+}
+
+// The leader encodes each table version once for all its fetchers, and
+// its watch recognises the tables it saved itself (not decoded again).
+func TestTableEncodedOncePerVersion(t *testing.T) {
+	s := startServer(t, testConfig())
+	waitLeader(t, s, 5*time.Second)
+	_, tb := joinFakes(t, s, 3)
+	get := func() []byte {
+		t.Helper()
+		resp, err := http.Get("http://" + s.Addr() + "/v1/table")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /v1/table: %d %v", resp.StatusCode, err)
+		}
+		return body
+	}
+	first, second := get(), get()
+	if string(first) != string(second) {
+		t.Fatalf("two fetches of version %d differ", tb.Version)
+	}
+	var back route.Table
+	if err := json.Unmarshal(first, &back); err != nil || !tableEqual(&back, tb) || back.Version != tb.Version {
+		t.Fatalf("served table %+v (%v), want version %d %+v", back, err, tb.Version, tb)
+	}
+	a, err := s.tableJSON(tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := s.tableJSON(tb)
+	if &a[0] != &b[0] {
+		t.Fatal("the table was encoded again for the same version")
+	}
+	other := tb.Clone()
+	other.Version++
+	if c, _ := s.tableJSON(other); &c[0] == &a[0] {
+		t.Fatal("another table got the cached encoding")
+	}
+	stored, err := s.cli.Get(context.Background(), s.store.tableKey())
+	if err != nil || len(stored.Kvs) != 1 {
+		t.Fatalf("stored table: %v", err)
+	}
+	if !s.store.ownWrite(stored.Kvs[0].Value) {
+		t.Fatal("the leader does not recognise the table it saved")
+	}
+	if s.store.ownWrite(append([]byte(nil), first...)) != (string(first) == string(stored.Kvs[0].Value)) {
+		t.Fatal("ownWrite compares the wrong bytes")
+	}
+	if s.store.ownWrite([]byte(`{"version":0}`)) {
+		t.Fatal("ownWrite recognises a table this configserver never saved")
 	}
 }

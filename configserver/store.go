@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync/atomic"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -70,6 +71,11 @@ type fence struct {
 type store struct {
 	cli    *clientv3.Client
 	prefix string
+	// saved is the table this configserver last wrote (as stored): its
+	// own watch skips decoding it again, since the leader publishes what
+	// it saves (a decode per version was a fifth of the leader's CPU
+	// during a rebalance).
+	saved atomic.Pointer[string]
 }
 
 func (s *store) tableKey() string    { return s.prefix + "/table" }
@@ -160,12 +166,14 @@ func decodeTable(data []byte) (*route.Table, error) {
 // resigned, a new leader elected) gets errFenced and changes nothing.
 func (s *store) save(ctx context.Context, f fence, t *route.Table, m *meta) error {
 	var ops []clientv3.Op
+	var table string
 	if t != nil {
 		data, err := json.Marshal(t)
 		if err != nil {
 			return err
 		}
-		ops = append(ops, clientv3.OpPut(s.tableKey(), string(data)))
+		table = string(data)
+		ops = append(ops, clientv3.OpPut(s.tableKey(), table))
 	}
 	if m != nil {
 		data, err := json.Marshal(m)
@@ -176,6 +184,12 @@ func (s *store) save(ctx context.Context, f fence, t *route.Table, m *meta) erro
 	}
 	if len(ops) == 0 {
 		return nil
+	}
+	if t != nil {
+		// Before the write: its watch event may come before the reply.
+		// A write that failed yet applied is read back by the leader
+		// (reloadState), and a fenced one never appears.
+		s.saved.Store(&table)
 	}
 	resp, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(f.key), "=", f.rev)).
@@ -188,6 +202,13 @@ func (s *store) save(ctx context.Context, f fence, t *route.Table, m *meta) erro
 		return errFenced
 	}
 	return nil
+}
+
+// ownWrite reports whether data is the table this configserver last
+// saved.
+func (s *store) ownWrite(data []byte) bool {
+	p := s.saved.Load()
+	return p != nil && *p == string(data)
 }
 
 func clientv3CountOnly() []clientv3.OpOption { return []clientv3.OpOption{clientv3.WithCountOnly()} }
