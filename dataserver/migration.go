@@ -233,14 +233,14 @@ func (m *migration) attempt() error {
 		bk.mu.Lock() // barrier: writes that passed the frozen check are queued
 		bk.mu.Unlock()
 		deadline := time.Now().Add(2 * time.Second)
-		for st.pending() > 0 && time.Now().Before(deadline) {
+		for (st.pending() > 0 || m.slavesPending()) && time.Now().Before(deadline) {
 			if err := m.check(st); err != nil {
 				bk.frozen.Store(false)
 				return err
 			}
 			time.Sleep(time.Millisecond)
 		}
-		if st.pending() == 0 {
+		if st.pending() == 0 && !m.slavesPending() {
 			break
 		}
 		// Too slow: let writes through again and retry.
@@ -257,6 +257,26 @@ func (m *migration) attempt() error {
 	m.synced = true
 	bk.mu.Unlock()
 	return m.inSync(st, n, start)
+}
+
+// slavesPending reports whether a reachable slave of the moving bucket
+// has yet to acknowledge one of this master's writes. The final freeze
+// waits for them as for the destination: a slave that learns of the
+// switch before this node does refuses what is still in flight to it
+// from the old master, and those writes' clients would get "may have
+// applied" (TestAddAndDrainUnderMixedLoad saw it on a loaded machine).
+func (m *migration) slavesPending() bool {
+	rt := m.s.rt.Load()
+	b := m.move.Bucket
+	if rt == nil || int(b) >= len(rt.slaves) {
+		return false
+	}
+	for _, sl := range rt.slaves[b] {
+		if !sl.unreachable.Load() && sl.pendingFor(b) {
+			return true
+		}
+	}
+	return false
 }
 
 // inSync reports Done and keeps the destination in sync until the table
