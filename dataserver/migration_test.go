@@ -404,3 +404,87 @@ func TestMigrationRateCap(t *testing.T) {
 	}
 	t.Logf("the move took %v", took)
 }
+
+// A master's write still on its way to a slave when the master's bucket
+// move reaches its final freeze: the move does not report Done until the
+// slave has applied it. Had the switch come first, the slave (on the new
+// table, where the old master is nobody) would refuse the write, and the
+// old master answered NOTMASTER (the write ran only on its own copy, it
+// reasoned) although its snapshot had carried the write to the new
+// master: a proxy resending the INCR there would have applied it twice
+// (or, for a write made during the copy, -TIMEOUT "may have applied").
+// The slave's apply is held back here by holding its bucket lock.
+func TestMoveWaitsForSlavesBeforeDone(t *testing.T) {
+	cs := newFakeCS(t)
+	nodes := make([]*Server, 3)
+	for i := range nodes {
+		c := testConfig(cs.addr())
+		c.ReplicationTimeout = 5 * time.Second // the held slave is slow, not unreachable
+		c.ReplicationMode = ReplicationStrict
+		c.Listen = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+		nodes[i] = startNode(t, c)
+	}
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	t1 := ringTable(1, q, 2, a.Addr(), b.Addr())
+	cs.setTable(t1)
+	waitVersion(t, 1, nodes...)
+	const bucket = 0 // master a, slave b
+	key := keyIn("held", bucket, q, 0)
+
+	held := b.bucket(bucket)
+	held.mu.Lock()
+	unlocked := false
+	unlock := func() {
+		if !unlocked {
+			unlocked = true
+			held.mu.Unlock()
+		}
+	}
+	defer unlock()
+	reply := make(chan string, 1)
+	go func() {
+		r, err := dial(t, a.Addr()).doErr(x(1, "INCR", key)...)
+		if err != nil {
+			r = err.Error()
+		}
+		reply <- r
+	}()
+	// The write is applied on a and waits for b.
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		v, ok := engineGet(a, key)
+		return ok && v == "1"
+	}, "the INCR did not run on the master")
+
+	cs.autoSwitch.Store(true)
+	t2 := t1.Clone()
+	t2.Version = 2
+	t2.Migrating = []route.Move{{Bucket: bucket, From: a.Addr(), To: c.Addr()}}
+	cs.setTable(t2)
+	// Give the move time to copy, freeze and (wrongly) report Done.
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	for time.Now().Before(deadline) && b.TableVersion() < 3 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if v := b.TableVersion(); v >= 3 {
+		t.Errorf("the move switched (slave on table %d) before the slave applied the master's write", v)
+	}
+	unlock()
+	select {
+	case r := <-reply:
+		if r != ":1" {
+			t.Fatalf("INCR through the move: %q, want :1", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reply to the INCR")
+	}
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		tb := cs.getTable()
+		return len(tb.Migrating) == 0 && tb.Master(bucket) == c.Addr()
+	}, "the move did not complete")
+	waitVersion(t, cs.getTable().Version, nodes...)
+	for _, n := range []*Server{b, c} {
+		if v, ok := engineGet(n, key); !ok || v != "1" {
+			t.Fatalf("%s: %s = %q %v after the move, want 1", n.Addr(), key, v, ok)
+		}
+	}
+}
