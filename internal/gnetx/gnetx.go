@@ -84,11 +84,11 @@ func (b *bootHook) OnBoot(eng gnet.Engine) gnet.Action {
 }
 
 // Start serves listen (host:port, port 0 picks one) with h on loops
-// event loops (0: GOMAXPROCS), level-triggered, TCP_NODELAY, with gnet's
+// event loops (0: Procs), level-triggered, TCP_NODELAY, with gnet's
 // log lines going to log. It returns once the listener is bound.
 func Start(h gnet.EventHandler, listen string, loops int, log *slog.Logger) (*Engine, error) {
 	if loops <= 0 {
-		loops = runtime.GOMAXPROCS(0)
+		loops = Procs()
 	}
 	reserve(loops)
 	hook := &bootHook{EventHandler: h, booted: make(chan gnet.Engine, 1)}
@@ -155,6 +155,17 @@ var spare struct {
 	sync.Mutex
 	base  int // GOMAXPROCS before the first engine started
 	loops int // event loops of the engines running
+}
+
+// Procs is GOMAXPROCS without the spare P: the Ps there are for event
+// loops to share.
+func Procs() int {
+	spare.Lock()
+	defer spare.Unlock()
+	if spare.loops == 0 {
+		return runtime.GOMAXPROCS(0)
+	}
+	return spare.base
 }
 
 func reserve(delta int) {

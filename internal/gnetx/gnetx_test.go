@@ -82,6 +82,9 @@ func TestSparePWhileLoopsRun(t *testing.T) {
 	if got := runtime.GOMAXPROCS(0); got != 3 {
 		t.Fatalf("two loops of two Ps: GOMAXPROCS = %d, want 3", got)
 	}
+	if got := Procs(); got != 2 {
+		t.Fatalf("Procs with the spare P in use = %d, want 2", got)
+	}
 	three, err := Start(h, "127.0.0.1:0", 4, log)
 	if err != nil {
 		t.Fatal(err)
