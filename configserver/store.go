@@ -1,6 +1,7 @@
 package configserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,11 +72,16 @@ type fence struct {
 type store struct {
 	cli    *clientv3.Client
 	prefix string
-	// saved is the table this configserver last wrote (as stored): its
+	// saved is the table this configserver last wrote, as stored: its
 	// own watch skips decoding it again, since the leader publishes what
 	// it saves (a decode per version was a fifth of the leader's CPU
-	// during a rebalance).
-	saved atomic.Pointer[string]
+	// during a rebalance), and GET /v1/table serves these bytes.
+	saved atomic.Pointer[savedTable]
+}
+
+type savedTable struct {
+	t    *route.Table
+	data []byte
 }
 
 func (s *store) tableKey() string    { return s.prefix + "/table" }
@@ -166,14 +172,14 @@ func decodeTable(data []byte) (*route.Table, error) {
 // resigned, a new leader elected) gets errFenced and changes nothing.
 func (s *store) save(ctx context.Context, f fence, t *route.Table, m *meta) error {
 	var ops []clientv3.Op
-	var table string
+	var table *savedTable
 	if t != nil {
 		data, err := json.Marshal(t)
 		if err != nil {
 			return err
 		}
-		table = string(data)
-		ops = append(ops, clientv3.OpPut(s.tableKey(), table))
+		table = &savedTable{t: t, data: data}
+		ops = append(ops, clientv3.OpPut(s.tableKey(), string(data)))
 	}
 	if m != nil {
 		data, err := json.Marshal(m)
@@ -185,11 +191,11 @@ func (s *store) save(ctx context.Context, f fence, t *route.Table, m *meta) erro
 	if len(ops) == 0 {
 		return nil
 	}
-	if t != nil {
+	if table != nil {
 		// Before the write: its watch event may come before the reply.
 		// A write that failed yet applied is read back by the leader
 		// (reloadState), and a fenced one never appears.
-		s.saved.Store(&table)
+		s.saved.Store(table)
 	}
 	resp, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(f.key), "=", f.rev)).
@@ -208,7 +214,15 @@ func (s *store) save(ctx context.Context, f fence, t *route.Table, m *meta) erro
 // saved.
 func (s *store) ownWrite(data []byte) bool {
 	p := s.saved.Load()
-	return p != nil && *p == string(data)
+	return p != nil && bytes.Equal(p.data, data)
+}
+
+// savedJSON returns t's encoding when t is the table last saved here.
+func (s *store) savedJSON(t *route.Table) []byte {
+	if p := s.saved.Load(); p != nil && p.t == t {
+		return p.data
+	}
+	return nil
 }
 
 func clientv3CountOnly() []clientv3.OpOption { return []clientv3.OpOption{clientv3.WithCountOnly()} }
