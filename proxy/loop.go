@@ -517,7 +517,8 @@ func (ss *session) onReply(r *request) {
 func (ss *session) retryOffLoop(r *request) {
 	defer ss.srv.wg.Done()
 	ss.finish(r)
-	if !ss.ls.post(func() {
+	// A loop that is shutting down runs nothing more (the session closes).
+	ss.ls.post(func() {
 		r.done = true
 		if ss.closing {
 			ss.releaseDone()
@@ -525,9 +526,7 @@ func (ss *session) retryOffLoop(r *request) {
 		}
 		ss.deliver()
 		ss.ls.flushSessions()
-	}) {
-		return
-	}
+	})
 }
 
 // deliver appends the replies now complete at the head of the client's
