@@ -587,3 +587,30 @@ func TestProtocolErrorAfterRunnerBatch(t *testing.T) {
 		t.Fatal("connection still open after the protocol error")
 	}
 }
+
+// A slave the table names behind its master is not waited for once the
+// master's stream to it has lost its connection, even before a write of
+// the master timed out on it: after a node dies, the configserver marks
+// it behind (handoff) before any write has waited a replication timeout
+// on it, and the first write must not wait that timeout anyway.
+func TestBehindDeadSlaveNotWaitedFor(t *testing.T) {
+	cs, nodes := cluster2(t, func(_ int, c *Config) { c.ReplicationTimeout = 5 * time.Second })
+	a, b := nodes[0], nodes[1]
+	ca := dial(t, a.Addr())
+	k0, k1 := keyIn("behind", 0, q, 0), keyIn("behind", 0, q, 1)
+	if got := ca.do(x(1, "SET", k0, "1")...); got != "+OK" {
+		t.Fatalf("write with both copies up: %q", got)
+	}
+	_ = b.Close()
+	next := ringTable(2, q, 2, a.Addr(), b.Addr())
+	next.SetBehind(a.Addr(), b.Addr(), true)
+	cs.setTable(next)
+	waitVersion(t, 2, a)
+	start := time.Now()
+	if got := ca.do(x(2, "SET", k1, "1")...); got != "+OK" {
+		t.Fatalf("write with the slave dead and behind: %q", got)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("the write waited %v for a dead slave the table names behind", took)
+	}
+}

@@ -185,14 +185,22 @@ func (s *Server) await(w waiter, timer **time.Timer) error {
 	if *timer == nil {
 		*timer = time.NewTimer(s.cfg.ReplicationTimeout)
 	}
+	var down <-chan struct{}
+	if !strict {
+		down = w.st.downSignal()
+	}
 	select {
 	case <-w.e.done:
 		return check()
+	case <-down:
+		// Degraded, and the slave is unreachable already: as after a
+		// timeout, wait only until the table names it behind.
+		return s.awaitBehind(w)
 	case <-(*timer).C:
 		// Later waits of this reply find the timer spent: one more
 		// millisecond each.
 		(*timer).Reset(time.Millisecond)
-		if !w.st.unreachable.Swap(true) {
+		if !w.st.setUnreachable(true) {
 			s.log.Warn("slave unreachable; asking the configserver to mark it behind", "slave", w.st.to)
 		}
 		s.m.replTimeouts.Inc()

@@ -168,7 +168,7 @@ func (s *Server) replaceStream(old *stream) {
 		return
 	}
 	st := s.newStream(old.to, false, old.session)
-	st.unreachable.Store(true) // until it has caught up
+	st.setUnreachable(true) // until it has caught up
 	s.mu.streams[old.to] = st
 	s.mu.Unlock()
 

@@ -128,10 +128,15 @@ type stream struct {
 		lost     error
 		stopping bool
 	}
-	kick        chan struct{}
-	stop        chan struct{}
-	stopped     chan struct{}
+	kick    chan struct{}
+	stop    chan struct{}
+	stopped chan struct{}
+	// unreachable: the receiver did not acknowledge within the
+	// replication timeout, or could not be connected to with items
+	// waiting; set and cleared by setUnreachable only.
 	unreachable atomic.Bool
+	downMu      sync.Mutex
+	down        chan struct{} // closed while unreachable (writes waiting on the stream wake)
 	// receiverLost is set when the receiver forgot our session (it
 	// restarted): a migration must start over.
 	receiverLost atomic.Bool
@@ -154,6 +159,7 @@ func (s *Server) newStream(to string, mig bool, supersedes string) *stream {
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
+		down:    make(chan struct{}),
 	}
 	st.batchMax.Store(512)
 	if mig {
@@ -217,7 +223,7 @@ func (st *stream) giveUpLocked(err error) {
 	}
 	st.mu.q = nil
 	st.mu.bytes, st.mu.cmdBytes = 0, 0
-	st.unreachable.Store(true)
+	st.setUnreachable(true)
 	// A new stream with a full copy of the slave's buckets takes over.
 	go st.s.replaceStream(st)
 }
@@ -307,6 +313,14 @@ func (st *stream) sendLoop() {
 		conn, err := st.connect()
 		if err != nil {
 			st.log.Debug("stream connect failed", "err", err)
+			// Items wait and the receiver cannot be reached at all (a
+			// dead process refuses at once): unreachable now, not one
+			// replication timeout after the oldest item, so that writes
+			// of a master whose table names the receiver behind stop
+			// waiting for it (await).
+			if st.pending() > 0 {
+				st.setUnreachable(true)
+			}
 			select {
 			case <-time.After(backoff):
 			case <-st.stop:
@@ -340,8 +354,31 @@ func (st *stream) checkAge() {
 	old := len(st.mu.q) > 0 && time.Since(st.mu.q[0].at) > st.s.cfg.ReplicationTimeout
 	st.mu.Unlock()
 	if old {
-		st.unreachable.Store(true)
+		st.setUnreachable(true)
 	}
+}
+
+// setUnreachable marks the receiver unreachable (or reachable again) and
+// reports whether it was unreachable before. Writes waiting on the stream
+// (await) wake when it becomes unreachable.
+func (st *stream) setUnreachable(v bool) (was bool) {
+	st.downMu.Lock()
+	defer st.downMu.Unlock()
+	was = st.unreachable.Swap(v)
+	switch {
+	case v && !was:
+		close(st.down)
+	case !v && was:
+		st.down = make(chan struct{})
+	}
+	return was
+}
+
+// downSignal returns a channel closed while the receiver is unreachable.
+func (st *stream) downSignal() <-chan struct{} {
+	st.downMu.Lock()
+	defer st.downMu.Unlock()
+	return st.down
 }
 
 type inflight struct {
@@ -591,7 +628,7 @@ func (st *stream) ackUpTo(last uint64, refused map[uint64]bool) {
 		st.mu.q = append(st.mu.q[:0:0], st.mu.q[i:]...)
 	}
 	if len(st.mu.q) == 0 && st.mu.lost == nil {
-		st.unreachable.Store(false)
+		st.setUnreachable(false)
 	}
 	if len(refused) > 0 {
 		// The receiver has another table: learn it.
