@@ -3,7 +3,6 @@ package dataserver
 import (
 	"bytes"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -255,14 +254,11 @@ func (s *Server) awaitBehind(w waiter) error {
 
 // refusedWrite answers a write that ran here but that a slave refused:
 // the slave has a newer table. This node learns it (for up to 200 ms);
-// when it is no longer the bucket's master, nothing else took the write
-// (no other slave, no migration's destination) and the new master is one
-// of the slaves that refused it, the write ran only on this now stale
-// copy (marked diverged: it is dropped or copied again), so the real
-// master has not seen it: NOTMASTER, and the proxy sends it there. A new
-// master that was not this write's slave got the bucket by migration,
-// whose snapshot may carry the write. Otherwise it may have applied
-// somewhere: -TIMEOUT.
+// when it is no longer the bucket's master and nothing else took the
+// write (no other slave, no migration's destination), the write ran only
+// on this now stale copy (marked diverged: it is dropped or copied
+// again), so the real master has not seen it: NOTMASTER, and the proxy
+// sends it there. Otherwise it may have applied somewhere: -TIMEOUT.
 func (s *Server) refusedWrite(p *pending, refused int) error {
 	s.kickHeartbeat()
 	deadline := time.Now().Add(200 * time.Millisecond)
@@ -270,9 +266,7 @@ func (s *Server) refusedWrite(p *pending, refused int) error {
 		t := s.Table()
 		if t != nil && !t.IsMaster(p.bucket, s.addr) {
 			s.markDiverged(p.bucket)
-			newMaster := t.Master(p.bucket)
-			refusedByNewMaster := slices.ContainsFunc(p.waits, func(w waiter) bool { return w.st.to == newMaster })
-			if refused == len(p.waits) && !p.migrating && refusedByNewMaster {
+			if refused == len(p.waits) && !p.migrating {
 				return errNotMaster(p.bucket, t.Version)
 			}
 			break
