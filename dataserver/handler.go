@@ -255,10 +255,12 @@ func (s *Server) awaitBehind(w waiter) error {
 // refusedWrite answers a write that ran here but that a slave refused:
 // the slave has a newer table. This node learns it (for up to 200 ms);
 // when it is no longer the bucket's master and nothing else took the
-// write (no other slave, no migration's destination), the write ran only
-// on this now stale copy (marked diverged: it is dropped or copied
-// again), so the real master has not seen it: NOTMASTER, and the proxy
-// sends it there. Otherwise it may have applied somewhere: -TIMEOUT.
+// write (no other slave, no migration's destination, and the role did
+// not go to the destination of a move this node sourced, which copied
+// the write), the write ran only on this now stale copy (marked
+// diverged: it is dropped or copied again), so the real master has not
+// seen it: NOTMASTER, and the proxy sends it there. Otherwise it may
+// have applied somewhere: -TIMEOUT.
 func (s *Server) refusedWrite(p *pending, refused int) error {
 	s.kickHeartbeat()
 	deadline := time.Now().Add(200 * time.Millisecond)
@@ -266,7 +268,7 @@ func (s *Server) refusedWrite(p *pending, refused int) error {
 		t := s.Table()
 		if t != nil && !t.IsMaster(p.bucket, s.addr) {
 			s.markDiverged(p.bucket)
-			if refused == len(p.waits) && !p.migrating {
+			if refused == len(p.waits) && !p.migrating && !s.bucket(p.bucket).handedOff.Load() {
 				return errNotMaster(p.bucket, t.Version)
 			}
 			break

@@ -246,6 +246,9 @@ func (s *Server) applyTable(t *route.Table) {
 			continue
 		}
 		bk := s.bucket(b)
+		if t.IsMaster(b, me) {
+			bk.handedOff.Store(false)
+		}
 		if prev := old.Master(b); old.IsSlave(b, me) && prev != "" && prev != me && t.Master(b) != prev &&
 			t.IsSlave(b, prev) && (t.IsMaster(b, me) || t.IsSlave(b, me)) {
 			s.beginTakeover(bk, prev, t.Version, t.IsMaster(b, me))
@@ -271,6 +274,9 @@ func (s *Server) applyTable(t *route.Table) {
 			bk := s.bucket(mv.Bucket)
 			bk.mu.Lock()
 			held = append(held, bk)
+			if old.IsMaster(mv.Bucket, me) && !t.IsMaster(mv.Bucket, me) {
+				bk.handedOff.Store(true)
+			}
 			if m := bk.mig; m != nil {
 				deadline := time.Now().Add(s.cfg.ReplicationTimeout)
 				for m.st.pending() > 0 && time.Now().Before(deadline) {

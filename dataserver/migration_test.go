@@ -488,3 +488,100 @@ func TestMoveWaitsForSlavesBeforeDone(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedAfterHandOffIsNotResent: a write the master applied before
+// a move it sources, still on its way to a slave when the move ends and
+// then refused by that slave (it learned of the switch first), is on the
+// move's destination, now the master, since the copy carried it. The old
+// master must not answer NOTMASTER, on which the proxy would send the
+// INCR to the new master and apply it a second time.
+func TestRefusedAfterHandOffIsNotResent(t *testing.T) {
+	cs := newFakeCS(t)
+	nodes := make([]*Server, 3)
+	for i := range nodes {
+		c := testConfig(cs.addr())
+		c.ReplicationTimeout = 5 * time.Second // the held slave is slow, not unreachable
+		c.ReplicationMode = ReplicationStrict
+		c.Listen = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+		nodes[i] = startNode(t, c)
+	}
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	t1 := ringTable(1, q, 2, a.Addr(), b.Addr())
+	cs.setTable(t1)
+	waitVersion(t, 1, nodes...)
+	const bucket = 0 // master a, slave b
+	key := keyIn("handoff", bucket, q, 0)
+	ca := dial(t, a.Addr())
+	if got := ca.do(x(1, "SET", keyIn("handoff", bucket, q, 1), "v")...); got != "+OK" {
+		t.Fatalf("first write: %q", got)
+	}
+
+	// Hold b's replication session from a before it reads its table, so
+	// that the INCR reaches b only after b learned of the switch.
+	b.mu.Lock()
+	var sessions []*recvState
+	for _, rs := range b.mu.recv {
+		sessions = append(sessions, rs)
+	}
+	b.mu.Unlock()
+	if len(sessions) == 0 {
+		t.Fatal("no replication session from a on b")
+	}
+	for _, rs := range sessions {
+		rs.mu.Lock()
+	}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			for _, rs := range sessions {
+				rs.mu.Unlock()
+			}
+		}
+	}
+	defer release()
+	reply := make(chan string, 1)
+	go func() {
+		r, err := dial(t, a.Addr()).doErr(x(1, "INCR", key)...)
+		if err != nil {
+			r = err.Error()
+		}
+		reply <- r
+	}()
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		v, ok := engineGet(a, key)
+		return ok && v == "1"
+	}, "the INCR did not run on the master")
+
+	// a copies the bucket, INCR included, to c.
+	t2 := t1.Clone()
+	t2.Version = 2
+	t2.Migrating = []route.Move{{Bucket: bucket, From: a.Addr(), To: c.Addr()}}
+	cs.setTable(t2)
+	waitVersion(t, 2, nodes...)
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		v, ok := engineGet(c, key)
+		return ok && v == "1"
+	}, "the move did not copy the INCR to its destination")
+
+	// The switch: c is master; b learns it before a's INCR reaches it.
+	t3 := t1.Clone()
+	t3.Version = 3
+	t3.Serving[bucket] = []string{c.Addr(), b.Addr()}
+	b.applyTable(t3)
+	c.applyTable(t3)
+	a.applyTable(t3)
+	cs.setTable(t3)
+	release()
+	select {
+	case r := <-reply:
+		if !strings.HasPrefix(r, "-TIMEOUT a slave refused the write to bucket 0") {
+			t.Fatalf("INCR refused by the slave after a handed the bucket to c, which holds it: %q", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reply to the INCR")
+	}
+	if v, _ := engineGet(c, key); v != "1" {
+		t.Fatalf("new master's %s = %q, want 1", key, v)
+	}
+}

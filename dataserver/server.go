@@ -152,6 +152,13 @@ type bucket struct {
 	// asks its master for a full copy (resync.go).
 	diverged  atomic.Bool
 	resyncing atomic.Bool
+	// handedOff: this node was the bucket's master and gave the role up
+	// at the end of a move it sourced, whose destination received every
+	// write applied here before the switch (cleared when this node is
+	// master again). A write of that time that a slave refused is then
+	// on the new master already, so it is not answered NOTMASTER, which
+	// would have the proxy apply it a second time (see refusedWrite).
+	handedOff atomic.Bool
 	// moved is set when the bucket moved away: requests are forwarded to
 	// the new master until then.
 	moved atomic.Pointer[movedTo]
