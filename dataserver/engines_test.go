@@ -119,3 +119,30 @@ func TestEnginesReplicateAndMove(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconvFormat(n) }
+
+// TestSlaveAppliesOverItsQuota: an area's bytes differ between a master
+// and its slave (they hold different buckets), so a slave over the
+// area's quota must still apply what its master accepted; refusing it
+// would leave an acknowledged write on the master alone.
+func TestSlaveAppliesOverItsQuota(t *testing.T) {
+	cs := newFakeCS(t)
+	var nodes []*Server
+	for i := 0; i < 2; i++ {
+		c := testConfig(cs.addr())
+		c.Engine = "ldb"
+		c.Dir = t.TempDir()
+		c.ReplicationMode = ReplicationStrict
+		nodes = append(nodes, startNode(t, c))
+	}
+	a, b := nodes[0], nodes[1]
+	cs.setTable(ringTable(1, q, 2, a.Addr(), b.Addr()))
+	waitVersion(t, 1, nodes...)
+	b.eng.SetQuota(0, 1) // the slave's area 0 is full
+	key := keyIn("quota", 0, q, 0)
+	if got := dial(t, a.Addr()).do(x(1, "SET", key, "value")...); got != "+OK" {
+		t.Fatalf("SET on the master: %q", got)
+	}
+	if v, ok := engineGet(b, key); !ok || v != "value" {
+		t.Fatalf("slave over its quota holds %q, %v; want the master's write", v, ok)
+	}
+}

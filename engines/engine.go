@@ -46,6 +46,12 @@ type Key struct {
 	Bucket uint32
 	Area   uint16
 	Key    []byte
+	// Replica marks a copy of a write the bucket's master already
+	// accepted (replication): persistent engines do not check the area's
+	// quota for it. Master and slave hold different sets of buckets, so
+	// an area's bytes differ between them, and a slave refusing what its
+	// master acknowledged would lose the write at the next failover.
+	Replica bool
 }
 
 // ValueType is the type of a record's value.

@@ -336,6 +336,7 @@ type write struct {
 	s             *Store
 	bucket        uint32
 	area          uint16
+	noQuota       bool // a replica's copy or a restore: the master decided
 	b             Batch
 	dKeys, dBytes int64
 	minExp        int64 // earliest expiry this write adds (0: none)
@@ -391,7 +392,7 @@ func (w *write) commit() error {
 	}
 	s := w.s
 	a := &s.areas[w.area]
-	if q := a.quota.Load(); q > 0 && w.dBytes > 0 && a.bytes.Load()+w.dBytes > q {
+	if q := a.quota.Load(); q > 0 && !w.noQuota && w.dBytes > 0 && a.bytes.Load()+w.dBytes > q {
 		return errs.ErrQuota
 	}
 	if w.dKeys != 0 || w.dBytes != 0 {
@@ -509,6 +510,7 @@ func (s *Store) Update(r generic.Ref, fn generic.RawUpdate) error {
 			return err
 		}
 		w := s.newWrite(r.Bucket, r.Area)
+		w.noQuota = r.Replica
 		switch act {
 		case engines.Keep:
 			return nil
@@ -650,6 +652,7 @@ func (s *Store) Restore(bucket uint32, r *engines.Record) error {
 				return err
 			}
 			w := s.newWrite(bucket, r.Area)
+			w.noQuota = true // a migrated copy: its source accepted it
 			w.set(&sl, &rec, true)
 			return w.commit()
 		})
@@ -670,6 +673,7 @@ func (s *Store) Restore(bucket uint32, r *engines.Record) error {
 	pfx := pkeyPrefix(bucket, r.Area, r.Key)
 	return s.locked(bucket, pfx, func() error {
 		w := s.newWrite(bucket, r.Area)
+		w.noQuota = true
 		if _, err := s.removeAllLocked(w, pfx); err != nil {
 			return err
 		}

@@ -419,6 +419,24 @@ func RunQuota(t *testing.T, open OpenFunc) {
 	must(t, put(e, k(2), "short", engines.PutOptions{}))
 	must(t, e.Remove(k(3), 0))
 	must(t, put(e, k(5), val, engines.PutOptions{})) // fits again
+	// A replica's copy of its master's write is not refused: the master
+	// accepted it, and the copies' areas hold different buckets.
+	wantQuota(put(e, k(6), val, engines.PutOptions{}))
+	rk := k(6)
+	rk.Replica = true
+	must(t, put(e, rk, val, engines.PutOptions{}))
+	rp := enginetest.AK(3, "pk")
+	rp.Replica = true
+	if _, err := e.PrefixPut(rp, []byte("s"), []byte(val), engines.PutOptions{}); err != nil {
+		t.Fatalf("replica's prefix write over quota: %v", err)
+	}
+	if ent, err := e.Get(k(6)); err != nil || string(ent.Value) != val {
+		t.Fatalf("replica's write over quota: %q, %v", ent.Value, err)
+	}
+	must(t, e.Remove(k(6), 0))
+	if _, err := e.PrefixRemoveAll(enginetest.AK(3, "pk")); err != nil {
+		t.Fatal(err)
+	}
 	// Another area has no quota.
 	for i := 0; i < 10; i++ {
 		must(t, put(e, enginetest.AK(4, fmt.Sprint(i)), val, engines.PutOptions{}))
