@@ -121,8 +121,9 @@ func (s *Server) heartbeat(ctx context.Context) error {
 // renewLease extends the lease from sent, when the heartbeat was sent.
 func (s *Server) renewLease(sent time.Time) {
 	for {
+		at := s.monoNow(sent)
 		old := s.leaseFrom.Load()
-		if old >= sent.UnixNano() || s.leaseFrom.CompareAndSwap(old, sent.UnixNano()) {
+		if old >= at || s.leaseFrom.CompareAndSwap(old, at) {
 			return
 		}
 	}

@@ -78,8 +78,12 @@ type Server struct {
 
 	cs          *wire.Client
 	incarnation int64
-	// leaseFrom is when the last successful heartbeat was sent (unix ns).
+	// leaseFrom is when the last successful heartbeat was sent, in
+	// nanoseconds since epoch plus one (0: never). Measured on the
+	// monotonic clock, so that a wall clock stepped backwards (NTP)
+	// cannot stretch the lease.
 	leaseFrom atomic.Int64
+	epoch     time.Time // the server's creation, with a monotonic reading
 	csDown    atomic.Bool  // every configserver refused the last heartbeat
 	clientLat atomic.Int64 // ns, moving average (observeClientLatency)
 	// forwardUntil (unix ns) is when the last forwarding window of a
@@ -211,6 +215,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		log:         log,
 		cs:          wire.NewClient(cfg.ConfigServers...),
 		incarnation: time.Now().UnixNano(),
+		epoch:       time.Now(),
 		hbKick:      make(chan struct{}, 1),
 		migSem:      make(chan struct{}, cfg.MigrateParallel),
 	}
@@ -408,7 +413,16 @@ func (s *Server) streamTo(node string) *stream {
 // leaseOK reports whether the node may acknowledge requests as a master.
 func (s *Server) leaseOK() bool {
 	from := s.leaseFrom.Load()
-	return from != 0 && time.Since(time.Unix(0, from)) < s.cfg.LeaseTimeout
+	return from != 0 && time.Duration(s.monoNow()-from) < s.cfg.LeaseTimeout
+}
+
+// monoNow is the lease clock's reading for t (now when none is given).
+func (s *Server) monoNow(t ...time.Time) int64 {
+	now := time.Now()
+	if len(t) > 0 {
+		now = t[0]
+	}
+	return int64(now.Sub(s.epoch)) + 1
 }
 
 // observeClientLatency folds one batch's service time (read to reply
