@@ -99,39 +99,46 @@ type Cluster struct {
 
 // Start brings the cluster up and waits until the proxies hold a table
 // that covers every dataserver.
-func Start(o Options) (c *Cluster, err error) {
+// A failed start stops what it started and removes its temporary
+// directory.
+func Start(o Options) (*Cluster, error) {
 	o.adjust()
-	c = &Cluster{Opts: o}
-	defer func() {
-		if err != nil {
-			c.Close()
-		}
-	}()
+	c := &Cluster{Opts: o}
+	if err := c.start(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) start() error {
+	o := c.Opts
 	if o.Dir == "" {
+		var err error
 		if c.tempDir, err = os.MkdirTemp("", "tair-up-"); err != nil {
-			return nil, err
+			return err
 		}
 		c.Opts.Dir = c.tempDir
 	}
 	for i := 0; i < o.ConfigServers; i++ {
 		if _, err := c.StartConfigServer(i); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for i := 0; i < o.DataServers; i++ {
 		if _, err := c.StartDataServer(i); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := c.WaitTable(o.DataServers, 30*time.Second); err != nil {
-		return nil, err
+		return err
 	}
 	for i := 0; i < o.Proxies; i++ {
 		if _, err := c.StartProxy(i); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return c, nil
+	return nil
 }
 
 func (c *Cluster) addr(port int) string {

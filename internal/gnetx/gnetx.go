@@ -90,6 +90,13 @@ func Start(h gnet.EventHandler, listen string, loops int, log *slog.Logger) (*En
 	if loops <= 0 {
 		loops = Procs()
 	}
+	// gnet reports a taken port as "setsockopt: bad file descriptor";
+	// binding once first gives the user the real reason.
+	probe, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, err
+	}
+	probe.Close()
 	reserve(loops)
 	hook := &bootHook{EventHandler: h, booted: make(chan gnet.Engine, 1)}
 	e := &Engine{done: make(chan error, 1), loops: loops}
@@ -116,7 +123,7 @@ func Start(h gnet.EventHandler, listen string, loops int, log *slog.Logger) (*En
 		if err == nil {
 			err = errors.New("event loops stopped at start")
 		}
-		return nil, err
+		return nil, fmt.Errorf("listen %s: %w", listen, err)
 	}
 }
 

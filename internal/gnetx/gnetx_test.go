@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,5 +106,23 @@ func TestSparePWhileLoopsRun(t *testing.T) {
 	}
 	if got := runtime.GOMAXPROCS(0); got != 2 {
 		t.Fatalf("no loops: GOMAXPROCS = %d, want 2", got)
+	}
+}
+
+// TestStartOnTakenPort: a port in use is reported as such (gnet alone
+// says "setsockopt: bad file descriptor"), and no P stays reserved.
+func TestStartOnTakenPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	before := runtime.GOMAXPROCS(0)
+	_, err = Start(&opener{local: make(chan string, 1)}, ln.Addr().String(), 1, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("Start on a taken port: %v, want 'address already in use'", err)
+	}
+	if after := runtime.GOMAXPROCS(0); after != before {
+		t.Fatalf("GOMAXPROCS %d after a failed start, was %d", after, before)
 	}
 }
