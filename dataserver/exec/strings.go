@@ -615,8 +615,8 @@ func cmdAppend(c *Ctx) {
 		} else if cur.Type != engines.TypeString {
 			return cur, engines.Keep, errs.ErrWrongType
 		}
-		if len(cur.Value)+len(c.Args[2]) > c.MaxValueSize() {
-			return cur, engines.Keep, ReplyError(ErrTextStringTooLong)
+		if err := checkStringSize(c, int64(len(cur.Value))+int64(len(c.Args[2]))); err != nil {
+			return cur, engines.Keep, err
 		}
 		v := make([]byte, 0, len(cur.Value)+len(c.Args[2]))
 		cur.Value = append(append(v, cur.Value...), c.Args[2]...)
@@ -724,8 +724,8 @@ func cmdSetRange(c *Ctx) {
 			n = len(cur.Value)
 			return cur, engines.Keep, nil
 		}
-		if off+int64(len(val)) > int64(c.MaxValueSize()) {
-			return cur, engines.Keep, ReplyError(ErrTextStringTooLong)
+		if err := checkStringSize(c, off+int64(len(val))); err != nil {
+			return cur, engines.Keep, err
 		}
 		end := int(off) + len(val)
 		v := make([]byte, max(end, len(cur.Value)))
@@ -881,3 +881,19 @@ func cmdLCS(c *Ctx) {
 	c.BulkString("len")
 	c.Int(int64(len(res)))
 }
+
+// checkStringSize refuses a string that APPEND or SETRANGE would grow to
+// n bytes: past Redis's proto-max-bulk-len with Redis's error, past the
+// value limit (SPEC §2) with VALUETOOLONG.
+func checkStringSize(c *Ctx, n int64) error {
+	switch {
+	case n > protoMaxBulkLen:
+		return ReplyError(ErrTextStringTooLong)
+	case n > int64(c.MaxValueSize()):
+		return errs.ErrValueTooLong
+	}
+	return nil
+}
+
+// protoMaxBulkLen is Redis's proto-max-bulk-len (CONFIG GET answers it).
+const protoMaxBulkLen = 512 << 20
