@@ -30,6 +30,12 @@ type Config struct {
 	Users map[string]string
 	// MaxClients bounds client connections (default 10000).
 	MaxClients int
+	// MaxKeySize and MaxValueSize are the dataservers' limits (SPEC's
+	// 1024 and 1 MiB by default). The proxy checks them only for writes
+	// it splits over buckets (MSET, DEL, UNLINK), so that such a write
+	// with one bad key is refused whole rather than applied in part.
+	MaxKeySize   int
+	MaxValueSize int
 	// ReadFromSlave sends ReadOnly commands to any copy of their bucket
 	// (TAIR.XR); slaves may lag the master by in-flight writes.
 	ReadFromSlave bool
@@ -100,6 +106,8 @@ func DefaultConfig() Config {
 		Listen:            "127.0.0.1:6379",
 		HTTP:              "127.0.0.1:8379",
 		MaxClients:        10000,
+		MaxKeySize:        1024,
+		MaxValueSize:      1 << 20,
 		MaxBulkLen:        512 << 20,
 		MaxMultiBulkLen:   1 << 20,
 		MaxInlineLen:      64 << 10,
@@ -125,6 +133,12 @@ func (c *Config) Adjust() {
 	d := DefaultConfig()
 	if c.MaxClients <= 0 {
 		c.MaxClients = d.MaxClients
+	}
+	if c.MaxKeySize <= 0 {
+		c.MaxKeySize = d.MaxKeySize
+	}
+	if c.MaxValueSize <= 0 {
+		c.MaxValueSize = d.MaxValueSize
 	}
 	if c.MaxBulkLen <= 0 {
 		c.MaxBulkLen = d.MaxBulkLen

@@ -237,7 +237,7 @@ func (ss *session) prepare(r *request, args [][]byte) {
 		return
 	}
 	if ss.tx.active && !txControl(spec.Name) {
-		ss.tx.queue(r, args)
+		ss.tx.queue(ss, r, args)
 		return
 	}
 	if ent.h != nil {
@@ -305,6 +305,9 @@ func (ss *session) route(r *request, keys []int) {
 	}
 	if !same {
 		if r.spec.Has(command.MultiKey) && !r.spec.Has(command.Atomic) {
+			if r.write && ss.refuseOverLimit(r, keys) {
+				return
+			}
 			ss.split(r, keys, q)
 			return
 		}
@@ -312,6 +315,25 @@ func (ss *session) route(r *request, keys []int) {
 		return
 	}
 	ss.send(r)
+}
+
+// refuseOverLimit answers a write about to be split over buckets with
+// KEYTOOLONG or VALUETOOLONG when one of its keys or values is over the
+// dataservers' limits: each part would be judged alone, and the parts
+// with good keys applied (Redis's MSET and DEL are all or nothing).
+func (ss *session) refuseOverLimit(r *request, keys []int) bool {
+	cfg := &ss.srv.cfg
+	for _, k := range keys {
+		if len(r.args[k]) > cfg.MaxKeySize {
+			r.reply = resp.AppendErr(r.reply[:0], errs.ErrKeyTooLong)
+			return true
+		}
+		if r.spec.Step == 2 && k+1 < len(r.args) && len(r.args[k+1]) > cfg.MaxValueSize {
+			r.reply = resp.AppendErr(r.reply[:0], errs.ErrValueTooLong)
+			return true
+		}
+	}
+	return false
 }
 
 // Retryable conditions reported by send without a reply.

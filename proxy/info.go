@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/tairkv/tair/resp"
@@ -311,8 +312,8 @@ func (s *Server) noteArea(a int) {
 	s.dyn.mu.Unlock()
 }
 
-// INFO [section ...]: server, clients, memory, stats, keyspace,
-// commandstats, latencystats, cluster. "all"/"everything"/"default".
+// INFO [section ...]: server, clients, memory, persistence, stats,
+// replication, cpu, cluster, keyspace, commandstats, latencystats. "all"/"everything"/"default".
 func cmdInfo(ss *session, r *request) {
 	want := map[string]bool{}
 	for _, a := range r.args[1:] {
@@ -386,6 +387,19 @@ func (ss *session) info2(has func(string) bool) string {
 		kv("mem_allocator", "go")
 		kv("gc_cycles", ms.NumGC)
 	}
+	if has("persistence") {
+		// The proxy keeps nothing; persistence is the dataservers'
+		// engines' (ldb, kdb).
+		section("Persistence")
+		kv("loading", 0)
+		kv("async_loading", 0)
+		kv("rdb_changes_since_last_save", 0)
+		kv("rdb_bgsave_in_progress", 0)
+		kv("rdb_last_bgsave_status", "ok")
+		kv("aof_enabled", 0)
+		kv("aof_rewrite_in_progress", 0)
+		kv("aof_last_write_status", "ok")
+	}
 	if has("stats") {
 		section("Stats")
 		kv("total_connections_received", s.stats.connections.Load())
@@ -403,6 +417,29 @@ func (ss *session) info2(has func(string) bool) string {
 			kv("hot_cache_hits", hits)
 			kv("hot_cache_misses", misses)
 			kv("hot_cache_keys", int64(keys))
+		}
+	}
+	if has("replication") {
+		// Clients see one master (the proxy); the copies behind it are
+		// the dataservers' (tair_* fields, from the bucket table).
+		section("Replication")
+		kv("role", "master")
+		kv("connected_slaves", 0)
+		kv("master_failover_state", "no-failover")
+		if rt := s.r.load(); rt != nil {
+			kv("tair_table_version", rt.t.Version)
+			kv("tair_buckets", rt.t.Buckets)
+			kv("tair_copies", rt.t.Copies)
+			kv("tair_dataservers", len(rt.t.Nodes()))
+			kv("tair_migrating_buckets", len(rt.t.Migrating))
+		}
+	}
+	if has("cpu") {
+		section("CPU")
+		var ru syscall.Rusage
+		if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+			kv("used_cpu_sys", fmt.Sprintf("%.6f", float64(ru.Stime.Sec)+float64(ru.Stime.Usec)/1e6))
+			kv("used_cpu_user", fmt.Sprintf("%.6f", float64(ru.Utime.Sec)+float64(ru.Utime.Usec)/1e6))
 		}
 	}
 	if has("cluster") {

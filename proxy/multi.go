@@ -44,7 +44,7 @@ func txControl(name string) bool {
 }
 
 // queue adds a command to the transaction (MULTI is active).
-func (tx *txState) queue(r *request, args [][]byte) {
+func (tx *txState) queue(ss *session, r *request, args [][]byte) {
 	if h := localHandlers[r.spec.Name]; h != nil && r.spec.Name != "ping" && r.spec.Name != "echo" && r.spec.Name != "time" {
 		tx.dirty = true
 		r.setError("ERR " + r.spec.Name + " is not supported inside MULTI by this cluster")
@@ -55,12 +55,44 @@ func (tx *txState) queue(r *request, args [][]byte) {
 		r.setError("ERR " + r.spec.Name + " is not supported inside MULTI by this cluster")
 		return
 	}
+	// The transaction runs on one bucket's master: a key of another
+	// bucket is refused when queued, as Redis Cluster does, and EXEC
+	// then answers EXECABORT.
+	if keys := r.spec.KeyIndexes(args); len(keys) > 0 {
+		first := tx.firstKey()
+		if first == nil {
+			first = args[keys[0]]
+		}
+		b := ss.bucketOf(first)
+		for _, k := range keys {
+			if ss.bucketOf(args[k]) != b {
+				tx.dirty = true
+				r.setError("CROSSSLOT Keys in request don't hash to the same slot")
+				return
+			}
+		}
+	}
 	c := make([][]byte, len(args))
 	for i, a := range args {
 		c[i] = append([]byte(nil), a...)
 	}
 	tx.cmds = append(tx.cmds, c)
 	r.status("QUEUED")
+}
+
+// firstKey is the first key of the queued commands or the watch, or nil.
+func (tx *txState) firstKey() []byte {
+	for _, c := range tx.cmds {
+		if spec := command.Lookup(c[0]); !spec.Has(command.NoKey) {
+			if ks := spec.KeyIndexes(c); len(ks) > 0 {
+				return c[ks[0]]
+			}
+		}
+	}
+	if len(tx.watched) > 0 {
+		return tx.watched[0]
+	}
+	return nil
 }
 
 func cmdMulti(ss *session, r *request) {

@@ -242,6 +242,25 @@ func TestMultiKeySplitMerge(t *testing.T) {
 	if got := rc.do("MSETNX", "mk1", "a", "mk2", "b"); got != "-CROSSSLOT Keys in request don't hash to the same slot\r\n" {
 		t.Fatalf("MSETNX across buckets = %q", got)
 	}
+	// A split write with one key or value over the limits is refused
+	// whole: no part reaches a dataserver.
+	long := strings.Repeat("k", 1025)
+	sent := e.fakes[0].envelopes.Load() + e.fakes[1].envelopes.Load() + e.fakes[2].envelopes.Load()
+	if got := rc.do("MSET", "mk1", "x", long, "y", "mk2", "z"); got != "-KEYTOOLONG key too long (tair -5)\r\n" {
+		t.Fatalf("MSET with a long key = %q", got)
+	}
+	if got := rc.do("DEL", "mk1", "mk2", long); got != "-KEYTOOLONG key too long (tair -5)\r\n" {
+		t.Fatalf("DEL with a long key = %q", got)
+	}
+	if got := rc.do("MSET", "mk1", "x", "mk2", strings.Repeat("v", 1<<20+1)); got != "-VALUETOOLONG value too long (tair -6)\r\n" {
+		t.Fatalf("MSET with a long value = %q", got)
+	}
+	if n := e.fakes[0].envelopes.Load() + e.fakes[1].envelopes.Load() + e.fakes[2].envelopes.Load(); n != sent {
+		t.Fatalf("refused split writes sent %d parts", n-sent)
+	}
+	if v, err := c.Get(ctx, "mk1").Result(); err != redis.Nil {
+		t.Fatalf("mk1 after the refused writes = %q, %v; want nil (deleted above)", v, err)
+	}
 	// Hash tags keep keys together: one sub-command.
 	before := e.fakes[0].envelopes.Load() + e.fakes[1].envelopes.Load() + e.fakes[2].envelopes.Load()
 	if got := rc.do("MSET", "{u1}a", "1", "{u1}b", "2", "{u1}c", "3"); got != "+OK\r\n" {
@@ -523,6 +542,22 @@ func TestLocalCommands(t *testing.T) {
 	if got := rc.do("INFO", "latencystats"); !strings.Contains(got, "latency_percentiles_usec_get:p50=") {
 		t.Fatalf("INFO latencystats lacks get: %q", got)
 	}
+	// Redis's default sections, in Redis's order.
+	info := rc.do("INFO")
+	last := -1
+	for _, sec := range []string{"# Server", "# Clients", "# Memory", "# Persistence", "# Stats", "# Replication", "# CPU", "# Cluster", "# Keyspace"} {
+		i := strings.Index(info, sec+"\r\n")
+		if i < 0 || i < last {
+			t.Fatalf("INFO: section %q missing or out of order in %q", sec, info)
+		}
+		last = i
+	}
+	if got := rc.do("INFO", "replication"); !strings.Contains(got, "role:master\r\n") || !strings.Contains(got, "tair_table_version:") {
+		t.Fatalf("INFO replication = %q", got)
+	}
+	if got := rc.do("INFO", "cpu"); !strings.Contains(got, "used_cpu_user:") {
+		t.Fatalf("INFO cpu = %q", got)
+	}
 	for _, args := range [][]string{{"CLUSTER", "SLOTS"}, {"CLUSTER", "SHARDS"}, {"COMMAND", "DOCS", "get"}, {"COMMAND", "INFO", "get"}, {"TIME"}, {"SLOWLOG", "GET"}} {
 		if got := rc.do(args...); !strings.HasPrefix(got, "*") {
 			t.Fatalf("%v = %q", args, got)
@@ -757,8 +792,10 @@ func TestMultiExec(t *testing.T) {
 		{[]string{"EXEC"}, "*4\r\n+OK\r\n:1\r\n+PONG\r\n$1\r\n1\r\n"},
 		{[]string{"MULTI"}, "+OK\r\n"},
 		{[]string{"SET", "x1", "1"}, "+QUEUED\r\n"},
-		{[]string{"SET", "x2", "1"}, "+QUEUED\r\n"},
-		{[]string{"EXEC"}, "-CROSSSLOT Keys in request don't hash to the same slot\r\n"},
+		{[]string{"SET", "x2", "1"}, "-CROSSSLOT Keys in request don't hash to the same slot\r\n"},
+		{[]string{"GET", "x1"}, "+QUEUED\r\n"},
+		{[]string{"EXEC"}, "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+		{[]string{"GET", "x1"}, "$-1\r\n"},
 		{[]string{"MULTI"}, "+OK\r\n"},
 		{[]string{"GET"}, "-ERR wrong number of arguments for 'get' command\r\n"},
 		{[]string{"EXEC"}, "-EXECABORT Transaction discarded because of previous errors.\r\n"},
