@@ -21,12 +21,17 @@
 //     keys included (they exist; Redis-facing counts filter them).
 //   - Item ops on a missing key fail with errs.ErrNotFound (ItemAdd creates
 //     it); removing the last item deletes the key.
+//   - Option values outside their enums (Cond, Expire.Mode, an
+//     UpdateFunc's Action) and counter bounds with Min above Max fail with
+//     errs.InvalidArgument and change nothing; so does a restored prefix
+//     record whose skeys are not strictly ascending (a duplicate skey).
 //   - Statistics count once per key operation: MultiGet counts a get per
 //     key, PrefixRange one get, Update a get when it keeps the record and a
 //     put otherwise.
 package generic
 
 import (
+	"bytes"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -47,7 +52,37 @@ var (
 	errNotInt   = errs.New(errs.InvalidArgument, "value is not an integer or out of range")
 	errMaxCount = errs.New(errs.InvalidArgument, "item maxcount must be positive")
 	errNoItems  = errs.New(errs.InvalidArgument, "no items to add")
+	errBounds   = errs.New(errs.InvalidArgument, "counter bounds: min is above max")
+	errSkeys    = errs.New(errs.InvalidArgument, "restore: skeys not in strictly ascending order")
 )
+
+// Option values outside their enums are refused, not read as some valid
+// value (an unknown Cond as CondAlways, an unknown Expire.Mode as
+// ExpireNever): a caller that sends one has a bug, and the write it meant
+// is not the one that would be done.
+
+func checkExpire(x *engines.Expire) error {
+	if x.Mode > engines.ExpireAt {
+		return errs.Newf(errs.InvalidArgument, "unknown expire mode %d", x.Mode)
+	}
+	return nil
+}
+
+func checkPutOptions(o *engines.PutOptions) error {
+	if o.Cond > engines.CondIfExists {
+		return errs.Newf(errs.InvalidArgument, "unknown write condition %d", o.Cond)
+	}
+	return checkExpire(&o.Expire)
+}
+
+// checkIncrOptions also refuses bounds no value satisfies (both set, Min
+// above Max).
+func checkIncrOptions(o *engines.IncrOptions) error {
+	if o.HasMin && o.HasMax && o.Min > o.Max {
+		return errBounds
+	}
+	return checkExpire(&o.Expire)
+}
 
 // Config describes the engine built on a store.
 type Config struct {
@@ -120,7 +155,12 @@ func (e *Engine) counters(k *engines.Key) *counters {
 	return &e.stats[k.Area][k.Bucket%statStripes]
 }
 
+// Replicated writes (k.Replica) are not counted: the master counted the
+// client's operation, and a cluster's statistics sum every node's.
 func (e *Engine) countGet(k *engines.Key, hit bool) {
+	if k.Replica {
+		return
+	}
 	if hit {
 		e.counters(k).hits.Add(1)
 	} else {
@@ -128,7 +168,11 @@ func (e *Engine) countGet(k *engines.Key, hit bool) {
 	}
 }
 
-func (e *Engine) countPut(k *engines.Key) { e.counters(k).puts.Add(1) }
+func (e *Engine) countPut(k *engines.Key) {
+	if !k.Replica {
+		e.counters(k).puts.Add(1)
+	}
+}
 
 // live reports whether a raw record is visible at nowMs.
 func live(ent *engines.Entry, exists bool, nowMs int64) bool {
@@ -236,7 +280,7 @@ func (op *updateOp) apply(cur engines.Entry, exists bool) (engines.Entry, engine
 			return engines.Entry{}, engines.Keep, nil
 		}
 		return engines.Entry{}, engines.Delete, nil
-	default:
+	case engines.Keep:
 		op.act = engines.Keep
 		op.out = cur
 		if wasExpired {
@@ -244,6 +288,9 @@ func (op *updateOp) apply(cur engines.Entry, exists bool) (engines.Entry, engine
 			return engines.Entry{}, engines.Delete, nil
 		}
 		return engines.Entry{}, engines.Keep, nil
+	default:
+		op.act = engines.Keep
+		return engines.Entry{}, engines.Keep, errs.Newf(errs.InvalidArgument, "unknown update action %d", a)
 	}
 }
 
@@ -319,6 +366,9 @@ func (e *Engine) Put(k engines.Key, value []byte, o engines.PutOptions) (int64, 
 	if err := e.o.CheckValue(value); err != nil {
 		return 0, err
 	}
+	if err := checkPutOptions(&o); err != nil {
+		return 0, err
+	}
 	return e.put(Ref{Key: k}, value, &o)
 }
 
@@ -383,6 +433,9 @@ func addInt64(a, b int64) (int64, bool) {
 
 func (e *Engine) Incr(k engines.Key, delta int64, o engines.IncrOptions) (int64, int64, error) {
 	if err := e.check(k); err != nil {
+		return 0, 0, err
+	}
+	if err := checkIncrOptions(&o); err != nil {
 		return 0, 0, err
 	}
 	var result int64
@@ -470,6 +523,9 @@ func (e *Engine) PrefixPut(k engines.Key, skey, value []byte, o engines.PutOptio
 	if err := e.o.CheckValue(value); err != nil {
 		return 0, err
 	}
+	if err := checkPutOptions(&o); err != nil {
+		return 0, err
+	}
 	return e.put(Ref{Key: k, Prefix: true, Skey: skey}, value, &o)
 }
 
@@ -551,6 +607,9 @@ func (e *Engine) ItemAdd(k engines.Key, maxCount int, items [][]byte, o engines.
 	}
 	if maxCount <= 0 {
 		return 0, errMaxCount
+	}
+	if err := checkPutOptions(&o); err != nil {
+		return 0, err
 	}
 	if len(items) == 0 {
 		return 0, errNoItems
@@ -751,9 +810,14 @@ func (e *Engine) Restore(bucket uint32, r *engines.Record) error {
 	if err := e.check(engines.Key{Bucket: bucket, Area: r.Area, Key: r.Key}); err != nil {
 		return err
 	}
-	for _, kv := range r.Prefix {
+	for i, kv := range r.Prefix {
 		if len(r.Key)+len(kv.Key) > e.o.MaxKeySize {
 			return errs.ErrKeyTooLong
+		}
+		// Every engine refuses a duplicate (or misplaced) skey alike,
+		// rather than one keeping the last copy and another refusing.
+		if i > 0 && bytes.Compare(r.Prefix[i-1].Key, kv.Key) >= 0 {
+			return errSkeys
 		}
 	}
 	return e.st.Restore(bucket, r)
