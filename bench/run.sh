@@ -12,7 +12,9 @@
 # Output goes to bench/out/ and to stdout; bench/RESULTS.md records a run.
 #
 # Knobs: ROUNDS (3), TARGET_SECS (3), SKIP_GO=1 to skip Go benchmarks,
-# SKIP_MATRIX=1 to skip the rb.sh matrix.
+# SKIP_MATRIX=1 to skip the rb.sh matrix, ENGINES_ONLY=1 to run only step 5
+# with its redis-server memory anchor (no cluster, no twemproxy),
+# BENCHTIME (1s) for the Go benchmarks' -benchtime.
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -20,7 +22,82 @@ OUT=$ROOT/bench/out
 mkdir -p "$OUT"
 . bench/lib.sh
 
+# engines_table RAW REDIS_BPK: the engines' Go benchmark output RAW as one
+# table. ops/s is 1e9 / ns/op (with 16 writers: all writers together);
+# memory bytes/key is the live heap's growth per key (heap-B/key), disk
+# bytes/key the data directory's file sizes per key after Compact and
+# Close (file-B/key); REDIS_BPK is redis-server's used_memory per key.
+engines_table() {
+  awk -v redis="$2" '
+    function ops(v) { v = 1e9 / v; if (v >= 1e6) return sprintf("%.2fM", v / 1e6); if (v >= 1e3) return sprintf("%.1fk", v / 1e3); return sprintf("%.0f", v) }
+    function us(v) { v /= 1000; if (v < 10) return sprintf("%.2f", v); if (v < 100) return sprintf("%.1f", v); return sprintf("%.0f", v) }
+    function cell(e, n) { return ((e, n) in ns) ? ops(ns[e, n]) " ops/s (" us(ns[e, n]) " µs)" : "–" }
+    function sync3(e, n) { return "always " cell(e, n "/always") "<br>group " cell(e, n "/group") "<br>none " cell(e, n "/none") }
+    function metric(e, n, u) { return ((e, n, u) in m) ? sprintf("%.0f", m[e, n, u]) : "–" }
+    /^pkg: / { k = split($2, p, "/"); eng = p[k]; next }
+    /^Benchmark/ {
+      name = $1; sub(/^Benchmark[A-Za-z]+\//, "", name); sub(/-[0-9]+$/, "", name)
+      for (i = 3; i < NF; i += 2) {
+        if ($(i + 1) == "ns/op") ns[eng, name] = $i
+        else m[eng, name, $(i + 1)] = $i
+      }
+    }
+    END {
+      print "| | rdb | mdb | ldb | kdb | redis-server |"
+      print "|---|---|---|---|---|---|"
+      print "| Put, 1 writer | " cell("rdb", "Put") " | " cell("mdb", "Put") " | " sync3("ldb", "Put") " | " sync3("kdb", "Put") " | |"
+      print "| Put, 16 writers | " cell("rdb", "PutParallel") " | " cell("mdb", "PutParallel") " | " sync3("ldb", "PutParallel16") " | " sync3("kdb", "PutParallel16") " | |"
+      print "| Get | " cell("rdb", "Get") " | " cell("mdb", "Get") " | " cell("ldb", "Get") " | " cell("kdb", "Get") " | |"
+      print "| PrefixRange, 100 of 10,000 skeys | " cell("rdb", "PrefixRange100of10000") " | " cell("mdb", "PrefixRange100of10000") " | " cell("ldb", "PrefixRange100of10000") " | " cell("kdb", "PrefixRange100of10000") " | |"
+      print "| bytes/key in memory (live heap) | " metric("rdb", "BytesPerKey", "heap-B/key") " | " metric("mdb", "BytesPerKey", "heap-B/key") " | – | – | " (redis == "" ? "–" : redis) " |"
+      print "| bytes/key on disk (file sizes) | – | – | " metric("ldb", "DiskBytesPerKey", "file-B/key") " | " metric("kdb", "DiskBytesPerKey", "file-B/key") " | – |"
+    }' "$1"
+}
+
+# engines_section: redis-server's memory per key, the anchor of the
+# engines' bytes/key (redis-server on REDIS_PORT), then the engines' Go
+# benchmarks as a table (engines_table) and as go test printed them.
+engines_section() {
+  # The memory anchor: redis-server holding 100k keys of 16-byte names
+  # and 32-byte values, the engines' shape.
+  echo "## redis-server memory per key (100000 keys, 16 B key, 32 B value)"
+  redis-cli -p "$REDIS_PORT" FLUSHALL >/dev/null
+  local before after bpk raw=$TMP/engines-bench.txt
+  before=$(redis-cli -p "$REDIS_PORT" INFO memory | awk -F: '/^used_memory:/{print $2+0}')
+  redis-cli -p "$REDIS_PORT" DEBUG POPULATE 100000 k:0123456789a 32 >/dev/null
+  after=$(redis-cli -p "$REDIS_PORT" INFO memory | awk -F: '/^used_memory:/{print $2+0}')
+  bpk=$(( (after - before) / 100000 ))
+  echo "redis-server: $bpk bytes/key (used_memory delta)"
+  echo
+  [ -n "${SKIP_GO:-}" ] && return 0
+  go test -run '^$' -bench . -benchtime "${BENCHTIME:-1s}" ./engines/rdb ./engines/mdb ./engines/ldb ./engines/kdb 2>&1 |
+    grep -E '^(Benchmark|ok|FAIL|PASS|goos|goarch|pkg|cpu)' >"$raw"
+  echo "## engines (go test -bench . -benchtime ${BENCHTIME:-1s} ./engines/{rdb,mdb,ldb,kdb}, one run)"
+  echo
+  engines_table "$raw" "$bpk"
+  echo
+  echo 'ops/s = 1e9 / ns/op (16 writers: all of them together); memory bytes/key = live-heap growth per key loading 100,000 keys (16 B, 32 B values); disk bytes/key = file sizes in the data directory per key after the same load, Compact and Close; redis-server = used_memory growth per key.'
+  echo
+  echo '```'
+  cat "$raw"
+  echo '```'
+}
+
 REDIS_PORT=$(free_port)
+if [ -n "${ENGINES_ONLY:-}" ]; then
+  redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --enable-debug-command local >"$TMP/redis.log" 2>&1 &
+  PIDS+=($!)
+  wait_ping "$REDIS_PORT" || { cat "$TMP/redis.log"; exit 1; }
+  STAMP=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  REPORT=$OUT/engines-$STAMP.md
+  {
+    echo "# make bench, engines only, $STAMP, $(nproc) cores"
+    echo
+    engines_section
+  } | tee "$REPORT"
+  echo "report: $REPORT"
+  exit 0
+fi
 TWEM_PORT=$(free_port)
 TWEM_STATS=$(free_port)
 TAIR1_PORT=$(free_port)
@@ -84,20 +161,6 @@ wait_ping "$TAIR1_PORT" || { cat "$TMP/tair1c.log"; exit 1; }
     TARGET_SECS=2 bash bench/anchors/rb.sh 127.0.0.1 "$REDIS_PORT" redis
     echo
   fi
-  # The memory anchor for the engines' bytes/key: redis-server holding
-  # 100k keys of 16-byte names and 32-byte values, the engines' shape.
-  echo "## redis-server memory per key (100000 keys, 16 B key, 32 B value)"
-  redis-cli -p "$REDIS_PORT" FLUSHALL >/dev/null
-  before=$(redis-cli -p "$REDIS_PORT" INFO memory | awk -F: '/^used_memory:/{print $2+0}')
-  redis-cli -p "$REDIS_PORT" DEBUG POPULATE 100000 k:0123456789a 32 >/dev/null
-  after=$(redis-cli -p "$REDIS_PORT" INFO memory | awk -F: '/^used_memory:/{print $2+0}')
-  echo "redis-server: $(( (after - before) / 100000 )) bytes/key (used_memory delta)"
-  echo
-  if [ -z "${SKIP_GO:-}" ]; then
-    echo "## engines (go test -bench, one run)"
-    echo '```'
-    go test -run '^$' -bench . -benchtime 1s ./engines/... 2>&1 | grep -E '^(Benchmark|ok|PASS|goos|cpu)'
-    echo '```'
-  fi
+  engines_section
 } | tee -a "$REPORT"
 echo "report: $REPORT"

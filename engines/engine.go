@@ -279,7 +279,11 @@ type Engine interface {
 	// It does not change the version.
 	SetHidden(k Key, hidden bool) error
 	// Update is the atomic read-modify-write every other write could be
-	// built on; the dataserver uses it for Redis data structures.
+	// built on; the dataserver uses it for Redis data structures. An
+	// unknown Action fails with errs.InvalidArgument. A persistent engine
+	// refuses to store an Object whose type has no registered codec
+	// (RegisterObjectCodec) with errs.ErrNotSupported, as do PrefixUpdate
+	// and Restore: it could not read it back.
 	Update(k Key, fn UpdateFunc) (Entry, error)
 
 	// Prefix (pkey/skey) operations; k.Key is the pkey, k.Bucket its bucket.
@@ -446,6 +450,15 @@ func RegisterObjectCodec(t ValueType, decode func([]byte) (Object, error)) {
 	objectCodecs.Lock()
 	defer objectCodecs.Unlock()
 	objectCodecs.m[t] = decode
+}
+
+// HasObjectCodec reports whether a decoder is registered for t: a
+// persistent engine can store only Objects it can decode again.
+func HasObjectCodec(t ValueType) bool {
+	objectCodecs.RLock()
+	defer objectCodecs.RUnlock()
+	_, ok := objectCodecs.m[t]
+	return ok
 }
 
 // DecodeObject reverses Object.MarshalBinary.

@@ -1,7 +1,9 @@
 package enginetest
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -34,9 +36,11 @@ func benchOpen(b *testing.B, open BenchOpenFunc) engines.Engine {
 	return e
 }
 
-// Bench runs the engine benchmarks: single-threaded and parallel put and
-// get over 100k 16-byte keys with 32-byte values, prefix ranges, and the
-// memory cost per key (engine accounting and live heap).
+// Bench runs the engine benchmarks: single-threaded and parallel (16
+// goroutines, as the disk engines' PutParallel16) put and get over 100k
+// 16-byte keys with 32-byte values, prefix ranges (BenchPrefixRange, the
+// disk engines' workload too), and the memory cost per key (engine
+// accounting and live heap).
 func Bench(b *testing.B, open BenchOpenFunc) {
 	b.Run("Put", func(b *testing.B) {
 		e := benchOpen(b, open)
@@ -71,6 +75,7 @@ func Bench(b *testing.B, open BenchOpenFunc) {
 		keys, val := benchKeys(BenchKeys)
 		var seq atomic.Int64
 		b.ReportAllocs()
+		b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0))) // 16 writers
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			i := int(seq.Add(1)) * 7919
@@ -105,28 +110,8 @@ func Bench(b *testing.B, open BenchOpenFunc) {
 			}
 		})
 	})
-	b.Run("PrefixRange10of100", func(b *testing.B) {
-		e := benchOpen(b, open)
-		const pkeys, skeys = 1000, 100
-		pks := make([]engines.Key, pkeys)
-		for p := range pks {
-			k := []byte(fmt.Sprintf("user:%08d", p))
-			pks[p] = engines.Key{Bucket: BucketOf(k), Key: k}
-			for s := 0; s < skeys; s++ {
-				if _, err := e.PrefixPut(pks[p], []byte(fmt.Sprintf("field:%04d", s)), []byte("value-of-some-field"), engines.PutOptions{}); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-		start := []byte("field:0050")
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			kvs, err := e.PrefixRange(pks[i%pkeys], engines.RangeOptions{Start: start, Limit: 10})
-			if err != nil || len(kvs) != 10 {
-				b.Fatalf("range: %d %v", len(kvs), err)
-			}
-		}
+	b.Run("PrefixRange100of10000", func(b *testing.B) {
+		BenchPrefixRange(b, benchOpen(b, open))
 	})
 	b.Run("ForEachBucket", func(b *testing.B) {
 		// One bucket's scan (migration, SCAN, DBSIZE) with 100k keys over
@@ -182,4 +167,36 @@ func bytesPerKey(b *testing.B, open BenchOpenFunc) (heap, acct float64) {
 	_ = e.Close()
 	runtime.KeepAlive(keys)
 	return heap, acct
+}
+
+// Prefix-range workload shared by every engine's benchmarks, so that their
+// figures compare: one pkey of PrefixSkeys skeys ("skey%06d", 32-byte
+// values), each operation a range of PrefixRangeLen consecutive skeys from
+// a random start.
+const (
+	PrefixSkeys    = 10_000
+	PrefixRangeLen = 100
+)
+
+// BenchPrefixRange loads the prefix-range workload into e (empty) and
+// times the ranges.
+func BenchPrefixRange(b *testing.B, e engines.Engine) {
+	pk := engines.Key{Bucket: 7, Key: []byte("pkey")}
+	val := make([]byte, 32)
+	for i := 0; i < PrefixSkeys; i++ {
+		binary.LittleEndian.PutUint64(val, uint64(i)*0x9e3779b97f4a7c15)
+		if _, err := e.PrefixPut(pk, []byte(fmt.Sprintf("skey%06d", i)), val, engines.PutOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := []byte(fmt.Sprintf("skey%06d", r.IntN(PrefixSkeys-PrefixRangeLen)))
+		kvs, err := e.PrefixRange(pk, engines.RangeOptions{Start: start, Limit: PrefixRangeLen})
+		if err != nil || len(kvs) != PrefixRangeLen {
+			b.Fatalf("%d skeys, %v", len(kvs), err)
+		}
+	}
 }

@@ -49,6 +49,11 @@ func Run(t *testing.T, open OpenFunc) {
 		{"Compact", testCompact},
 		{"Close", testClose},
 		{"Concurrency", testConcurrency},
+		{"Quota", testQuota},
+		{"PrefixHidden", testPrefixHidden},
+		{"NotSupported", testNotSupported},
+		{"InvalidOptions", testInvalidOptions},
+		{"RestoreSkeyOrder", testRestoreSkeyOrder},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open) })
@@ -1147,13 +1152,42 @@ func testDeleteArea(t *testing.T, open OpenFunc) {
 	populate(t, f.e, now, 4, 1, "")
 	populate(t, f.e, now, 4, 2, "b2:") // a key has one bucket: other names
 	populate(t, f.e, now, 5, 1, "")
+	populate(t, f.e, now, 5, 2, "b2:")
 	f.clk.Advance(1001 * time.Millisecond)
+	area5 := func() string {
+		var lines []string
+		for _, b := range []uint32{1, 2} {
+			for _, l := range dump(t, f.e, b) {
+				if strings.HasPrefix(l, "a5 ") {
+					lines = append(lines, l)
+				}
+			}
+		}
+		return strings.Join(lines, "\n")
+	}
+	before5, stats5 := area5(), f.e.Stats(5)
 	n, err := f.e.DeleteArea(4)
 	if err != nil || n != 14 {
 		t.Fatalf("DeleteArea(4) = %d %v, want 14 live keys", n, err)
 	}
 	f.wantCount(4, 0)
-	f.wantCount(5, 7)
+	f.wantCount(5, 14)
+	// No record of the area is left in any bucket; the other area is
+	// exactly as it was, records and counters.
+	for _, b := range []uint32{1, 2} {
+		if got := keysOf(t, f.e, b, 4); got != "" {
+			t.Fatalf("bucket %d still holds area 4 records after DeleteArea: %s", b, got)
+		}
+	}
+	if s := f.e.Stats(4); s.Keys != 0 || (!f.e.Persistent() && s.Bytes != 0) {
+		t.Fatalf("Stats(4) after DeleteArea: %+v", s)
+	}
+	if got := area5(); got != before5 {
+		t.Fatalf("DeleteArea(4) changed area 5:\n%s\nwant:\n%s", got, before5)
+	}
+	if s := f.e.Stats(5); s.Keys != stats5.Keys || s.Bytes != stats5.Bytes {
+		t.Fatalf("DeleteArea(4) changed Stats(5): %+v, was %+v", s, stats5)
+	}
 	if n, err := f.e.DeleteArea(4); err != nil || n != 0 {
 		t.Fatalf("second DeleteArea = %d %v", n, err)
 	}

@@ -54,6 +54,11 @@ func TestCrashSyncNone(t *testing.T) { storetest.RunCrash(t, openDisk, engines.S
 
 func TestReopen(t *testing.T) { storetest.RunReopen(t, openDisk) }
 
+// TestSweep: the background sweep reclaims expired data that is never read.
+func TestSweep(t *testing.T) {
+	storetest.RunSweep(t, func(o engines.Options) (engines.Engine, error) { return kdb.Open(o) })
+}
+
 func TestModel(t *testing.T) { enginetest.RunModel(t, open, 20000) }
 
 func BenchmarkKDB(b *testing.B) { storetest.RunBenchmarks(b, openDisk) }

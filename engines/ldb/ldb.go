@@ -8,7 +8,8 @@
 // One pebble keyspace holds everything; sortedkv's key encoding puts each
 // Tair bucket, and each area inside it, in a contiguous key range (see
 // sortedkv/keys.go). Migration scans one range and DeleteBucket is one
-// pebble range deletion; DeleteArea is one range deletion per bucket.
+// pebble range deletion; DeleteArea is one range deletion per bucket, all
+// in one batch.
 // Per-area counters are pebble merge operands written in the same batch as
 // the data they count, so they need no read-modify-write of their own and
 // stay exact across crashes.

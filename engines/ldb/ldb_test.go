@@ -51,6 +51,11 @@ func TestCrashSyncGroup(t *testing.T)  { storetest.RunCrash(t, openDisk, engines
 
 func TestReopen(t *testing.T) { storetest.RunReopen(t, openDisk) }
 
+// TestSweep: the background sweep reclaims expired data that is never read.
+func TestSweep(t *testing.T) {
+	storetest.RunSweep(t, func(o engines.Options) (engines.Engine, error) { return ldb.Open(o) })
+}
+
 func TestModel(t *testing.T) { enginetest.RunModel(t, openMem, 20000) }
 
 func BenchmarkLDB(b *testing.B) { storetest.RunBenchmarks(b, openDisk) }

@@ -40,7 +40,8 @@
 // the shared lock, so reads never serialise), writes move records to the
 // front, and the evictor gives referenced records at the tail a second
 // chance. Victim shards are taken round-robin, so the store evicts
-// approximately the least recently used records overall. A record that alone
+// approximately the least recently used records overall; the record a
+// write stores is never that write's own victim. A record that alone
 // exceeds the quota or the limit is refused with errs.ErrQuota rather than
 // stored and evicted at once.
 package memstore
@@ -404,6 +405,7 @@ func (s *Store) Update(r generic.Ref, fn generic.RawUpdate) error {
 		sh.mu.Unlock()
 		return err
 	}
+	var written *item // spared by the eviction this write triggers
 	switch act {
 	case engines.Store:
 		key := r.Key.Key
@@ -419,6 +421,7 @@ func (s *Store) Update(r generic.Ref, fn generic.RawUpdate) error {
 			it = s.insertLocked(sh, tab, ps, &r)
 		}
 		s.setLocked(sh, it, &next, size)
+		written = it
 	case engines.Delete:
 		if it != nil {
 			s.removeLocked(sh, it)
@@ -426,7 +429,7 @@ func (s *Store) Update(r generic.Ref, fn generic.RawUpdate) error {
 	}
 	sh.mu.Unlock()
 	if act == engines.Store && s.overBudget(r.Area) {
-		s.evict(r.Area)
+		s.evict(r.Area, written)
 	}
 	return nil
 }
@@ -711,7 +714,7 @@ func (s *Store) Restore(bucket uint32, r *engines.Record) error {
 	}
 	sh.mu.Unlock()
 	if s.overBudget(r.Area) {
-		s.evict(r.Area)
+		s.evict(r.Area, nil)
 	}
 	return nil
 }
@@ -797,7 +800,7 @@ func (s *Store) TotalBytes() int64 { return s.total.Load() }
 func (s *Store) SetQuota(area uint16, bytes int64) {
 	s.areas[area].quota.Store(bytes)
 	if s.overBudget(area) {
-		s.evict(area)
+		s.evict(area, nil)
 	}
 }
 
@@ -835,8 +838,12 @@ func (s *Store) overBudget(area uint16) bool {
 
 // evict brings area under its quota and the store under its limit:
 // expired records go first, then CLOCK victims taken round-robin over the
-// shards.
-func (s *Store) evict(area uint16) {
+// shards. keep (the record whose write called evict, or nil) is never the
+// victim: a write that fits is not acknowledged and then evicted by its
+// own eviction, which a fresh record alone in its shard's table (CLOCK
+// victim there) would otherwise be whenever the round-robin reached its
+// shard first.
+func (s *Store) evict(area uint16, keep *item) {
 	s.evictMu.Lock()
 	defer s.evictMu.Unlock()
 	if !s.overBudget(area) {
@@ -850,7 +857,7 @@ func (s *Store) evict(area uint16) {
 		} else if !(s.limit > 0 && s.total.Load() > s.limit) {
 			return
 		}
-		if !s.evictOne(victimArea) {
+		if !s.evictOne(victimArea, keep) {
 			return // nothing left to evict
 		}
 	}
@@ -859,7 +866,7 @@ func (s *Store) evict(area uint16) {
 // evictOne evicts one record of area (any area when area < 0) from the
 // next shard that holds an unreferenced one; it reports false when no shard
 // holds any record. Two rounds suffice: the first clears every bit.
-func (s *Store) evictOne(area int) bool {
+func (s *Store) evictOne(area int, keep *item) bool {
 	for tries := 0; tries < 2*len(s.shards)+1; tries++ {
 		sh := &s.shards[s.cursor&s.mask]
 		s.cursor++
@@ -867,11 +874,11 @@ func (s *Store) evictOne(area int) bool {
 		var victim *item
 		if area >= 0 {
 			if tab := sh.tables[uint16(area)]; tab != nil {
-				victim = tab.lru.clockVictim()
+				victim = tab.lru.clockVictim(keep)
 			}
 		} else {
 			for _, tab := range sh.tables {
-				if victim = tab.lru.clockVictim(); victim != nil {
+				if victim = tab.lru.clockVictim(keep); victim != nil {
 					break
 				}
 			}
@@ -940,10 +947,15 @@ func (l *lruList) moveToFront(it *item) {
 // since it last reached the front, giving read records a second chance
 // (their bit is cleared and they move to the front). It returns nil when
 // every record of the list had been read: the evictor then tries another
-// shard, so a shard holding only hot records keeps them.
-func (l *lruList) clockVictim() *item {
+// shard, so a shard holding only hot records keeps them. keep is never
+// returned (it moves to the front, its bit unchanged).
+func (l *lruList) clockVictim(keep *item) *item {
 	for n := l.n; n > 0; n-- {
 		it := l.tail
+		if it == keep {
+			l.moveToFront(it)
+			continue
+		}
 		if !it.ref.Load() {
 			return it
 		}

@@ -15,9 +15,9 @@
 // the pkey, not the skey, so "is this the pkey's first (or last) skey?" is
 // decided under the same lock as the write that changes the answer.
 //
-// Every write also holds its bucket's lock shared; DeleteBucket and
-// DeleteArea hold it exclusively, so the in-memory counters they subtract
-// are exactly those of the data their range deletion removes.
+// Every write also holds its bucket's lock shared; DeleteBucket holds it
+// exclusively, and DeleteArea every bucket's, so the in-memory counters
+// they subtract are exactly those of the data their range deletion removes.
 //
 // # Counting
 //
@@ -526,7 +526,7 @@ func (s *Store) Update(r generic.Ref, fn generic.RawUpdate) error {
 		case engines.Store:
 			rec, err := recordOf(&next)
 			if err != nil {
-				return errs.Wrap(errs.InvalidArgument, err)
+				return err
 			}
 			if !r.Prefix {
 				w.set(&sl, &rec, true)
@@ -644,7 +644,7 @@ func (s *Store) Restore(bucket uint32, r *engines.Record) error {
 		key, _ := refKey(&ref)
 		rec, err := recordOf(&r.Entry)
 		if err != nil {
-			return errs.Wrap(errs.InvalidArgument, err)
+			return err
 		}
 		return s.locked(bucket, key, func() error {
 			sl, err := s.read(key)
@@ -667,7 +667,7 @@ func (s *Store) Restore(bucket uint32, r *engines.Record) error {
 		}
 		var err error
 		if recs[i], err = recordOf(&r.Prefix[i].Entry); err != nil {
-			return errs.Wrap(errs.InvalidArgument, err)
+			return err
 		}
 	}
 	pfx := pkeyPrefix(bucket, r.Area, r.Key)
@@ -801,32 +801,49 @@ func (s *Store) dropPair(p *pair) {
 	s.pairs.Delete(uint64(p.bucket)<<16 | uint64(p.area))
 }
 
-// DeleteArea removes area from every bucket that holds it, one range
-// deletion per bucket, and returns how many live keys it held.
+// DeleteArea removes area from every bucket that holds it and returns how
+// many live keys it held. The deletion is one backend commit (one range
+// deletion per bucket, in one pebble batch or one bbolt transaction), so
+// readers, which do not lock, and a crash see the area whole or gone,
+// never gone from some buckets only. It holds every bucket stripe
+// exclusively meanwhile: no write runs, so the counters it drops are
+// exactly those of the data deleted. Expired records are reclaimed first
+// (commits of their own, invisible to readers) so that the count returned
+// is of live keys.
 func (s *Store) DeleteArea(area uint16) (int64, error) {
 	if err := s.enter(); err != nil {
 		return 0, err
 	}
 	defer s.leave()
-	var n int64
+	// In stripe order; every other path holds one bucket stripe at a time.
+	for i := range s.bucketLocks {
+		s.bucketLocks[i].Lock()
+	}
+	defer func() {
+		for i := range s.bucketLocks {
+			s.bucketLocks[i].Unlock()
+		}
+	}()
 	now := s.nowMs()
-	for _, p := range s.pairsOf(func(p *pair) bool { return p.area == area }) {
-		bl := s.bucketLock(p.bucket)
-		bl.Lock()
-		err := s.sweepPairLocked(p, now, false)
-		if err == nil {
-			var b Batch
-			lo, hi := areaRange(p.bucket, area)
-			b.DeleteRange(lo, hi)
-			if err = s.be.Commit(&b); err == nil {
-				n += p.keys.Load()
-				s.dropPair(p)
-			}
+	pairs := s.pairsOf(func(p *pair) bool { return p.area == area })
+	if len(pairs) == 0 {
+		return 0, nil
+	}
+	var b Batch
+	for _, p := range pairs {
+		if err := s.sweepPairLocked(p, now, false); err != nil {
+			return 0, errs.Wrap(errs.Unknown, err)
 		}
-		bl.Unlock()
-		if err != nil {
-			return n, errs.Wrap(errs.Unknown, err)
-		}
+		lo, hi := areaRange(p.bucket, area)
+		b.DeleteRange(lo, hi)
+	}
+	if err := s.be.Commit(&b); err != nil {
+		return 0, errs.Wrap(errs.Unknown, err)
+	}
+	var n int64
+	for _, p := range pairs {
+		n += p.keys.Load()
+		s.dropPair(p)
 	}
 	return n, nil
 }

@@ -190,3 +190,85 @@ func TestSweepKeepsNewExpiry(t *testing.T) {
 		t.Fatalf("Count = %d at 3001, want 1 (late)", n)
 	}
 }
+
+// TestDeleteAreaOneCommit: DeleteArea removes an area from every bucket
+// that holds it in one backend commit, so that no reader (they do not
+// lock) and no crash can see it half deleted; it leaves nothing of the area
+// behind (data, expiry index, counters) and other areas untouched.
+func TestDeleteAreaOneCommit(t *testing.T) {
+	be, clk := newMemBackend(), &clock{ms: 1000}
+	s, err := New(be, Options{Now: clk.now, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	put := func(bucket uint32, area uint16, key string, skey []byte, expireAt int64) {
+		t.Helper()
+		r := generic.Ref{Key: engines.Key{Bucket: bucket, Area: area, Key: []byte(key)}, Prefix: skey != nil, Skey: skey}
+		err := s.Update(r, func(engines.Entry, bool) (engines.Entry, engines.Action, error) {
+			return engines.Entry{Value: []byte("v"), Version: 1, ExpireAt: expireAt}, engines.Store, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for b := uint32(0); b < 6; b++ {
+		for _, area := range []uint16{3, 4} {
+			put(b, area, "plain", nil, 0)
+			put(b, area, "exp", nil, 5000)
+			put(b, area, "gone", nil, 1500)
+			put(b, area, "pk", []byte("s1"), 0)
+			put(b, area, "pk", []byte("s2"), 5000)
+		}
+	}
+	clk.set(2000) // "gone" expired: not counted by DeleteArea
+	keep, err := s.Recount(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keepBytes, _ := s.Usage(4)
+	var rangeCommits, ranges int // commits with range deletions, and those
+	be.mu.Lock()
+	be.hook = func(b *Batch) {
+		n := 0
+		for _, op := range b.Ops {
+			if op.Kind == OpDeleteRange {
+				n++
+			}
+		}
+		if n > 0 {
+			rangeCommits++
+			ranges += n
+		}
+	}
+	be.mu.Unlock()
+	n, err := s.DeleteArea(3)
+	if err != nil || n != 6*3 {
+		t.Fatalf("DeleteArea(3) = %d %v, want %d live keys", n, err, 6*3)
+	}
+	be.mu.Lock()
+	be.t.Ascend(func(it kv) bool {
+		if len(it.k) >= headerLen && be16(it.k[4:]) == 3 {
+			t.Errorf("key %x of area 3 left after DeleteArea", it.k)
+		}
+		return true
+	})
+	be.mu.Unlock()
+	// Reclaiming the expired records first commits on its own (it changes
+	// nothing a reader sees); the deletion is one commit of 6 ranges.
+	if rangeCommits != 1 || ranges != 6 {
+		t.Fatalf("DeleteArea over 6 buckets: %d commits with %d range deletions, want 1 with 6", rangeCommits, ranges)
+	}
+	if rc, err := s.Recount(3); err != nil || rc != (Recount{}) {
+		t.Fatalf("Recount(3) after DeleteArea = %+v %v", rc, err)
+	}
+	if b, _ := s.Usage(3); b != 0 || s.Count(3) != 0 {
+		t.Fatalf("area 3 after DeleteArea: %d bytes, %d keys", b, s.Count(3))
+	}
+	if rc, err := s.Recount(4); err != nil || rc != keep {
+		t.Fatalf("Recount(4) = %+v %v, was %+v", rc, err, keep)
+	}
+	if b, _ := s.Usage(4); b != keepBytes || keep.Bytes != b || keep.PersistedBytes != b {
+		t.Fatalf("area 4: %d bytes, was %d; recount %+v", b, keepBytes, keep)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/errs"
 )
 
 // # Value encoding
@@ -102,7 +103,11 @@ func (r *record) entry() (engines.Entry, error) {
 	return e, nil
 }
 
-// recordOf turns an Entry into its stored form, encoding any object.
+// recordOf turns an Entry into its stored form, encoding any object. Its
+// errors are *errs.Error: errs.ErrNotSupported for an Object of a type no
+// codec is registered for (stored, it could never be read back: every Get
+// of the key and every ForEach of its bucket would fail), InvalidArgument
+// for an Object that fails to encode.
 func recordOf(e *engines.Entry) (record, error) {
 	r := record{
 		typ:      e.Type,
@@ -113,9 +118,12 @@ func recordOf(e *engines.Entry) (record, error) {
 		payload:  e.Value,
 	}
 	if e.Object != nil {
+		if !engines.HasObjectCodec(e.Type) {
+			return record{}, errs.Newf(errs.NotSupported, "sortedkv: %s objects cannot be stored: no codec is registered to read them back", e.Type)
+		}
 		b, err := e.Object.MarshalBinary()
 		if err != nil {
-			return record{}, fmt.Errorf("sortedkv: encode %s object: %w", e.Type, err)
+			return record{}, errs.Wrap(errs.InvalidArgument, fmt.Errorf("sortedkv: encode %s object: %w", e.Type, err))
 		}
 		r.isObject, r.payload = true, b
 	}

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"encoding/binary"
-	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/engines/enginetest"
 )
 
 // Benchmark shapes: SPEC's typical small record, a 16-byte key and a
@@ -57,7 +57,7 @@ func RunBenchmarks(b *testing.B, open OpenFunc) {
 		b.Run("PutParallel16/"+string(p), func(b *testing.B) { benchPut(b, open, p, true) })
 	}
 	b.Run("Get", func(b *testing.B) { benchGet(b, open) })
-	b.Run("PrefixRange100", func(b *testing.B) { benchPrefixRange(b, open) })
+	b.Run("PrefixRange100of10000", func(b *testing.B) { benchPrefixRange(b, open) })
 	b.Run("DiskBytesPerKey", func(b *testing.B) { benchDisk(b, open) })
 }
 
@@ -124,25 +124,11 @@ func benchGet(b *testing.B, open OpenFunc) {
 	}
 }
 
-// benchPrefixRange reads 100 consecutive skeys of a 10,000-skey pkey.
+// benchPrefixRange reads 100 consecutive skeys of a 10,000-skey pkey: the
+// workload of the in-memory engines' benchmark (enginetest.BenchPrefixRange).
 func benchPrefixRange(b *testing.B, open OpenFunc) {
 	e, _ := openBench(b, open, engines.SyncNone)
-	pk := engines.Key{Bucket: 7, Key: []byte("pkey")}
-	const skeys = 10_000
-	for i := 0; i < skeys; i++ {
-		if _, err := e.PrefixPut(pk, []byte(fmt.Sprintf("skey%06d", i)), benchValue(uint64(i)), engines.PutOptions{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	r := rand.New(rand.NewPCG(1, 2))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		start := []byte(fmt.Sprintf("skey%06d", r.IntN(skeys-100)))
-		kvs, err := e.PrefixRange(pk, engines.RangeOptions{Start: start, Limit: 100})
-		if err != nil || len(kvs) != 100 {
-			b.Fatalf("%d skeys, %v", len(kvs), err)
-		}
-	}
+	enginetest.BenchPrefixRange(b, e)
 }
 
 // benchDisk writes 100k keys, compacts, closes and reports the data

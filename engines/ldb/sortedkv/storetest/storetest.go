@@ -26,6 +26,8 @@ import (
 
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/engines/enginetest"
+	"github.com/tairkv/tair/engines/generic"
+	"github.com/tairkv/tair/engines/ldb/sortedkv"
 	"github.com/tairkv/tair/internal/errs"
 )
 
@@ -193,8 +195,11 @@ func RunCrash(t *testing.T, open OpenFunc, policy engines.SyncPolicy, minAcks in
 	checkCounts(t, e)
 }
 
-// checkCounts verifies that Count and Stats.Bytes (persisted counters)
-// agree with a walk over every record.
+// checkCounts verifies that Count agrees with a walk over every live
+// record (ForEach), and that Stats' keys and bytes and the persisted
+// counters records agree with a walk over the stored data
+// (sortedkv.Store.Recount: bytes are the encoded keys and values, which
+// only the store's own walk can add up).
 func checkCounts(t *testing.T, e engines.Engine) {
 	t.Helper()
 	d := dump(t, e)
@@ -202,12 +207,111 @@ func checkCounts(t *testing.T, e engines.Engine) {
 	for _, r := range d {
 		keys[r.area]++
 	}
+	st := sortedStore(t, e)
 	for a := uint16(0); a < 4; a++ {
+		// Count first: it reclaims what has expired, so that the stored
+		// records the walk finds are the live ones.
 		if got := e.Count(a); got != keys[a] {
 			t.Errorf("Count(%d) = %d, a walk finds %d keys", a, got, keys[a])
 		}
+		rc, err := st.Recount(a)
+		if err != nil {
+			t.Fatalf("Recount(%d): %v", a, err)
+		}
+		s := e.Stats(a)
+		if rc.Keys != keys[a] || s.Keys != rc.Keys || s.Bytes != rc.Bytes || rc.PersistedKeys != rc.Keys || rc.PersistedBytes != rc.Bytes {
+			t.Errorf("area %d: Stats keys %d bytes %d; the stored data holds %d keys, %d bytes; its counters records say %d keys, %d bytes; ForEach finds %d keys",
+				a, s.Keys, s.Bytes, rc.Keys, rc.Bytes, rc.PersistedKeys, rc.PersistedBytes, keys[a])
+		}
 	}
 }
+
+// sortedStore returns the sortedkv.Store under an engine built by
+// package generic (ldb, kdb).
+func sortedStore(t *testing.T, e engines.Engine) *sortedkv.Store {
+	t.Helper()
+	ge, ok := e.(interface{ Store() generic.Store })
+	if !ok {
+		t.Fatalf("%T is not a generic engine", e)
+	}
+	st, ok := ge.Store().(*sortedkv.Store)
+	if !ok {
+		t.Fatalf("%T does not run on a sortedkv.Store", e)
+	}
+	return st
+}
+
+// OpenOptionsFunc opens the engine under test with o (o.Dir is set).
+type OpenOptionsFunc func(o engines.Options) (engines.Engine, error)
+
+// RunSweep checks that the background sweep reclaims expired data nobody
+// reads: plain keys and skeys in many buckets expire (on a fake clock) and
+// are never read; within a bounded wait, the area's stored bytes and the
+// stored records themselves (data and expiry index, found by a raw walk of
+// the store, which reclaims nothing) are gone. Only then does the test
+// ask the engine (Stats, Count, ForEach), and another area is untouched.
+func RunSweep(t *testing.T, open OpenOptionsFunc) {
+	clk := enginetest.NewClock()
+	e, err := open(engines.Options{Dir: t.TempDir(), Sync: engines.SyncNone, Now: clk.Now, SweepInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	st := sortedStore(t, e)
+	const area, other = 2, 3
+	exp := engines.PutOptions{Expire: engines.Expire{Mode: engines.ExpireAt, At: clk.NowMs() + 1000}}
+	for i := 0; i < 300; i++ {
+		must(t, put(e, enginetest.AK(area, fmt.Sprintf("sweep%03d", i)), "v", exp))
+	}
+	for p := 0; p < 5; p++ {
+		for s := 0; s < 20; s++ {
+			if _, err := e.PrefixPut(enginetest.AK(area, fmt.Sprintf("sweep-pk%d", p)), []byte(fmt.Sprint(s)), []byte("v"), exp); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := 0; i < 5; i++ {
+		must(t, put(e, enginetest.AK(other, fmt.Sprintf("keep%d", i)), "v", engines.PutOptions{}))
+	}
+	keep, err := st.Recount(other)
+	must(t, err)
+	rc, err := st.Recount(area)
+	must(t, err)
+	if rc.Keys != 305 || rc.Expiry != 400 || rc.Bytes == 0 {
+		t.Fatalf("before expiry the area stores %+v, want 305 keys and 400 index entries", rc)
+	}
+	clk.Advance(2 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rc, err = st.Recount(area)
+		must(t, err)
+		bytes, _ := st.Usage(area)
+		if rc == (Recount{}) && bytes == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after expiry the sweep left %+v, %d bytes accounted", rc, bytes)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s := e.Stats(area); s.Keys != 0 || s.Bytes != 0 {
+		t.Fatalf("Stats(%d) after the sweep: %+v", area, s)
+	}
+	if n := e.Count(area); n != 0 {
+		t.Fatalf("Count(%d) after the sweep = %d", area, n)
+	}
+	for _, r := range dump(t, e) {
+		if r.area == area {
+			t.Fatalf("ForEach yields %s after the sweep", r.text)
+		}
+	}
+	if rc, err := st.Recount(other); err != nil || rc != keep || e.Count(other) != 5 {
+		t.Fatalf("area %d after the sweep: %+v %v, was %+v", other, rc, err, keep)
+	}
+}
+
+// Recount is sortedkv.Recount, for comparisons in this package.
+type Recount = sortedkv.Recount
 
 type rec struct {
 	area   uint16
