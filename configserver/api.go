@@ -27,6 +27,7 @@ func (s *Server) apiHandler() http.Handler {
 	mux.HandleFunc("GET /v1/nodes", s.leaderOnly(s.handleNodes))
 	mux.HandleFunc("GET /v1/migrations", s.leaderOnly(s.handleMigrations))
 	mux.HandleFunc("GET /v1/areas", s.handleAreas)
+	mux.HandleFunc("GET /v1/hooks", s.handleHooks)
 	mux.HandleFunc("GET /v1/stats", s.leaderOnly(s.handleStats))
 	mux.HandleFunc("POST /v1/admin", s.leaderOnly(s.handleAdmin))
 	mux.HandleFunc("POST /v1/invalid", s.leaderOnly(s.handleInvalid))
@@ -237,6 +238,27 @@ func (s *Server) handleAreas(w http.ResponseWriter, r *http.Request) {
 		areas = map[uint16]wire.AreaConfig{}
 	}
 	writeJSON(w, http.StatusOK, areas)
+}
+
+// handleHooks serves the dataservers' hook list (wire.HooksStatus); a
+// standby reads it from etcd.
+func (s *Server) handleHooks(w http.ResponseWriter, r *http.Request) {
+	m := s.metaState.Load()
+	if !s.IsLeader() {
+		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		_, stored, _, err := s.store.load(ctx)
+		cancel()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		m = stored
+	}
+	st := wire.HooksStatus{Enabled: wire.DefaultHooks, Known: wire.KnownHooks}
+	if m.Hooks != nil {
+		st.Enabled, st.Set = *m.Hooks, true
+	}
+	writeJSON(w, http.StatusOK, st)
 }
 
 // handleStats serves each live dataserver's per-area counters from its

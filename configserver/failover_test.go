@@ -240,8 +240,15 @@ func TestHandOffWindow(t *testing.T) {
 	}
 	dss[0].mu.Lock()
 	dss[0].hb.UnreachableSlaves = []string{dsAddrs[1]}
+	dss[0].hb.UnreachableEpochs = map[string]uint64{dsAddrs[1]: 41}
 	dss[0].mu.Unlock()
-	behind := waitTable(t, s, 3*time.Second, func(tb *route.Table) bool { return tb.IsBehind(dsAddrs[0], dsAddrs[1]) }, "slave reported behind")
+	waitTable(t, s, 3*time.Second, func(tb *route.Table) bool { return tb.BehindCovers(dsAddrs[0], dsAddrs[1], 41) }, "slave reported behind")
+	// A newer episode of the same slave is recorded with the mark: the
+	// master relies on the mark only for the episode it covers.
+	dss[0].mu.Lock()
+	dss[0].hb.UnreachableEpochs = map[string]uint64{dsAddrs[1]: 42}
+	dss[0].mu.Unlock()
+	behind := waitTable(t, s, 3*time.Second, func(tb *route.Table) bool { return tb.BehindCovers(dsAddrs[0], dsAddrs[1], 42) }, "newer episode recorded")
 	dss[0].stop()
 	after := waitTable(t, s, 3*time.Second, func(tb *route.Table) bool { return tb.Version > behind.Version && tb.Serving[b][0] != "" }, "failover")
 	time.Sleep(5 * testInterval)

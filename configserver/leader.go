@@ -641,9 +641,10 @@ func caughtUp(t *route.Table, row []string, alive func(string) bool) int {
 // backlog). Entries for pairs that no longer share a row are dropped.
 //
 // A master acknowledges a write without a slave only while the table it
-// holds says that slave is behind; the residual risk is a master that
-// still holds a table saying so while this leader has already cleared it
-// on a heartbeat older than the master's latest timeout.
+// holds says that slave is behind for the episode of unreachability the
+// master is in (BehindEpoch, from the heartbeat's UnreachableEpochs): a
+// mark kept from an earlier episode may be cleared on a heartbeat the
+// master sent before the current one began, and is not relied on.
 func (s *Server) markBehind(t *route.Table, view map[string]nodeView, alive, away func(string) bool) {
 	slavesOf := map[string][]string{}
 	for _, row := range t.Serving {
@@ -672,6 +673,11 @@ func (s *Server) markBehind(t *route.Table, view map[string]nodeView, alive, awa
 				if !t.IsBehind(m, sl) {
 					s.log.Warn("slave behind its master: it will not be promoted until it catches up", "master", m, "slave", sl, "away", away(sl))
 					t.SetBehind(m, sl, true)
+				}
+				if reported {
+					// The master relies on the mark only once the table
+					// says it covers the episode it reports.
+					t.SetBehindEpoch(m, sl, v.hb.UnreachableEpochs[sl])
 				}
 			case t.IsBehind(m, sl) && alive(sl) && alive(m) && v.heard:
 				s.log.Info("slave caught up with its master", "master", m, "slave", sl)
@@ -727,7 +733,8 @@ func tableEqual(a, b *route.Table) bool {
 	return a.Buckets == b.Buckets && a.Copies == b.Copies &&
 		rowsEqual(a.Serving, b.Serving) && rowsEqual(a.Destination, b.Destination) &&
 		slices.Equal(a.Migrating, b.Migrating) &&
-		maps.EqualFunc(a.Behind, b.Behind, func(x, y []string) bool { return slices.Equal(x, y) })
+		maps.EqualFunc(a.Behind, b.Behind, func(x, y []string) bool { return slices.Equal(x, y) }) &&
+		maps.Equal(a.BehindEpoch, b.BehindEpoch)
 }
 
 func rowsEqual(a, b [][]string) bool {
@@ -802,8 +809,13 @@ func (s *Server) applyAdmin(ctx context.Context, ls *leaderState, req wire.Admin
 			m.Areas = map[uint16]wire.AreaConfig{}
 		}
 		m.Areas[req.Area] = req.Config
-	case "hooks-set":
-		m.Hooks = slices.Clone(req.Hooks)
+	case "hooks-set", "hooks-on", "hooks-off":
+		hooks, err := applyHooksOp(m.Hooks, req.Op, req.Hooks)
+		if err != nil {
+			return wire.AdminReply{Message: err.Error()}
+		}
+		m.Hooks = &hooks
+		msg = "hooks: " + hooksString(hooks)
 	default:
 		return wire.AdminReply{Message: fmt.Sprintf("unknown op %q", req.Op)}
 	}
@@ -831,6 +843,51 @@ func (s *Server) applyAdmin(ctx context.Context, ls *leaderState, req wire.Admin
 		return wire.AdminReply{Message: ls.buildErr}
 	}
 	return wire.AdminReply{OK: true, Message: msg}
+}
+
+// applyHooksOp returns the hook list after a hooks-set (names is the
+// whole list), hooks-on (names appended) or hooks-off (names removed) on
+// cur (nil: never set, so wire.DefaultHooks). Unknown names are refused.
+func applyHooksOp(cur *[]string, op string, names []string) ([]string, error) {
+	for _, n := range names {
+		if !slices.Contains(wire.KnownHooks, n) {
+			return nil, fmt.Errorf("unknown hook %q (known: %s)", n, strings.Join(wire.KnownHooks, ", "))
+		}
+	}
+	base := wire.DefaultHooks
+	if cur != nil {
+		base = *cur
+	}
+	out := []string{}
+	switch op {
+	case "hooks-set":
+		for _, n := range names {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	case "hooks-on":
+		out = append(out, base...)
+		for _, n := range names {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	case "hooks-off":
+		for _, n := range base {
+			if !slices.Contains(names, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out, nil
+}
+
+func hooksString(hooks []string) string {
+	if len(hooks) == 0 {
+		return "none"
+	}
+	return strings.Join(hooks, ",")
 }
 
 func (s *Server) isAlive(addr string) bool {

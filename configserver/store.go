@@ -26,7 +26,7 @@ var errFenced = errors.New("configserver: not leader any more (fenced write fail
 type meta struct {
 	Nodes  map[string]*nodeMeta       `json:"nodes"`
 	Areas  map[uint16]wire.AreaConfig `json:"areas,omitempty"`
-	Hooks  []string                   `json:"hooks,omitempty"`
+	Hooks  *[]string                  `json:"hooks,omitempty"` // dataservers' hooks; nil until first set
 	Paused bool                       `json:"paused,omitempty"`
 	// Completed counts moves finished over the cluster's life; PlanDone
 	// those finished since the destination was last rebuilt (what
@@ -57,7 +57,10 @@ func (m *meta) clone() *meta {
 		c.Nodes[k] = &nv
 	}
 	c.Areas = maps.Clone(m.Areas)
-	c.Hooks = slices.Clone(m.Hooks)
+	if m.Hooks != nil {
+		h := slices.Clone(*m.Hooks)
+		c.Hooks = &h
+	}
 	return &c
 }
 

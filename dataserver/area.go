@@ -1,8 +1,6 @@
 package dataserver
 
 import (
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +15,9 @@ import (
 type areaTable struct {
 	cfg  map[uint16]wire.AreaConfig
 	flow map[uint16]*flow
+	// quota is what was pushed to the engine (SetQuota) per area: the
+	// configured quotas while the quota hook is on, none otherwise.
+	quota map[uint16]int64
 }
 
 // flow counts an area's requests and bytes in the current second.
@@ -28,8 +29,9 @@ type flow struct {
 
 var areaMu sync.Mutex
 
-// applyAreas installs the areas' configuration: quotas go to the engine;
-// read-only and flow limits are checked per request.
+// applyAreas installs the areas' configuration: quotas go to the engine
+// while the quota hook is on (hooks.go); read-only and flow limits are
+// checked per request.
 func (s *Server) applyAreas(areas map[uint16]wire.AreaConfig) {
 	areaMu.Lock()
 	defer areaMu.Unlock()
@@ -46,22 +48,15 @@ func (s *Server) applyAreas(areas map[uint16]wire.AreaConfig) {
 	if same {
 		return
 	}
-	nt := &areaTable{cfg: areas, flow: map[uint16]*flow{}}
-	for a, c := range areas {
+	nt := &areaTable{cfg: areas, flow: map[uint16]*flow{}, quota: old.quota}
+	for a := range areas {
 		if f := old.flow[a]; f != nil {
 			nt.flow[a] = f
 		} else {
 			nt.flow[a] = &flow{}
 		}
-		if old.cfg[a].QuotaBytes != c.QuotaBytes {
-			s.eng.SetQuota(a, c.QuotaBytes)
-		}
 	}
-	for a, c := range old.cfg {
-		if _, ok := areas[a]; !ok && c.QuotaBytes != 0 {
-			s.eng.SetQuota(a, 0)
-		}
-	}
+	s.syncQuotasLocked(nt)
 	s.areas.Store(nt)
 	s.log.Info("area configuration applied", "areas", len(areas))
 }
@@ -96,50 +91,6 @@ func (s *Server) checkArea(area uint16, write bool, args [][]byte) error {
 		return errs.ErrFlowLimit
 	}
 	return nil
-}
-
-// # Hooks
-//
-// Hooks see every served command after it ran; the configserver's
-// heartbeat reply names the ones switched on (wire.HeartbeatReply.Hooks,
-// set with `tair ctl` "hooks-set"):
-//
-//	audit   log every successful write (area, command, argument count)
-//	stats   count commands per area and kind (tair_dataserver_area_commands_total)
-//
-// Quota is not a hook: areas' byte quotas are always applied (engine
-// SetQuota, from the heartbeat's AreaConfig).
-
-// hook is one request hook.
-type hook func(s *Server, env envelope, args [][]byte, write bool)
-
-var hooks = map[string]hook{
-	"audit": func(s *Server, env envelope, args [][]byte, write bool) {
-		if write {
-			s.log.Info("audit", "area", env.area, "cmd", strings.ToLower(string(args[0])), "args", len(args)-1)
-		}
-	},
-	"stats": func(s *Server, env envelope, args [][]byte, write bool) {
-		kind := "read"
-		if write {
-			kind = "write"
-		}
-		s.m.areaCommands.WithLabelValues(strconv.Itoa(int(env.area)), kind).Inc()
-	},
-}
-
-// hookAfter runs the hooks switched on, in the order the configserver
-// named them.
-func (s *Server) hookAfter(env envelope, args [][]byte, write bool) {
-	hp := s.hooks.Load()
-	if hp == nil || len(*hp) == 0 {
-		return
-	}
-	for _, name := range *hp {
-		if h := hooks[name]; h != nil {
-			h(s, env, args, write)
-		}
-	}
 }
 
 // typeName is the Redis TYPE name of a record.

@@ -429,9 +429,7 @@ func TestServesWhileNoConfigServerRuns(t *testing.T) {
 func TestHooksAndMetrics(t *testing.T) {
 	cs, nodes := cluster2(t, nil)
 	a := nodes[0]
-	cs.mu.Lock()
-	cs.hooks = []string{"stats", "audit"}
-	cs.mu.Unlock()
+	cs.setHooks("stats", "audit")
 	ca := dial(t, a.Addr())
 	k := keyIn("hook", 0, q, 0)
 	testutil.Eventually(t, 3*time.Second, func() bool {
@@ -442,7 +440,7 @@ func TestHooksAndMetrics(t *testing.T) {
 		}
 		defer r.Body.Close()
 		b, _ := io.ReadAll(r.Body)
-		return strings.Contains(string(b), `tair_dataserver_area_commands_total{area="0",kind="write"}`)
+		return strings.Contains(string(b), `tair_dataserver_area_commands_total{area="0",kind="write",result="ok"}`)
 	}, "stats hook did not count")
 	for _, path := range []string{"/healthz", "/debug/pprof/"} {
 		if r, err := http.Get("http://" + a.HTTPAddr() + path); err != nil || r.StatusCode != 200 {
@@ -596,5 +594,74 @@ func TestBehindDeadSlaveNotWaitedFor(t *testing.T) {
 	}
 	if took := time.Since(start); took > 2*time.Second {
 		t.Fatalf("the write waited %v for a dead slave the table names behind", took)
+	}
+}
+
+// TestBehindMarkCoversOnlyItsEpisode: a master relies on a slave's
+// behind mark only for the episode of unreachability the mark was set
+// for. A mark kept from an earlier episode may be cleared at any moment
+// on a heartbeat sent before the new episode began (the configserver
+// would then promote the slave without the writes acknowledged
+// meanwhile), so a write waits until the table covers the new episode.
+func TestBehindMarkCoversOnlyItsEpisode(t *testing.T) {
+	cs, nodes := cluster2(t, nil)
+	a, b := nodes[0], nodes[1]
+	ca := dial(t, a.Addr())
+	k := func(i int) string { return keyIn("episode", 0, q, i) }
+	if got := ca.do(x(1, "SET", k(0), "1")...); got != "+OK" {
+		t.Fatalf("write with both copies up: %q", got)
+	}
+	_ = b.Close()
+	if got := ca.do(x(1, "SET", k(1), "1")...); got != "+OK" {
+		t.Fatalf("degraded write once the slave is marked behind: %q", got)
+	}
+	st := a.streamTo(b.Addr())
+	first := st.episode.Load()
+	if tb := a.Table(); !tb.BehindCovers(a.Addr(), b.Addr(), first) {
+		t.Fatalf("table %d does not cover episode %d: %v %v", tb.Version, first, tb.Behind, tb.BehindEpoch)
+	}
+
+	// The slave was reachable for a moment and is lost again: a new
+	// episode, which the configserver has not heard of yet.
+	cs.staleEpochs.Store(true)
+	st.setUnreachable(false)
+	st.setUnreachable(true)
+	if st.episode.Load() <= first {
+		t.Fatalf("episode %d after %d", st.episode.Load(), first)
+	}
+	got := ca.do(x(a.TableVersion(), "SET", k(2), "1")...)
+	if !strings.HasPrefix(got, "-TIMEOUT slave "+b.Addr()+" did not apply the write and the configserver has not marked it behind") {
+		t.Fatalf("write relying on a mark from an earlier episode: %q", got)
+	}
+
+	cs.staleEpochs.Store(false)
+	if got := ca.do(x(a.TableVersion(), "SET", k(3), "1")...); got != "+OK" {
+		t.Fatalf("write once the mark covers the new episode: %q", got)
+	}
+}
+
+// TestBehindSlaveRefusesSlaveReads: a slave the table marks behind its
+// master may lack acknowledged writes, so it sends slave reads back
+// (NOTMASTER) instead of answering them.
+func TestBehindSlaveRefusesSlaveReads(t *testing.T) {
+	cs, nodes := cluster2(t, nil)
+	a, b := nodes[0], nodes[1]
+	key := keyIn("xr", 0, q, 0)
+	if got := dial(t, a.Addr()).do(x(1, "SET", key, "v")...); got != "+OK" {
+		t.Fatalf("SET: %q", got)
+	}
+	cb := dial(t, b.Addr())
+	xr := func(v uint64) []string { return []string{"TAIR.XR", "0", strconv.FormatUint(v, 10), "2", "GET", key} }
+	if got := cb.do(xr(1)...); got != "$1\r\nv" {
+		t.Fatalf("slave read: %q", got)
+	}
+	// Only b learns the mark (the fake configserver would clear it on
+	// a's next heartbeat, which does not report b).
+	next := cs.getTable()
+	next.Version = 2
+	next.SetBehind(a.Addr(), b.Addr(), true)
+	b.applyTable(next)
+	if got := cb.do(xr(2)...); got != "-NOTMASTER bucket 0 table 2 (tair -3986)" {
+		t.Fatalf("slave read from a slave marked behind: %q", got)
 	}
 }

@@ -3,11 +3,13 @@ package dataserver
 import (
 	"bytes"
 	"errors"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/tairkv/tair/dataserver/exec"
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/internal/command"
 	"github.com/tairkv/tair/internal/errs"
@@ -75,8 +77,9 @@ func isEnvelope(name []byte) bool {
 // until the next read: envelopes (the proxies' traffic) run on them as
 // they are, since exec and the engines copy whatever they keep; every
 // other command (replication, migration, admin) runs on its own copy,
-// so that code which keeps a slice of its arguments stays correct.
-func (s *Server) runBatch(cmds []resp.Command, owned bool) *batchOut {
+// so that code which keeps a slice of its arguments stays correct. peer
+// is the connection's remote address (for hooks; may be nil).
+func (s *Server) runBatch(cmds []resp.Command, owned bool, peer net.Addr) *batchOut {
 	b := batchPool.Get().(*batchOut)
 	if cap(b.ps) >= len(cmds) {
 		b.ps = b.ps[:len(cmds)]
@@ -99,7 +102,7 @@ func (s *Server) runBatch(cmds []resp.Command, owned bool) *batchOut {
 			args = resp.CloneArgs(args)
 		}
 		b.ps[i].start = len(b.out)
-		b.out = s.handle(b.out, args, &b.ps[i])
+		b.out = s.handle(b.out, args, &b.ps[i], peer)
 		b.ps[i].end = len(b.out)
 		if s.isQuit(args) {
 			b.ps = b.ps[:i+1]
@@ -239,7 +242,7 @@ func (s *Server) awaitBehind(w waiter) error {
 			// Demoted meanwhile: the new master may lack the write.
 			s.markDiverged(w.e.bucket)
 			return errs.Newf(errs.Timeout, "slave %s did not apply the write and this node is no longer the master of bucket %d; the write may have applied", w.st.to, w.e.bucket)
-		case t.IsBehind(s.addr, w.st.to) || !t.IsSlave(w.e.bucket, w.st.to):
+		case s.behindCovers(t, w.st) || !t.IsSlave(w.e.bucket, w.st.to):
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -344,8 +347,9 @@ func parseUint(b []byte) (uint64, bool) {
 	return n, true
 }
 
-// handle runs one command and appends its reply to out.
-func (s *Server) handle(out []byte, args [][]byte, p *pending) []byte {
+// handle runs one command and appends its reply to out. What it serves
+// from this node's data runs inside the hook chain (hooks.go).
+func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []byte {
 	if len(args) == 0 {
 		return resp.AppendError(out, "ERR empty command")
 	}
@@ -391,30 +395,53 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending) []byte {
 	case "QUIT":
 		return resp.AppendOK(out)
 	case "DBSIZE":
-		return s.dbsize(out, env)
+		r := hookRequest{area: env.area, cmd: "dbsize", args: args, peer: peer}
+		return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte { return s.dbsize(out, env) })
 	case "SCANBUCKET":
-		return s.scanBucket(out, env, args)
+		r := hookRequest{area: env.area, cmd: "scanbucket", args: args, peer: peer}
+		return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte { return s.scanBucket(out, env, args) })
 	case "FLUSHDB", "FLUSHALL":
-		return s.flush(out, env, name == "FLUSHALL")
+		cmd := "flushdb"
+		if name == "FLUSHALL" {
+			cmd = "flushall"
+		}
+		r := hookRequest{area: env.area, cmd: cmd, write: true, args: args, peer: peer}
+		return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte { return s.flush(out, env, name == "FLUSHALL") })
 	case "MULTIEXEC":
-		return s.multiExec(out, env, args, p)
+		return s.multiExec(out, env, args, p, peer)
 	case "TAIR.KEYVER":
-		return s.keyVer(out, env, args)
+		var key []byte
+		if len(args) > 1 {
+			key = args[1]
+		}
+		r := hookRequest{area: env.area, cmd: "tair.keyver", key: key, args: args, peer: peer}
+		return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte { return s.keyVer(out, env, args) })
 	}
 
 	spec := command.Lookup(args[0])
 	x := s.x.Load()
 	if spec == nil || !spec.ArityOK(len(args)) {
-		out, _ = x.Exec(env.area, env.proto, false, args, out)
-		return out
+		// Exec answers with the error.
+		r := hookRequest{area: env.area, cmd: "unknown", args: args, peer: peer}
+		if spec != nil {
+			r.cmd, r.write = spec.Name, spec.Has(command.Write)
+		}
+		return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte {
+			out, _ = x.Exec(env.area, env.proto, false, args, out)
+			return out
+		})
 	}
 	var keyBuf [8]int
 	keys := spec.AppendKeyIndexes(keyBuf[:0], args)
 	if len(keys) == 0 {
-		// Keyless commands run on this node's data alone (the proxy
-		// broadcasts those that need every node).
-		out, _ = x.Exec(env.area, env.proto, false, args, out)
-		return out
+		// Keyless commands (TAIR.STAT, TAIR.DELALL ...) run on this
+		// node's data alone (the proxy broadcasts those that need every
+		// node).
+		r := hookRequest{area: env.area, cmd: spec.Name, write: spec.Has(command.Write), args: args, peer: peer}
+		return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte {
+			out, _ = x.Exec(env.area, env.proto, false, args, out)
+			return out
+		})
 	}
 	write := spec.Has(command.Write)
 	rt := s.rt.Load()
@@ -447,12 +474,30 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending) []byte {
 		}
 		return resp.AppendErr(out, err)
 	}
+	hc := s.hooks.Load()
+	if hc == nil {
+		return s.serve(out, x, env, b, args, write, p)
+	}
+	r := hookRequest{area: env.area, cmd: spec.Name, write: write, key: args[keys[0]], args: args, peer: peer}
+	ran, err := hc.before(r)
+	start := len(out)
+	if err != nil {
+		out = resp.AppendErr(out, err)
+	} else {
+		out = s.serve(out, x, env, b, args, write, p)
+	}
+	hc.after(r, ran, out[start:])
+	return out
+}
+
+// serve runs a keyed command of bucket b, whose ownership was checked,
+// within the area's limits.
+func (s *Server) serve(out []byte, x *exec.Executor, env envelope, b uint32, args [][]byte, write bool, p *pending) []byte {
 	if err := s.checkArea(env.area, write, args); err != nil {
 		return resp.AppendErr(out, err)
 	}
 	if !write {
 		out, _ = x.Exec(env.area, env.proto, false, args, out)
-		s.hookAfter(env, args, false)
 		return out
 	}
 	return s.execWrite(out, env, b, args, p)
@@ -470,7 +515,9 @@ func (s *Server) checkOwner(t *route.Table, b uint32, write bool, env envelope) 
 		}
 		return nil
 	}
-	if !write && env.slaveOK && s.cfg.ReadFromSlave && t.IsSlave(b, me) {
+	// A slave marked behind its master may lack acknowledged writes: the
+	// read goes back to the proxy (NOTMASTER), which reads elsewhere.
+	if !write && env.slaveOK && s.cfg.ReadFromSlave && t.IsSlave(b, me) && !t.IsBehind(t.Master(b), me) {
 		return nil
 	}
 	return errNotMaster(b, t.Version)
@@ -490,16 +537,12 @@ func (s *Server) execWrite(out []byte, env envelope, b uint32, args [][]byte, p 
 		// The table changed since the check.
 		return resp.AppendErr(out, errNotMaster(b, rt.t.Version))
 	}
-	start := len(out)
 	out, prop := s.x.Load().Exec(env.area, env.proto, false, args, out)
 	p.write, p.bucket = true, b
 	if len(prop) == 0 {
 		return out
 	}
 	s.replicateLocked(bk, rt, env.area, prop, p)
-	if len(out) > start && out[start] != '-' {
-		s.hookAfter(env, args, true)
-	}
 	return out
 }
 
@@ -516,7 +559,7 @@ func (s *Server) replicateLocked(bk *bucket, rt *routing, area uint16, prop [][]
 		// is not waited for (it may not be promoted; its backlog replays
 		// when it is back). One merely unreachable is waited for, until
 		// the configserver has marked it behind (await).
-		skip := degraded && st.unreachable.Load() && rt.t.IsBehind(s.addr, st.to)
+		skip := degraded && st.unreachable.Load() && s.behindCovers(rt.t, st)
 		e := st.push(bk.id, area, kindCmds, pl)
 		if skip {
 			continue

@@ -35,11 +35,14 @@ type fakeCS struct {
 	down       atomic.Bool
 	autoSwitch atomic.Bool
 	recovery   atomic.Bool // completed moves add a copy instead of replacing the source
+	// staleEpochs: behind marks keep the episode they were set for, as a
+	// configserver that has not yet heard of the master's newer one.
+	staleEpochs atomic.Bool
 
 	mu    sync.Mutex
 	table *route.Table
 	areas map[uint16]wire.AreaConfig
-	hooks []string
+	hooks *[]string // nil: never set (the dataservers' defaults)
 	hbs   map[string]wire.Heartbeat
 }
 
@@ -108,10 +111,14 @@ func (f *fakeCS) markBehindLocked(hb wire.Heartbeat) {
 			continue
 		}
 		for _, sl := range nt.Slaves(b) {
-			nt.SetBehind(hb.Addr, sl, slices.Contains(hb.UnreachableSlaves, sl))
+			reported := slices.Contains(hb.UnreachableSlaves, sl)
+			nt.SetBehind(hb.Addr, sl, reported)
+			if reported && !f.staleEpochs.Load() {
+				nt.SetBehindEpoch(hb.Addr, sl, hb.UnreachableEpochs[sl])
+			}
 		}
 	}
-	if !reflect.DeepEqual(nt.Behind, f.table.Behind) {
+	if !reflect.DeepEqual(nt.Behind, f.table.Behind) || !reflect.DeepEqual(nt.BehindEpoch, f.table.BehindEpoch) {
 		nt.Version++
 		f.table = nt
 	}
@@ -143,6 +150,24 @@ func (f *fakeCS) completeMoveLocked(b uint32, from, to string) {
 	}
 	nt.Migrating = ms
 	f.table = nt
+}
+
+// setHooks makes the heartbeat replies name hooks (an empty list: none).
+func (f *fakeCS) setHooks(hooks ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := slices.Clone(hooks)
+	if h == nil {
+		h = []string{}
+	}
+	f.hooks = &h
+}
+
+// setAreas makes the heartbeat replies carry areas.
+func (f *fakeCS) setAreas(areas map[uint16]wire.AreaConfig) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.areas = areas
 }
 
 func (f *fakeCS) setTable(t *route.Table) {

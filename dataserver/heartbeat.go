@@ -70,6 +70,7 @@ func (s *Server) heartbeatLoop(ctx context.Context) {
 
 func (s *Server) heartbeat(ctx context.Context) error {
 	sent := time.Now()
+	unreachable, epochs := s.unreachableSlaves()
 	hb := &wire.Heartbeat{
 		Addr:              s.addr,
 		HTTP:              s.HTTPAddr(),
@@ -80,7 +81,8 @@ func (s *Server) heartbeat(ctx context.Context) error {
 		Engine:            s.eng.Name(),
 		TableVersion:      s.TableVersion(),
 		Migrations:        s.migrationProgress(),
-		UnreachableSlaves: s.unreachableSlaves(),
+		UnreachableSlaves: unreachable,
+		UnreachableEpochs: epochs,
 		Stats:             s.areaStats(),
 		Load:              s.load(sent),
 	}
@@ -109,11 +111,8 @@ func (s *Server) heartbeat(ctx context.Context) error {
 	if reply.Table != nil && reply.Table.Version > s.TableVersion() {
 		s.applyTable(reply.Table)
 	}
+	s.applyHooks(reply.Hooks)
 	s.applyAreas(reply.Areas)
-	if reply.Hooks != nil {
-		h := slices.Clone(reply.Hooks)
-		s.hooks.Store(&h)
-	}
 	s.renewLease(sent)
 	return nil
 }
@@ -156,7 +155,9 @@ func okLabel(err error) string {
 	return "ok"
 }
 
-func (s *Server) unreachableSlaves() []string {
+// unreachableSlaves lists the slaves this master's streams cannot reach,
+// with the episode of each (wire.Heartbeat.UnreachableEpochs).
+func (s *Server) unreachableSlaves() ([]string, map[string]uint64) {
 	slaves := map[string]bool{}
 	if rt := s.rt.Load(); rt != nil {
 		for _, ss := range rt.slaves {
@@ -168,13 +169,18 @@ func (s *Server) unreachableSlaves() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
+	var epochs map[string]uint64
 	for node, st := range s.mu.streams {
 		if st.unreachable.Load() && slaves[node] {
 			out = append(out, node)
+			if epochs == nil {
+				epochs = map[string]uint64{}
+			}
+			epochs[node] = st.episode.Load()
 		}
 	}
 	slices.Sort(out)
-	return out
+	return out, epochs
 }
 
 func (s *Server) areaStats() map[uint16]wire.AreaStats {

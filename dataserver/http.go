@@ -25,6 +25,9 @@ type metrics struct {
 	forwarded       prometheus.Counter
 	flowLimited     prometheus.Counter
 	areaCommands    *prometheus.CounterVec
+	// fullCopies and fullCopyRecords count the whole buckets this node
+	// sent to another node, by reason (fullCopy).
+	fullCopies, fullCopyRecords *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -42,14 +45,29 @@ func newMetrics() *metrics {
 		forwarded:       c("forwarded_total", "Requests forwarded to a bucket's new master."),
 		flowLimited:     c("flow_limited_total", "Requests refused by an area's flow limit."),
 		areaCommands: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
-			Name: "area_commands_total", Help: "Commands by area and kind (stats hook)."}, []string{"area", "kind"}),
+			Name: "area_commands_total", Help: "Commands by area, kind (read/write) and result (ok/error) (stats hook)."}, []string{"area", "kind", "result"}),
 		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
 			Name: "heartbeats_total", Help: "Heartbeats by result."}, []string{"result"}),
 	}
 	m.reg.MustRegister(m.requests, m.leaseRefusals, m.replTimeouts, m.replEntries, m.replRefused,
 		m.replApplyErrors, m.forwarded, m.flowLimited, m.heartbeats, m.areaCommands,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.fullCopies = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
+		Name: "full_copies_total", Help: "Whole-bucket copies this node started sending to another node, by reason (migration, resync, resync_master, replace_stream)."}, []string{"reason"})
+	m.fullCopyRecords = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
+		Name: "full_copy_records_total", Help: "Records queued in whole-bucket copies, by reason."}, []string{"reason"})
+	for _, r := range []string{"migration", "resync", "resync_master", "replace_stream"} {
+		m.fullCopies.WithLabelValues(r) // every reason is exported from the start
+		m.fullCopyRecords.WithLabelValues(r)
+	}
+	m.reg.MustRegister(m.fullCopies, m.fullCopyRecords)
 	return m
+}
+
+// fullCopy counts one whole bucket of records sent to another node.
+func (m *metrics) fullCopy(reason string, records int) {
+	m.fullCopies.WithLabelValues(reason).Inc()
+	m.fullCopyRecords.WithLabelValues(reason).Add(float64(records))
 }
 
 func (m *metrics) requestCount() float64 {

@@ -3,6 +3,7 @@ package dataserver
 import (
 	"context"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -55,6 +56,7 @@ type frontEnd struct {
 type dsConn struct {
 	s       *Server
 	c       gnet.Conn
+	peer    net.Addr // c's remote address (for hooks)
 	rd      *resp.RequestReader
 	queued  int  // batches with the writer, not yet written
 	busy    bool // a batch runs on the runner goroutine
@@ -68,7 +70,7 @@ func (fe *frontEnd) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	if fe.s.closing.Load() {
 		return nil, gnet.Close
 	}
-	c.SetContext(&dsConn{s: fe.s, c: c, rd: resp.NewRequestReader(nil, dsRequestLimits)})
+	c.SetContext(&dsConn{s: fe.s, c: c, peer: c.RemoteAddr(), rd: resp.NewRequestReader(nil, dsRequestLimits)})
 	return nil, gnet.None
 }
 
@@ -111,7 +113,7 @@ func (dc *dsConn) process() {
 		cmds, err := dc.rd.Parse(maxBatch)
 		if len(cmds) > 0 {
 			if dc.onLoop(cmds) {
-				dc.deliver(dc.s.runBatch(cmds, false))
+				dc.deliver(dc.s.runBatch(cmds, false, dc.peer))
 			} else {
 				dc.runOffLoop(cmds)
 			}
@@ -171,7 +173,7 @@ func (dc *dsConn) runOffLoop(cmds []resp.Command) {
 func (dc *dsConn) runLoop() {
 	defer dc.s.connWG.Done()
 	for cmds := range dc.runner {
-		b := dc.s.runBatch(cmds, true)
+		b := dc.s.runBatch(cmds, true, dc.peer)
 		dc.post(func() {
 			dc.busy = false
 			if dc.closing {

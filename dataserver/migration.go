@@ -191,7 +191,7 @@ func (m *migration) attempt() error {
 		go st.close(0)
 		return fmt.Errorf("this node holds no copy of bucket %d", b)
 	}
-	err := s.pushSnapshotLocked(st, b)
+	err := s.pushSnapshotLocked(st, b, "migration")
 	n := int64(st.lastSeq()) - 1 // records after the begin item
 	if err != nil {
 		bk.mu.Unlock()

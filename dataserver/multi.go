@@ -1,6 +1,7 @@
 package dataserver
 
 import (
+	"net"
 	"strconv"
 
 	"github.com/tairkv/tair/engines"
@@ -19,7 +20,10 @@ import (
 // must be in one bucket (else CROSSSLOT) that this node masters. The
 // commands slaves replay go out as one replication item, applied
 // atomically there too.
-func (s *Server) multiExec(out []byte, env envelope, args [][]byte, p *pending) []byte {
+//
+// The transaction runs inside the hook chain as one write ("multiexec",
+// its first key) when any of its commands writes.
+func (s *Server) multiExec(out []byte, env envelope, args [][]byte, p *pending, peer net.Addr) []byte {
 	if len(args) < 2 {
 		return resp.AppendError(out, "ERR wrong number of arguments for 'multiexec' command")
 	}
@@ -59,12 +63,16 @@ func (s *Server) multiExec(out []byte, env envelope, args [][]byte, p *pending) 
 	}
 	t := rt.t
 	bucket, have, write := uint32(0), false, false
+	var key []byte
 	for _, w := range watch {
 		b := t.Bucket(w[0])
 		if have && b != bucket {
 			return resp.AppendError(out, "CROSSSLOT Keys in request don't hash to the same slot")
 		}
 		bucket, have = b, true
+		if key == nil {
+			key = w[0]
+		}
 	}
 	for _, c := range cmds {
 		spec := command.Lookup(c[0])
@@ -78,6 +86,9 @@ func (s *Server) multiExec(out []byte, env envelope, args [][]byte, p *pending) 
 				return resp.AppendError(out, "CROSSSLOT Keys in request don't hash to the same slot")
 			}
 			bucket, have = b, true
+			if key == nil {
+				key = c[k]
+			}
 		}
 	}
 	if !have {
@@ -89,6 +100,15 @@ func (s *Server) multiExec(out []byte, env envelope, args [][]byte, p *pending) 
 		}
 		return resp.AppendErr(out, err)
 	}
+	r := hookRequest{area: env.area, cmd: "multiexec", write: write, key: key, args: args, peer: peer}
+	return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte {
+		return s.multiExecRun(out, env, args, p, cmds, watch, bucket, write)
+	})
+}
+
+// multiExecRun runs a checked transaction of bucket's keys within the
+// area's limits.
+func (s *Server) multiExecRun(out []byte, env envelope, args [][]byte, p *pending, cmds [][][]byte, watch [][2][]byte, bucket uint32, write bool) []byte {
 	if err := s.checkArea(env.area, write, args); err != nil {
 		return resp.AppendErr(out, err)
 	}
@@ -98,7 +118,7 @@ func (s *Server) multiExec(out []byte, env envelope, args [][]byte, p *pending) 
 	if bk.frozen.Load() {
 		return resp.AppendErr(out, errTryAgain(bucket))
 	}
-	rt = s.rt.Load()
+	rt := s.rt.Load()
 	if !rt.t.IsMaster(bucket, s.addr) {
 		return resp.AppendErr(out, errNotMaster(bucket, rt.t.Version))
 	}

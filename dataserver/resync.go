@@ -54,7 +54,7 @@ func (s *Server) resyncDiverged(t *route.Table) {
 			bk.mu.Lock()
 			if rt.t.IsMaster(bk.id, s.addr) && bk.diverged.Load() {
 				for _, st := range rt.slaves[bk.id] {
-					if err := s.pushSnapshotLocked(st, bk.id); err != nil {
+					if err := s.pushSnapshotLocked(st, bk.id, "resync_master"); err != nil {
 						s.log.Error("resyncing a slave", "slave", st.to, "bucket", bk.id, "err", err)
 					}
 				}
@@ -131,7 +131,7 @@ func (s *Server) resyncRequest(out []byte, args [][]byte) []byte {
 	if st == nil {
 		return resp.AppendErr(out, errNotMaster(b, rt.t.Version))
 	}
-	if err := s.pushSnapshotLocked(st, b); err != nil {
+	if err := s.pushSnapshotLocked(st, b, "resync"); err != nil {
 		return resp.AppendErr(out, err)
 	}
 	s.log.Info("resyncing a slave copy", "bucket", b, "slave", slave)
@@ -139,10 +139,13 @@ func (s *Server) resyncRequest(out []byte, args [][]byte) []byte {
 }
 
 // pushSnapshotLocked appends "begin" and every record of bucket b to st;
-// the bucket's lock is held. It returns the number of records.
-func (s *Server) pushSnapshotLocked(st *stream, b uint32) error {
+// the bucket's lock is held. The copy is counted under reason
+// (tair_dataserver_full_copies_total).
+func (s *Server) pushSnapshotLocked(st *stream, b uint32, reason string) error {
 	st.push(b, 0, kindBegin, payload{})
 	var buf []byte
+	n := 0
+	defer func() { s.m.fullCopy(reason, n) }()
 	return s.eng.ForEach(b, func(r *engines.Record) error {
 		rec, err := encodeRecord(buf[:0], r)
 		if err != nil {
@@ -150,6 +153,7 @@ func (s *Server) pushSnapshotLocked(st *stream, b uint32) error {
 		}
 		buf = rec
 		st.push(b, r.Area, kindRecord, payload{data: resp.AppendBulk(nil, rec), nargs: 1})
+		n++
 		return nil
 	})
 }
@@ -189,7 +193,7 @@ func (s *Server) replaceStream(old *stream) {
 	for _, b := range buckets {
 		bk := s.bucket(b)
 		bk.mu.Lock()
-		err := s.pushSnapshotLocked(st, b)
+		err := s.pushSnapshotLocked(st, b, "replace_stream")
 		bk.mu.Unlock()
 		if err != nil {
 			s.log.Error("resyncing a slave", "slave", st.to, "bucket", b, "err", err)

@@ -83,7 +83,7 @@ type Server struct {
 	// monotonic clock, so that a wall clock stepped backwards (NTP)
 	// cannot stretch the lease.
 	leaseFrom atomic.Int64
-	epoch     time.Time // the server's creation, with a monotonic reading
+	epoch     time.Time    // the server's creation, with a monotonic reading
 	csDown    atomic.Bool  // every configserver refused the last heartbeat
 	clientLat atomic.Int64 // ns, moving average (observeClientLatency)
 	// forwardUntil (unix ns) is when the last forwarding window of a
@@ -97,7 +97,7 @@ type Server struct {
 	fetching   atomic.Bool // a table fetch from a peer is running
 	hbKick     chan struct{}
 	areas      atomic.Pointer[areaTable]
-	hooks      atomic.Pointer[[]string]
+	hooks      atomic.Pointer[hookChain] // nil: no hook on (hooks.go)
 
 	fe      *gnetx.Engine // the RESP listener's event loops (loop.go)
 	httpLn  net.Listener
@@ -225,6 +225,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	s.mu.retired = map[string]string{}
 	s.areas.Store(&areaTable{})
 	s.m = newMetrics()
+	s.applyHooks(nil) // the defaults until the configserver says otherwise
 	return s, nil
 }
 

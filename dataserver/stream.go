@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
 
@@ -135,8 +136,12 @@ type stream struct {
 	// replication timeout, or could not be connected to with items
 	// waiting; set and cleared by setUnreachable only.
 	unreachable atomic.Bool
-	downMu      sync.Mutex
-	down        chan struct{} // closed while unreachable (writes waiting on the stream wake)
+	// episode numbers the current (or last) stretch of unreachability,
+	// from episodeSeq; heartbeats report it, and a behind mark in the
+	// table counts only if it covers it (route.Table.BehindEpoch).
+	episode atomic.Uint64
+	downMu  sync.Mutex
+	down    chan struct{} // closed while unreachable (writes waiting on the stream wake)
 	// receiverLost is set when the receiver forgot our session (it
 	// restarted): a migration must start over.
 	receiverLost atomic.Bool
@@ -364,6 +369,11 @@ func (st *stream) checkAge() {
 func (st *stream) setUnreachable(v bool) (was bool) {
 	st.downMu.Lock()
 	defer st.downMu.Unlock()
+	if v && !st.unreachable.Load() {
+		// Numbered before it is visible: a heartbeat that reports the
+		// stream unreachable reports this episode or a later one.
+		st.episode.Store(episodeSeq.Add(1))
+	}
 	was = st.unreachable.Swap(v)
 	switch {
 	case v && !was:
@@ -372,6 +382,21 @@ func (st *stream) setUnreachable(v bool) (was bool) {
 		st.down = make(chan struct{})
 	}
 	return was
+}
+
+// episodeSeq numbers episodes of unreachability, growing across restarts
+// (it starts at the wall clock), so that a mark the configserver kept
+// from an earlier incarnation's episode never covers a new one.
+var episodeSeq = func() *atomic.Uint64 {
+	var n atomic.Uint64
+	n.Store(uint64(time.Now().UnixNano()))
+	return &n
+}()
+
+// behindCovers reports whether t marks st's receiver behind this master
+// for the stream's current episode, so that a write need not wait for it.
+func (s *Server) behindCovers(t *route.Table, st *stream) bool {
+	return t.BehindCovers(s.addr, st.to, st.episode.Load())
 }
 
 // downSignal returns a channel closed while the receiver is unreachable.

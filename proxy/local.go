@@ -40,6 +40,9 @@ var proxyCommands = []*command.Spec{
 	{Name: "slowlog", Arity: -2, Flags: command.NoKey | command.Admin},
 	{Name: "readonly", Arity: 1, Flags: command.NoKey},
 	{Name: "readwrite", Arity: 1, Flags: command.NoKey},
+	// ASKING precedes a command a cluster client redirects by -ASK; the
+	// proxy never redirects, so it only answers OK.
+	{Name: "asking", Arity: 1, Flags: command.NoKey},
 	{Name: "lastsave", Arity: 1, Flags: command.NoKey},
 	{Name: "role", Arity: 1, Flags: command.NoKey},
 	{Name: "tair.hotkeys", Arity: -1, Flags: command.NoKey | command.Tair},
@@ -68,6 +71,7 @@ func init() {
 		"cluster":      cmdCluster,
 		"readonly":     cmdOK,
 		"readwrite":    cmdOK,
+		"asking":       cmdOK,
 		"slowlog":      cmdSlowlog,
 		"lastsave":     cmdLastsave,
 		"role":         cmdRole,

@@ -482,6 +482,8 @@ func TestLocalCommands(t *testing.T) {
 		{[]string{"PING"}, "+PONG\r\n"},
 		{[]string{"PING", "hi"}, "$2\r\nhi\r\n"},
 		{[]string{"ECHO", "x"}, "$1\r\nx\r\n"},
+		{[]string{"ASKING"}, "+OK\r\n"},
+		{[]string{"READONLY"}, "+OK\r\n"},
 		{[]string{"SELECT", "1024"}, "-ERR DB index is out of range\r\n"},
 		{[]string{"SELECT", "x"}, "-ERR value is not an integer or out of range\r\n"},
 		{[]string{"FOO", "a", "b"}, "-ERR unknown command 'FOO', with args beginning with: 'a' 'b' \r\n"},

@@ -123,13 +123,13 @@ func ctlCmd() *cobra.Command {
 			return nil
 		},
 	}
-	admin := func(op string, nodeArg bool) *cobra.Command {
+	admin := func(op, short string, nodeArg bool) *cobra.Command {
 		use := op
 		if nodeArg {
 			use += " ADDR"
 		}
 		return &cobra.Command{
-			Use: use, Args: cobra.ExactArgs(map[bool]int{true: 1, false: 0}[nodeArg]),
+			Use: use, Short: short, Args: cobra.ExactArgs(map[bool]int{true: 1, false: 0}[nodeArg]),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				c, cancel := ctx()
 				defer cancel()
@@ -143,7 +143,9 @@ func ctlCmd() *cobra.Command {
 		}
 	}
 	node := &cobra.Command{Use: "node", Short: "add, remove or drain a dataserver"}
-	node.AddCommand(admin("add", true), admin("remove", true), admin("drain", true))
+	node.AddCommand(admin("add", "let a drained or removed dataserver hold copies again", true),
+		admin("remove", "take a drained or dead dataserver out of the cluster", true),
+		admin("drain", "move every copy off a dataserver (then remove it)", true))
 	rebalance := &cobra.Command{
 		Use: "rebalance", Short: "plan moves that rebalance the table", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -153,10 +155,15 @@ func ctlCmd() *cobra.Command {
 		},
 	}
 	migrate := &cobra.Command{Use: "migrate", Short: "pause, resume or cancel migrations"}
+	migrateShort := map[string]string{
+		"pause":  "start no new moves (running ones finish)",
+		"resume": "start the planned moves again",
+		"cancel": "drop the plan and the running moves (the next change or rebalance plans again)",
+	}
 	for _, op := range []string{"pause", "resume", "cancel"} {
 		op := op
 		migrate.AddCommand(&cobra.Command{
-			Use: op, Args: cobra.NoArgs,
+			Use: op, Short: migrateShort[op], Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				c, cancel := ctx()
 				defer cancel()
@@ -198,6 +205,8 @@ func ctlCmd() *cobra.Command {
 	}
 	area.AddCommand(areaSet, areaList)
 
+	hooks := hooksCmd(client, ctx)
+
 	rdb := func() *redis.Client {
 		return redis.NewClient(&redis.Options{Addr: proxyAddr, Password: password, Protocol: 2})
 	}
@@ -228,8 +237,60 @@ func ctlCmd() *cobra.Command {
 			return runShell(cmd.InOrStdin(), cmd.OutOrStdout(), r)
 		},
 	}
-	cmd.AddCommand(status, table, nodes, migrations, node, rebalance, migrate, area, stat, shell)
+	cmd.AddCommand(status, table, nodes, migrations, node, rebalance, migrate, area, hooks, stat, shell)
 	return cmd
+}
+
+// hooksCmd is `tair ctl hooks`: show, set, or switch on and off the
+// dataservers' request hooks (applied without a restart).
+func hooksCmd(client func() *wire.Client, ctx func() (context.Context, context.CancelFunc)) *cobra.Command {
+	hooks := &cobra.Command{
+		Use: "hooks", Short: "show the dataservers' request hooks (set, on, off change them)", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, cancel := ctx()
+			defer cancel()
+			var st wire.HooksStatus
+			if err := client().Get(c, "/v1/hooks", &st); err != nil {
+				return err
+			}
+			enabled := strings.Join(st.Enabled, ",")
+			if enabled == "" {
+				enabled = "none"
+			}
+			if !st.Set {
+				enabled += " (default)"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "enabled  %s\nknown    %s\n", enabled, strings.Join(st.Known, ","))
+			return nil
+		},
+	}
+	op := func(use, short, op string) *cobra.Command {
+		return &cobra.Command{
+			Use: use, Short: short, Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				c, cancel := ctx()
+				defer cancel()
+				return printAdmin(cmd.OutOrStdout(), client(), c, &wire.AdminRequest{Op: op, Hooks: hookNames(args[0])})
+			},
+		}
+	}
+	hooks.AddCommand(
+		op("set NAME[,NAME...]", `switch on exactly these hooks, in this order ("" = none)`, "hooks-set"),
+		op("on NAME[,NAME...]", "switch hooks on (appended to the order)", "hooks-on"),
+		op("off NAME[,NAME...]", "switch hooks off", "hooks-off"),
+	)
+	return hooks
+}
+
+// hookNames splits a comma-separated hook list ("" = none).
+func hookNames(list string) []string {
+	names := []string{}
+	for _, n := range strings.Split(list, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 func printAdmin(w io.Writer, cl *wire.Client, ctx context.Context, req *wire.AdminRequest) error {

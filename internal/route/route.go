@@ -65,6 +65,16 @@ type Table struct {
 	// not applied only once the table says that slave is behind, and a
 	// slave behind its master is never promoted in its place.
 	Behind map[string][]string `json:"behind,omitempty"`
+	// BehindEpoch names, per pair marked behind ("master slave"), the
+	// newest episode of the master's replication to the slave being
+	// unreachable that the mark is known to cover (the master numbers
+	// its episodes and reports them, wire.Heartbeat.UnreachableEpochs).
+	// A master relies on a mark only for the episode it covers: a mark
+	// set for an earlier episode may be cleared at any moment on a
+	// heartbeat the master sent before the current episode began, which
+	// would let the slave be promoted without the writes acknowledged
+	// in between.
+	BehindEpoch map[string]uint64 `json:"behind_epoch,omitempty"`
 }
 
 // Bucket returns the bucket of key in this table.
@@ -147,7 +157,37 @@ func (t *Table) Clone() *Table {
 			c.Behind[m] = append([]string(nil), ss...)
 		}
 	}
+	if t.BehindEpoch != nil {
+		c.BehindEpoch = make(map[string]uint64, len(t.BehindEpoch))
+		for k, v := range t.BehindEpoch {
+			c.BehindEpoch[k] = v
+		}
+	}
 	return &c
+}
+
+func behindKey(master, slave string) string { return master + " " + slave }
+
+// BehindCovers reports whether slave is marked behind master for
+// unreachability episode epoch or a later one (see BehindEpoch).
+func (t *Table) BehindCovers(master, slave string, epoch uint64) bool {
+	return t.IsBehind(master, slave) && t.BehindEpoch[behindKey(master, slave)] >= epoch
+}
+
+// SetBehindEpoch records that the mark of slave behind master covers
+// episode epoch (it only grows; the pair must be marked behind).
+func (t *Table) SetBehindEpoch(master, slave string, epoch uint64) {
+	if !t.IsBehind(master, slave) {
+		return
+	}
+	k := behindKey(master, slave)
+	if epoch <= t.BehindEpoch[k] {
+		return
+	}
+	if t.BehindEpoch == nil {
+		t.BehindEpoch = map[string]uint64{}
+	}
+	t.BehindEpoch[k] = epoch
 }
 
 // IsBehind reports whether slave may lack writes master acknowledged.
@@ -175,6 +215,10 @@ func (t *Table) SetBehind(master, slave string, behind bool) {
 		t.Behind[master] = append(t.Behind[master], slave)
 		sort.Strings(t.Behind[master])
 		return
+	}
+	delete(t.BehindEpoch, behindKey(master, slave))
+	if len(t.BehindEpoch) == 0 {
+		t.BehindEpoch = nil
 	}
 	out := t.Behind[master][:0:0]
 	for _, s := range t.Behind[master] {

@@ -100,3 +100,30 @@ func TestBehind(t *testing.T) {
 		t.Fatalf("cleared table keeps %v", c.Behind)
 	}
 }
+
+func TestBehindEpoch(t *testing.T) {
+	tb := &Table{}
+	tb.SetBehindEpoch("m", "s", 5) // not marked: nothing to cover
+	if tb.BehindCovers("m", "s", 0) || tb.BehindEpoch != nil {
+		t.Fatalf("epoch recorded for an unmarked pair: %v", tb.BehindEpoch)
+	}
+	tb.SetBehind("m", "s", true)
+	if !tb.BehindCovers("m", "s", 0) || tb.BehindCovers("m", "s", 1) {
+		t.Fatal("a mark without an epoch covers episode 0 only")
+	}
+	tb.SetBehindEpoch("m", "s", 7)
+	tb.SetBehindEpoch("m", "s", 3) // never shrinks
+	if !tb.BehindCovers("m", "s", 7) || tb.BehindCovers("m", "s", 8) {
+		t.Fatalf("epoch 7: %v", tb.BehindEpoch)
+	}
+	c := tb.Clone()
+	c.SetBehindEpoch("m", "s", 9)
+	if tb.BehindCovers("m", "s", 9) {
+		t.Fatal("Clone shares BehindEpoch")
+	}
+	tb.SetBehind("m", "s", false)
+	tb.SetBehind("m", "s", true)
+	if tb.BehindCovers("m", "s", 1) || tb.BehindEpoch != nil {
+		t.Fatalf("a cleared mark kept its epoch: %v", tb.BehindEpoch)
+	}
+}

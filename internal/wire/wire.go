@@ -9,6 +9,7 @@
 //	GET  /v1/nodes            []NodeStatus
 //	GET  /v1/migrations       MigrationStatus
 //	GET  /v1/areas            map[area]AreaConfig
+//	GET  /v1/hooks            HooksStatus
 //	POST /v1/admin            AdminRequest -> AdminReply         (leader only)
 //
 // A standby configserver answers leader-only calls with 421 and a
@@ -39,6 +40,11 @@ type Heartbeat struct {
 	// UnreachableSlaves lists slaves the node could not replicate to
 	// within its timeout (degraded mode).
 	UnreachableSlaves []string `json:"unreachable_slaves,omitempty"`
+	// UnreachableEpochs numbers, per slave in UnreachableSlaves, the
+	// episode of unreachability being reported (it grows with every new
+	// episode, across restarts); the configserver records it in the
+	// table with the slave's behind mark (route.Table.BehindEpoch).
+	UnreachableEpochs map[string]uint64 `json:"unreachable_epochs,omitempty"`
 	// Stats are per-area counters.
 	Stats map[uint16]AreaStats `json:"stats,omitempty"`
 	// Load is requests per second over the last interval.
@@ -84,8 +90,31 @@ type HeartbeatReply struct {
 	Table *route.Table `json:"table,omitempty"`
 	// Areas is the full area configuration (sent every time; small).
 	Areas map[uint16]AreaConfig `json:"areas,omitempty"`
-	// Hooks names the hooks to switch on (e.g. "audit"); nil keeps them.
-	Hooks []string `json:"hooks,omitempty"`
+	// Hooks names the dataserver's request hooks switched on, in the
+	// order they run (see KnownHooks). nil: the configserver never set
+	// them, so DefaultHooks apply; an empty list switches every hook off.
+	Hooks *[]string `json:"hooks,omitempty"`
+}
+
+// KnownHooks are the dataserver's built-in request hooks:
+//
+//	stats  count commands per area, kind (read/write) and result (ok/error)
+//	quota  apply the areas' byte quotas (AreaConfig.QuotaBytes) and refuse
+//	       writes to an area over its quota (persistent engines)
+//	audit  log every write (area, command, key, result, peer)
+var KnownHooks = []string{"stats", "quota", "audit"}
+
+// DefaultHooks are the hooks on while the configserver never set any.
+var DefaultHooks = []string{"stats", "quota"}
+
+// HooksStatus is the body of GET /v1/hooks.
+type HooksStatus struct {
+	// Enabled are the hooks switched on, in order.
+	Enabled []string `json:"enabled"`
+	// Set is false while the hooks were never set (Enabled is then
+	// DefaultHooks).
+	Set   bool     `json:"set"`
+	Known []string `json:"known"`
 }
 
 // NotLeader is the body of a 421 reply from a standby configserver.
@@ -120,7 +149,9 @@ type MigrationStatus struct {
 //
 // Op is one of: "node-add", "node-remove", "node-drain", "rebalance",
 // "migrations-pause", "migrations-resume", "migrations-cancel",
-// "area-set" (Area + AreaConfig), "hooks-set" (Hooks).
+// "area-set" (Area + AreaConfig), "hooks-set" (Hooks: the whole list,
+// empty = none), "hooks-on" and "hooks-off" (Hooks: names to switch on,
+// appended, or off).
 type AdminRequest struct {
 	Op     string     `json:"op"`
 	Node   string     `json:"node,omitempty"`
