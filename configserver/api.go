@@ -158,7 +158,11 @@ func (s *Server) nodeStatus() []wire.NodeStatus {
 	for _, a := range sortedKeys(addrs) {
 		v := view[a]
 		st := wire.NodeStatus{Addr: a, Alive: v.alive && v.heard, Masters: masters[a], Slaves: slaves[a],
-			TableVersion: v.hb.TableVersion, Load: v.hb.Load, Zone: v.hb.Zone, Rack: v.hb.Rack}
+			TableVersion: v.hb.TableVersion, Load: v.hb.Load, Zone: v.hb.Zone, Rack: v.hb.Rack,
+			Health: v.hb.Health, HeldMasters: v.hb.MasterBuckets, HeldSlaves: v.hb.SlaveBuckets}
+		if !st.Alive {
+			st.Health = "down"
+		}
 		if !v.lastSeen.IsZero() && v.heard {
 			st.LastHeartbeat = v.lastSeen.UnixMilli()
 		}

@@ -615,6 +615,10 @@ func TestBehindMarkCoversOnlyItsEpisode(t *testing.T) {
 	if got := ca.do(x(1, "SET", k(1), "1")...); got != "+OK" {
 		t.Fatalf("degraded write once the slave is marked behind: %q", got)
 	}
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		hb := cs.lastHB(a.Addr())
+		return hb.Health == "degraded" && hb.MasterBuckets > 0
+	}, "a master with an unreachable slave does not report itself degraded: %+v", cs.lastHB(a.Addr()))
 	st := a.streamTo(b.Addr())
 	first := st.episode.Load()
 	if tb := a.Table(); !tb.BehindCovers(a.Addr(), b.Addr(), first) {

@@ -71,6 +71,17 @@ func (s *Server) heartbeatLoop(ctx context.Context) {
 func (s *Server) heartbeat(ctx context.Context) error {
 	sent := time.Now()
 	unreachable, epochs := s.unreachableSlaves()
+	health := "ok"
+	switch {
+	case s.leaseFrom.Load() != 0 && !s.leaseOK():
+		health = "lease-lapsed"
+	case len(unreachable) > 0:
+		health = "degraded"
+	}
+	var masters, slaves int
+	if t := s.Table(); t != nil {
+		masters, slaves = len(bucketsOf(t, s.addr, true)), len(bucketsOf(t, s.addr, false))
+	}
 	hb := &wire.Heartbeat{
 		Addr:              s.addr,
 		HTTP:              s.HTTPAddr(),
@@ -83,6 +94,9 @@ func (s *Server) heartbeat(ctx context.Context) error {
 		Migrations:        s.migrationProgress(),
 		UnreachableSlaves: unreachable,
 		UnreachableEpochs: epochs,
+		MasterBuckets:     masters,
+		SlaveBuckets:      slaves,
+		Health:            health,
 		Stats:             s.areaStats(),
 		Load:              s.load(sent),
 	}

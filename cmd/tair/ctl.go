@@ -92,9 +92,10 @@ func ctlCmd() *cobra.Command {
 			}
 			sort.Slice(list, func(i, j int) bool { return list[i].Addr < list[j].Addr })
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ADDR\tZONE\tALIVE\tDRAINING\tMASTERS\tSLAVES\tTABLE\tLOAD")
+			fmt.Fprintln(tw, "ADDR\tZONE\tALIVE\tDRAINING\tMASTERS\tSLAVES\tTABLE\tLOAD\tHEALTH\tHELD")
 			for _, n := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.0f\n", n.Addr, n.Zone, n.Alive, n.Draining, n.Masters, n.Slaves, n.TableVersion, n.Load)
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.0f\t%s\t%d/%d\n", n.Addr, n.Zone, n.Alive, n.Draining, n.Masters, n.Slaves, n.TableVersion, n.Load,
+					n.Health, n.HeldMasters, n.HeldSlaves)
 			}
 			return tw.Flush()
 		},

@@ -45,6 +45,15 @@ type Heartbeat struct {
 	// episode, across restarts); the configserver records it in the
 	// table with the slave's behind mark (route.Table.BehindEpoch).
 	UnreachableEpochs map[string]uint64 `json:"unreachable_epochs,omitempty"`
+	// MasterBuckets and SlaveBuckets count the bucket copies the node
+	// holds as master and as slave in the table it serves with.
+	MasterBuckets int `json:"master_buckets"`
+	SlaveBuckets  int `json:"slave_buckets"`
+	// Health is "ok"; "degraded" while a slave is unreachable (writes
+	// go on without it once the table marks it behind); "lease-lapsed"
+	// while the node's master lease has run out (it acknowledges no
+	// write as a master).
+	Health string `json:"health,omitempty"`
 	// Stats are per-area counters.
 	Stats map[uint16]AreaStats `json:"stats,omitempty"`
 	// Load is requests per second over the last interval.
@@ -134,6 +143,11 @@ type NodeStatus struct {
 	Masters       int     `json:"masters"`
 	Slaves        int     `json:"slaves"`
 	Load          float64 `json:"load"`
+	// Health and the bucket copies the node reports it holds (its last
+	// heartbeat), beside Masters and Slaves from the configserver's table.
+	Health      string `json:"health,omitempty"`
+	HeldMasters int    `json:"held_masters"`
+	HeldSlaves  int    `json:"held_slaves"`
 }
 
 // MigrationStatus is the configserver's view of the migration plan.
