@@ -1,11 +1,14 @@
 package dataserver
 
 import (
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tairkv/tair/engines"
 	_ "github.com/tairkv/tair/engines/ldb"
 	_ "github.com/tairkv/tair/engines/mdb"
 	"github.com/tairkv/tair/internal/route"
@@ -144,5 +147,57 @@ func TestSlaveAppliesOverItsQuota(t *testing.T) {
 	}
 	if v, ok := engineGet(b, key); !ok || v != "value" {
 		t.Fatalf("slave over its quota holds %q, %v; want the master's write", v, ok)
+	}
+}
+
+// TestUnsyncedDataAfterCrashCountsAsLost: with --sync none a node that
+// did not stop cleanly may have lost acknowledged writes, so it starts
+// empty and reports itself not persistent (the configserver then treats
+// its copies as lost and rebuilds them); after a clean stop, or with a
+// syncing policy, it keeps its data and says so.
+func TestUnsyncedDataAfterCrashCountsAsLost(t *testing.T) {
+	cs := newFakeCS(t)
+	dir := t.TempDir()
+	run := func(sync engines.SyncPolicy, crash bool, write bool) (kept bool, keys int64) {
+		t.Helper()
+		c := testConfig(cs.addr())
+		c.Engine = "ldb"
+		c.Dir = dir
+		c.Sync = sync
+		s, err := New(c, testLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		kept, keys = s.dataKept, s.eng.Count(0)
+		if write {
+			if _, err := s.eng.Put(engineKey(0, "k"), []byte("v"), engines.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if crash {
+			// What a kill -9 leaves: no clean-shutdown marker.
+			if err := os.Remove(filepath.Join(dir, cleanMarker)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return kept, keys
+	}
+	if kept, _ := run(engines.SyncNone, false, true); kept {
+		t.Fatal("a new data directory claims to hold copies")
+	}
+	if kept, keys := run(engines.SyncNone, true, false); !kept || keys != 1 {
+		t.Fatalf("after a clean stop: kept %v, %d keys; want true, 1", kept, keys)
+	}
+	if kept, keys := run(engines.SyncGroup, true, false); !kept || keys != 1 {
+		t.Fatalf("syncing policy after a crash: kept %v, %d keys; want true, 1", kept, keys)
+	}
+	if kept, keys := run(engines.SyncNone, false, false); kept || keys != 0 {
+		t.Fatalf("--sync none after a crash: kept %v, %d keys; want false, 0", kept, keys)
 	}
 }

@@ -88,7 +88,7 @@ func (s *Server) heartbeat(ctx context.Context) error {
 		Zone:              s.cfg.Zone,
 		Rack:              s.cfg.Rack,
 		Incarnation:       s.incarnation,
-		Persistent:        s.eng.Persistent(),
+		Persistent:        s.dataKept,
 		Engine:            s.eng.Name(),
 		TableVersion:      s.TableVersion(),
 		Migrations:        s.migrationProgress(),
@@ -286,21 +286,27 @@ func (s *Server) applyTable(t *route.Table) {
 	// under the bucket's lock and publish the table before writes get in
 	// again, so the destination receives the bucket's changes in order
 	// (the migration stream first, then as a slave or not at all).
+	// A move dropped rather than completed (its destination left the
+	// row, e.g. it died) is not drained: nobody will serve that copy. The
+	// drains share one deadline: this runs on the heartbeat goroutine,
+	// and a node that stops heartbeating loses its lease and is judged
+	// down.
 	var held []*bucket
 	if old != nil {
+		drainBy := time.Now().Add(s.cfg.ReplicationTimeout)
 		for _, mv := range old.Migrating {
 			if nm, ok := t.MoveOf(mv.Bucket); mv.From != me || (ok && nm == mv) {
 				continue
 			}
+			completed := t.IsMaster(mv.Bucket, mv.To) || t.IsSlave(mv.Bucket, mv.To)
 			bk := s.bucket(mv.Bucket)
 			bk.mu.Lock()
 			held = append(held, bk)
-			if old.IsMaster(mv.Bucket, me) && !t.IsMaster(mv.Bucket, me) {
+			if completed && old.IsMaster(mv.Bucket, me) && !t.IsMaster(mv.Bucket, me) {
 				bk.handedOff.Store(true)
 			}
 			if m := bk.mig; m != nil {
-				deadline := time.Now().Add(s.cfg.ReplicationTimeout)
-				for m.st.pending() > 0 && time.Now().Before(deadline) {
+				for completed && m.st.pending() > 0 && !m.st.unreachable.Load() && time.Now().Before(drainBy) {
 					time.Sleep(time.Millisecond)
 				}
 				bk.mig = nil

@@ -585,3 +585,64 @@ func TestRefusedAfterHandOffIsNotResent(t *testing.T) {
 		t.Fatalf("new master's %s = %q, want 1", key, v)
 	}
 }
+
+// TestDroppedMovesDoNotStallTheTable: when the table drops moves instead
+// of completing them (their destination died), the source does not wait
+// for their streams to drain, one replication timeout after the other, on
+// the heartbeat goroutine: a source stalled so lost its lease and was
+// judged down with every other source of the dead node.
+func TestDroppedMovesDoNotStallTheTable(t *testing.T) {
+	cs := newFakeCS(t)
+	nodes := make([]*Server, 3)
+	for i := range nodes {
+		c := testConfig(cs.addr())
+		c.ReplicationTimeout = 2 * time.Second
+		c.Listen = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+		nodes[i] = startNode(t, c)
+	}
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	t1 := ringTable(1, q, 2, a.Addr(), b.Addr())
+	cs.setTable(t1)
+	waitVersion(t, 1, nodes...)
+	moved := []uint32{0, 2} // both mastered by a
+	ca := dial(t, a.Addr())
+	for _, bkt := range moved {
+		for i := 0; i < 50; i++ {
+			if got := ca.do(x(1, "SET", keyIn("drop", bkt, q, i), "v")...); got != "+OK" {
+				t.Fatalf("SET: %q", got)
+			}
+		}
+		// The destination takes nothing of this bucket: the moves'
+		// streams keep items waiting.
+		c.bucket(bkt).mu.Lock()
+		defer c.bucket(bkt).mu.Unlock()
+	}
+	t2 := t1.Clone()
+	t2.Version = 2
+	for _, bkt := range moved {
+		t2.Migrating = append(t2.Migrating, route.Move{Bucket: bkt, From: a.Addr(), To: c.Addr()})
+	}
+	cs.setTable(t2)
+	waitVersion(t, 2, nodes...)
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		for _, bkt := range moved {
+			bk := a.bucket(bkt)
+			bk.mu.Lock()
+			m := bk.mig
+			waiting := m != nil && m.st != nil && m.st.pending() > 0
+			bk.mu.Unlock()
+			if !waiting {
+				return false
+			}
+		}
+		return true
+	}, "the moves have no items waiting for the destination")
+
+	t3 := t1.Clone()
+	t3.Version = 3 // the moves are dropped: c is in no row
+	start := time.Now()
+	a.applyTable(t3)
+	if took := time.Since(start); took > 500*time.Millisecond {
+		t.Fatalf("applying the table that drops two moves took %v", took)
+	}
+}

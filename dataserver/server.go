@@ -54,6 +54,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,6 +85,9 @@ type Server struct {
 	// monotonic clock, so that a wall clock stepped backwards (NTP)
 	// cannot stretch the lease.
 	leaseFrom atomic.Int64
+	// dataKept: the engine's data holds every write acknowledged before
+	// the last stop (heartbeats report it as Persistent; dataSurvived).
+	dataKept  bool
 	epoch     time.Time    // the server's creation, with a monotonic reading
 	csDown    atomic.Bool  // every configserver refused the last heartbeat
 	clientLat atomic.Int64 // ns, moving average (observeClientLatency)
@@ -240,6 +245,7 @@ func (s *Server) Start() error {
 	s.mu.started = true
 	s.mu.Unlock()
 
+	fresh := dirEmpty(s.cfg.Dir)
 	eng, err := engines.Open(s.cfg.Engine, engines.Options{
 		Dir:          s.cfg.Dir,
 		Sync:         s.cfg.Sync,
@@ -251,6 +257,7 @@ func (s *Server) Start() error {
 		return fmt.Errorf("dataserver: open engine: %w", err)
 	}
 	s.eng = eng
+	s.dataKept = !fresh && s.dataSurvived()
 	s.writesWait = eng.Persistent() && s.cfg.Sync != engines.SyncNone
 	s.x.Store(exec.New(eng, exec.Options{Buckets: route.DefaultBuckets}))
 
@@ -376,8 +383,58 @@ func (s *Server) Close() error {
 		cancel()
 	}
 	err := s.eng.Close()
+	if err == nil && s.eng.Persistent() {
+		if werr := os.WriteFile(filepath.Join(s.cfg.Dir, cleanMarker), nil, 0o644); werr != nil {
+			s.log.Warn("recording the clean shutdown", "err", werr)
+		}
+	}
 	s.log.Info("dataserver stopped")
 	return err
+}
+
+// cleanMarker is the file a persistent dataserver leaves in its data
+// directory when it stops cleanly (removed again at start).
+const cleanMarker = "CLEAN_SHUTDOWN"
+
+// dirEmpty reports whether dir is missing or empty: a new data directory
+// holds no acknowledged write (a node whose disk was wiped must not say
+// it kept its copies).
+func dirEmpty(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	return err != nil || len(ents) == 0
+}
+
+// dataSurvived reports whether the engine's data holds every write this
+// node acknowledged before it last stopped: always for a persistent
+// engine that syncs its writes, and for one that does not (--sync none)
+// only after a clean stop. A node whose data may lack acknowledged writes
+// reports itself not persistent, so the configserver treats its copies
+// as lost and rebuilds them rather than serve it as it is.
+func (s *Server) dataSurvived() bool {
+	if !s.eng.Persistent() {
+		return false
+	}
+	marker := filepath.Join(s.cfg.Dir, cleanMarker)
+	_, err := os.Stat(marker)
+	clean := err == nil
+	if clean {
+		if err := os.Remove(marker); err != nil {
+			s.log.Warn("removing the clean-shutdown marker", "err", err)
+			clean = false
+		}
+	}
+	if s.cfg.Sync == engines.SyncNone && !clean {
+		// What is left is an unknown prefix of what was acknowledged:
+		// start empty, as a node that lost its data does.
+		s.log.Warn("the data directory was not closed cleanly and writes were not synced (--sync none): dropping its data, this node's copies count as lost", "dir", s.cfg.Dir)
+		for area := range s.eng.AllStats() {
+			if _, err := s.eng.DeleteArea(area); err != nil {
+				s.log.Error("dropping unsynced data", "area", area, "err", err)
+			}
+		}
+		return false
+	}
+	return true
 }
 
 // buckets returns the bucket states (nil before the first table).
