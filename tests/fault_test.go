@@ -22,19 +22,32 @@ import (
 
 // writeLoad runs writers SET-ting unique keys through addr until stop is
 // closed, and records every acknowledged write and the longest stretch
-// without any acknowledgement after start.
+// without any acknowledgement after start. With watch set, the writers
+// alternate between keys it selects and others, and the watched gap is
+// the longest stretch without an acknowledged write to a watched key.
 type writeLoad struct {
-	mu      sync.Mutex
-	acked   map[string]string
-	lastOK  time.Time
-	maxGap  time.Duration
-	errors  int64
-	lastErr error
-	errLog  []string // the first few failures: when, which key, what
+	watch func(key string) bool
+
+	mu            sync.Mutex
+	acked         map[string]string
+	lastOK        time.Time
+	maxGap        time.Duration
+	watchedLastOK time.Time
+	watchedMaxGap time.Duration
+	watchedAcks   int
+	errors        int64
+	maybe         int64 // errors saying the write may have applied
+	lastErr       error
+	errLog        []string // the first few failures: when, which key, what
+	otherLog      []string // the first few errors of another kind
 }
 
 func runWriteLoad(t *testing.T, addr string, writers int, stop <-chan struct{}) (*writeLoad, *sync.WaitGroup) {
-	w := &writeLoad{acked: map[string]string{}, lastOK: time.Now()}
+	return runWatchedWriteLoad(t, addr, writers, nil, stop)
+}
+
+func runWatchedWriteLoad(t *testing.T, addr string, writers int, watch func(string) bool, stop <-chan struct{}) (*writeLoad, *sync.WaitGroup) {
+	w := &writeLoad{watch: watch, acked: map[string]string{}, lastOK: time.Now(), watchedLastOK: time.Now()}
 	var wg sync.WaitGroup
 	var seq atomic.Int64
 	for g := 0; g < writers; g++ {
@@ -43,14 +56,24 @@ func runWriteLoad(t *testing.T, addr string, writers int, stop <-chan struct{}) 
 			defer wg.Done()
 			cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
 			defer cl.Close()
-			for {
+			for i := 0; ; i++ {
 				select {
 				case <-stop:
 					return
 				default:
 				}
 				n := seq.Add(1)
-				k, v := fmt.Sprintf("load:%d", n), fmt.Sprintf("value-%d", n)
+				k := fmt.Sprintf("load:%d", n)
+				watched := false
+				if watch != nil {
+					// Even turns a watched key, odd turns another.
+					watched = i%2 == 0
+					for watch(k) != watched {
+						n = seq.Add(1)
+						k = fmt.Sprintf("load:%d", n)
+					}
+				}
+				v := fmt.Sprintf("value-%d", n)
 				ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
 				err := cl.Set(ctx, k, v, 0).Err()
 				cancel()
@@ -62,11 +85,24 @@ func runWriteLoad(t *testing.T, addr string, writers int, stop <-chan struct{}) 
 						w.maxGap = gap
 					}
 					w.lastOK = now
+					if watched {
+						w.watchedAcks++
+						if gap := now.Sub(w.watchedLastOK); gap > w.watchedMaxGap {
+							w.watchedMaxGap = gap
+						}
+						w.watchedLastOK = now
+					}
 				} else {
 					w.errors++
 					w.lastErr = err
+					line := fmt.Sprintf("%s %s (watched %v): %v", now.Format("15:04:05.000"), k, watched, err)
 					if len(w.errLog) < 8 {
-						w.errLog = append(w.errLog, fmt.Sprintf("%s %s: %v", now.Format("15:04:05.000"), k, err))
+						w.errLog = append(w.errLog, line)
+					}
+					if strings.Contains(err.Error(), "may have applied") {
+						w.maybe++
+					} else if len(w.otherLog) < 8 {
+						w.otherLog = append(w.otherLog, line)
 					}
 				}
 				w.mu.Unlock()
@@ -77,6 +113,22 @@ func runWriteLoad(t *testing.T, addr string, writers int, stop <-chan struct{}) 
 		}()
 	}
 	return w, &wg
+}
+
+// resetGaps starts measuring the gaps (and counting the watched acks) now.
+func (w *writeLoad) resetGaps() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.maxGap, w.watchedMaxGap, w.watchedAcks = 0, 0, 0
+	w.lastOK, w.watchedLastOK = time.Now(), time.Now()
+}
+
+// gaps returns the longest gaps, the stretch from the last ack to until
+// included (writes that never resume are a gap too).
+func (w *writeLoad) gaps(until time.Time) (all, watched time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return max(w.maxGap, until.Sub(w.lastOK)), max(w.watchedMaxGap, until.Sub(w.watchedLastOK))
 }
 
 // verifyAcked reads back every acknowledged write.
@@ -113,36 +165,133 @@ func verifyAcked(t *testing.T, addr string, acked map[string]string) {
 	}
 }
 
+// fullCopies reads tair_dataserver_full_copies_total of each node, by
+// reason.
+func fullCopies(t *testing.T, nodes []*testcluster.Proc) map[string]map[string]float64 {
+	t.Helper()
+	out := map[string]map[string]float64{}
+	for _, p := range nodes {
+		m, err := p.Metrics()
+		if err != nil {
+			t.Fatalf("metrics of %s: %v", p.Addr, err)
+		}
+		out[p.Addr] = map[string]float64{}
+		for series, v := range m {
+			if r, ok := strings.CutPrefix(series, `tair_dataserver_full_copies_total{reason="`); ok {
+				out[p.Addr][strings.TrimSuffix(r, `"}`)] = v
+			}
+		}
+		if len(out[p.Addr]) == 0 {
+			t.Fatalf("%s exports no tair_dataserver_full_copies_total", p.Addr)
+		}
+	}
+	return out
+}
+
+// readCopy reads every acknowledged write of the keys only selects from
+// node's own copy (TAIR.XR: as master or slave).
+func readCopy(t *testing.T, node string, tb *route.Table, acked map[string]string, only func(string) bool) {
+	t.Helper()
+	cl := redis.NewClient(&redis.Options{Addr: node, MaxRetries: -1})
+	defer cl.Close()
+	var keys []string
+	for k := range acked {
+		if only(k) {
+			keys = append(keys, k)
+		}
+	}
+	lost := 0
+	for i := 0; i < len(keys); i += 500 {
+		batch := keys[i:min(len(keys), i+500)]
+		pipe := cl.Pipeline()
+		cmds := make([]*redis.Cmd, len(batch))
+		for j, k := range batch {
+			cmds[j] = pipe.Do(context.Background(), "TAIR.XR", 0, tb.Version, 2, "GET", k)
+		}
+		_, _ = pipe.Exec(context.Background())
+		for j, k := range batch {
+			got, err := cmds[j].Text()
+			if err != nil || got != acked[k] {
+				lost++
+				if lost <= 5 {
+					t.Errorf("acknowledged %s=%s reads %q, %v on %s", k, acked[k], got, err, node)
+				}
+			}
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d acknowledged writes missing on %s's copies", lost, len(keys), node)
+	}
+}
+
 // kill -9 of a master dataserver under a steady write load, copy count 2:
-// every acknowledged write survives, writes resume within 3 s, and the
-// full copy count is restored on the remaining nodes.
+// every acknowledged write survives, writes to the buckets it mastered
+// resume within 3 s, the only client errors are the writes in flight at
+// the kill ("may have applied", at most one per writer), and the full
+// copy count is restored on the remaining nodes.
 func TestKillMasterDataserverLosesNothing(t *testing.T) {
 	// A short handoff window: the dead node's slave copies are rebuilt
 	// elsewhere 3 s after it went silent.
 	pc := testcluster.StartProcs(t, testcluster.ProcOptions{DataServers: 3, Copies: 2, Buckets: 64,
 		ConfigServerArgs: []string{"--handoff-window", "3s"}})
 	proxy := pc.Proxies[0].Addr
+	victim := pc.DataServers[0]
+	ctx0, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	tb0, err := pc.Client().Table(ctx0, 0, 0)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Half the writes go to buckets the victim masters: the gap that
+	// matters is theirs (writes to other buckets never stopped).
+	mastered := 0
+	for b := range tb0.Serving {
+		if tb0.Master(uint32(b)) == victim.Addr {
+			mastered++
+		}
+	}
+	if mastered == 0 {
+		t.Fatalf("%s masters no bucket in table %d", victim.Addr, tb0.Version)
+	}
+	onVictim := func(k string) bool {
+		return tb0.Master(route.BucketOf([]byte(k), tb0.Buckets)) == victim.Addr
+	}
+	const writers = 4
 	stop := make(chan struct{})
-	load, wg := runWriteLoad(t, proxy, 4, stop)
+	load, wg := runWatchedWriteLoad(t, proxy, writers, onVictim, stop)
 	time.Sleep(1500 * time.Millisecond)
 
-	victim := pc.DataServers[0]
-	load.mu.Lock()
-	load.maxGap = 0
-	load.lastOK = time.Now()
-	load.mu.Unlock()
+	load.resetGaps()
 	victim.Kill()
 	time.Sleep(6 * time.Second)
+	stopAt := time.Now()
 	close(stop)
 	wg.Wait()
 
-	t.Logf("kill -9 of %s: %d writes acknowledged, %d errors, longest gap without an ack %v",
-		victim.Addr, len(load.acked), load.errors, load.maxGap)
+	gapAll, gap := load.gaps(stopAt)
+	load.mu.Lock()
+	watchedAcks := load.watchedAcks
+	load.mu.Unlock()
+	t.Logf("kill -9 of %s (master of %d of %d buckets): %d writes acknowledged (%d to its buckets after the kill), %d errors (%d 'may have applied'); longest gap without an ack to its buckets %v (any bucket %v)",
+		victim.Addr, mastered, len(tb0.Serving), len(load.acked), watchedAcks, load.errors, load.maybe, gap, gapAll)
 	for _, e := range load.errLog {
 		t.Logf("error: %s", e)
 	}
-	if load.maxGap > 3*time.Second {
-		t.Fatalf("writes stalled %v after the kill, want under 3s", load.maxGap)
+	if gap > 3*time.Second {
+		t.Errorf("writes to the killed master's buckets stalled %v after the kill, want under 3s", gap)
+	}
+	if watchedAcks == 0 {
+		t.Errorf("no write to the killed master's buckets was acknowledged after the kill")
+	}
+	// Each writer has at most one request in flight at the kill: only
+	// those may fail, and only as "may have applied" (the proxy cannot
+	// resend them safely); anything sent after the kill is retried until
+	// a promoted master takes it.
+	if load.maybe > writers {
+		t.Errorf("%d writes failed with 'may have applied', want at most %d (one in flight per writer at the kill)", load.maybe, writers)
+	}
+	if other := load.errors - load.maybe; other > 0 {
+		t.Errorf("%d client errors other than 'may have applied': %v", other, load.otherLog)
 	}
 	verifyAcked(t, proxy, load.acked)
 
@@ -288,8 +437,15 @@ func TestAwayNodeCatchesUpFromHandoff(t *testing.T) {
 	load, wg := runWriteLoad(t, proxy, 2, stop)
 	time.Sleep(time.Second)
 	before := migrations()
+	copiesBefore := fullCopies(t, pc.DataServers)
 
 	victim := pc.DataServers[0]
+	load.mu.Lock()
+	ackedBefore := make(map[string]bool, len(load.acked))
+	for k := range load.acked {
+		ackedBefore[k] = true
+	}
+	load.mu.Unlock()
 	victim.Pause()
 	start := time.Now()
 	testutil.Eventually(t, 10*time.Second, func() bool { return len(table().Behind) > 0 }, "the paused node is never marked behind")
@@ -302,6 +458,16 @@ func TestAwayNodeCatchesUpFromHandoff(t *testing.T) {
 	}
 	victim.Resume()
 	woke := time.Now()
+	// The writes acknowledged while it was away: it can only have them
+	// from its masters' backlogs (or from a full copy, which must not run).
+	load.mu.Lock()
+	var missed []string
+	for k := range load.acked {
+		if !ackedBefore[k] {
+			missed = append(missed, k)
+		}
+	}
+	load.mu.Unlock()
 	testutil.Eventually(t, 20*time.Second, func() bool {
 		tb := table()
 		return len(tb.Behind) == 0 && len(tb.Migrating) == 0
@@ -317,6 +483,35 @@ func TestAwayNodeCatchesUpFromHandoff(t *testing.T) {
 		t.Logf("error: %s", e)
 	}
 	verifyAcked(t, proxy, load.acked)
+
+	// No node sent any bucket in full meanwhile: not its masters (a
+	// resync or a replaced stream to it) nor itself (a diverged copy
+	// resent as master).
+	copiesAfter := fullCopies(t, pc.DataServers)
+	for _, p := range pc.DataServers {
+		for reason, n := range copiesAfter[p.Addr] {
+			if d := n - copiesBefore[p.Addr][reason]; d != 0 {
+				t.Errorf("%s sent %v full bucket copies (%s) while %s was away and caught up, want none",
+					p.Addr, d, reason, victim.Addr)
+			}
+		}
+	}
+	// The woken node's own copies hold every acknowledged write of their
+	// buckets, those written while it was away included.
+	final := table()
+	holds := func(k string) bool { return slices.Contains(final.Serving[final.Bucket([]byte(k))], victim.Addr) }
+	replayed := 0
+	for _, k := range missed {
+		if holds(k) {
+			replayed++
+		}
+	}
+	if replayed == 0 {
+		t.Fatalf("none of the %d writes acknowledged while %s was away is in a bucket it holds", len(missed), victim.Addr)
+	}
+	readCopy(t, victim.Addr, final, load.acked, holds)
+	t.Logf("%s holds %d acknowledged writes made while it was away, all read back from its own copies",
+		victim.Addr, replayed)
 
 	// The woken node must hold every acknowledged write of its buckets.
 	other := pc.DataServers[1]

@@ -819,26 +819,41 @@ func TestAddAndDrainUnderMixedLoad(t *testing.T) {
 
 // crashDuringMove kills the source or the destination of a running move
 // (kill -9) while a mixed load runs, then restarts it (same arguments and
-// data directory) or leaves it dead, and checks that the cluster reaches a
-// table with the full copy count and no moves, and that the data equals
-// the model on every copy.
+// data directory) or leaves it dead, and checks that the move was running
+// at the kill, that the cluster reaches a table with the full copy count
+// and no moves, and that the data equals the model on every copy (INCR
+// counters in the load show a write applied twice).
 func crashDuringMove(t *testing.T, victimIsSource, restart bool) {
 	const buckets = 64
 	// ldb keeps a restarted node's data (and a destination's partial
-	// copy); the migration rate cap makes each move last about a second.
+	// copy); the migration rate cap makes each move last about 3 s (some
+	// 125 preloaded records of 250 bytes a bucket at 10 kB/s), so the
+	// kill surely falls inside one. Two moves per source (as many as a
+	// dataserver runs at once) keep the rebalance and the recovery short.
 	// --sync none: the copies on other nodes, not fsync, keep acknowledged
 	// writes here (a killed destination holds no serving copy; a killed
-	// source stays dead).
-	dsArgs := []string{"--migrate-bytes-per-sec", "40000", "--sync", "none"}
+	// source that stays dead has a slave of each bucket elsewhere). A
+	// restarted node lost the writes ldb had not flushed, so it starts
+	// empty and says it kept nothing (no clean-shutdown marker): its
+	// copies are rebuilt rather than served again without those writes.
+	const rate = 10000
+	dsArgs := []string{"--migrate-bytes-per-sec", strconv.Itoa(rate), "--sync", "none"}
 	// A dead node's copies are rebuilt elsewhere after the handoff window
 	// (30 s by default): shortened so the recovery runs under the load.
 	pc := testcluster.StartProcs(t, testcluster.ProcOptions{DataServers: 3, Copies: 2, Buckets: buckets, Engine: "ldb",
-		DataServerArgs: dsArgs, ConfigServerArgs: []string{"--handoff-window", "2s"}})
+		DataServerArgs: dsArgs, ConfigServerArgs: []string{"--handoff-window", "2s", "--moves-per-node", "2"}})
 	proxy := pc.Proxies[0].Addr
 	cl := pc.Client()
 	t0 := time.Now()
-	pre := preload(t, proxy, 8000, 100)
+	pre := preload(t, proxy, 8000, 240)
 	t.Logf("preloaded %d keys in %v", len(pre), time.Since(t0).Round(time.Millisecond))
+	// A move's snapshot holds at least the bucket's preloaded records (the
+	// load never deletes them), each sent after the cap's sleep: a move
+	// cannot finish sooner than minCopy[b] after it started.
+	minCopy := make([]time.Duration, buckets)
+	for k, v := range pre {
+		minCopy[route.BucketOf([]byte(k), buckets)] += time.Duration(len(k)+len(v)) * time.Second / rate
+	}
 
 	load := newMixedLoad(proxy, 6, pre)
 	load.start()
@@ -850,48 +865,108 @@ func crashDuringMove(t *testing.T, victimIsSource, restart bool) {
 	}()
 	time.Sleep(2 * time.Second)
 
-	// Add a 4th dataserver: moves start from the three to it.
+	// Add a 4th dataserver: moves start from the three to it, none
+	// before notBefore (so none finishes before notBefore+minCopy): the
+	// last time a table read named no move to it.
+	base := fullCopies(t, pc.DataServers)
+	notBefore := time.Now()
 	ds4 := testcluster.StartProc(t, "dataserver", append([]string{"--configserver", strings.Join(pc.ConfigServerAddrs(), ","),
 		"--engine", "ldb", "--dir", filepath.Join(pc.Dir, "ds3")}, dsArgs...)...)
+	if at := time.Now(); !slices.ContainsFunc(table(t, cl).Migrating, func(m route.Move) bool { return m.To == ds4.Addr }) {
+		notBefore = at
+	}
 	procs := map[string]*testcluster.Proc{ds4.Addr: ds4}
 	for _, p := range pc.DataServers {
 		procs[p.Addr] = p
 	}
+	// A move to ds4 that has started, early enough that it cannot have
+	// finished by the kill. Started: its source has taken as many bucket
+	// snapshots for moves (tair_dataserver_full_copies_total) as it runs
+	// moves, or reports records sent (/v1/migrations) and not done.
 	var mv route.Move
-	running := waitTable(t, cl, 30*time.Second, func(tb *route.Table) bool {
-		// The destination must not serve any copy yet: killing it then
-		// must cost the client nothing.
-		return len(tb.Migrating) > 0 && copiesOn(tb, ds4.Addr) == 0
-	}, "no move to the new dataserver started")
-	mv = running.Migrating[0]
-	time.Sleep(150 * time.Millisecond) // well into the copy (a move lasts about 0.4 s)
+	var started string
+	var tb *route.Table
+	early := func(m route.Move) bool {
+		return m.To == ds4.Addr && time.Now().Add(200*time.Millisecond).Before(notBefore.Add(minCopy[m.Bucket]))
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for mv.To == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("no move to %s was seen running early enough to be killed inside", ds4.Addr)
+		}
+		tb = table(t, cl)
+		for _, src := range pc.DataServers {
+			var moves []route.Move
+			for _, m := range tb.Migrating {
+				if m.From == src.Addr {
+					moves = append(moves, m)
+				}
+			}
+			i := slices.IndexFunc(moves, early)
+			if i < 0 {
+				continue
+			}
+			d := fullCopies(t, []*testcluster.Proc{src})[src.Addr]["migration"] - base[src.Addr]["migration"]
+			if d >= float64(len(moves)) {
+				mv = moves[i]
+				started = fmt.Sprintf("its source took %v bucket snapshots for its %d moves", d, len(moves))
+				break
+			}
+		}
+		if mv.To != "" {
+			break
+		}
+		var ms wire.MigrationStatus
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := cl.Get(ctx, "/v1/migrations", &ms)
+		cancel()
+		for _, p := range ms.Running {
+			if m, ok := tb.MoveOf(p.Bucket); err == nil && ok && m.To == p.To && early(m) && p.KeysSent > 0 && !p.Done && p.Failed == "" {
+				mv = m
+				started = fmt.Sprintf("its source reports %d records sent, not done", p.KeysSent)
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	var victim *testcluster.Proc
 	if victimIsSource {
 		victim = procs[mv.From]
 	} else {
 		victim = procs[mv.To]
 	}
-	tb := table(t, cl)
-	stillRunning := slices.Contains(tb.Migrating, mv)
 	serving := copiesOn(tb, victim.Addr)
 	load.mark()
 	victim.Kill()
 	tKill := time.Now()
-	t.Logf("killed %s (%s of bucket %d's move %s -> %s; the move still running: %v; it served %d copies)",
-		victim.Addr, map[bool]string{true: "source", false: "destination"}[victimIsSource], mv.Bucket, mv.From, mv.To, stillRunning, serving)
+	t.Logf("killed %s, %s of bucket %d's move %s -> %s, %v after the moves could start (%s); it cannot finish before %v (%d preloaded bytes at %d B/s); it served %d copies",
+		victim.Addr, map[bool]string{true: "source", false: "destination"}[victimIsSource], mv.Bucket, mv.From, mv.To,
+		tKill.Sub(notBefore).Round(time.Millisecond), started, minCopy[mv.Bucket].Round(time.Millisecond),
+		int64(minCopy[mv.Bucket])*rate/int64(time.Second), rate, serving)
+	if !tKill.Before(notBefore.Add(minCopy[mv.Bucket])) {
+		t.Fatalf("the kill came %v after the moves could start: bucket %d's move may have finished (it takes at least %v)",
+			tKill.Sub(notBefore), mv.Bucket, minCopy[mv.Bucket])
+	}
 	if !victimIsSource && serving > 0 {
 		t.Fatalf("the destination already served %d copies when it was killed; the test wants a destination that serves nothing", serving)
+	}
+	// The killed move never completes: its destination does not take the
+	// bucket over (checked before anything could rebuild the copy there).
+	time.Sleep(700 * time.Millisecond)
+	if after := table(t, cl); slices.Contains(after.Serving[mv.Bucket], mv.To) {
+		t.Fatalf("bucket %d's move completed after its %s was killed: serving %v", mv.Bucket,
+			map[bool]string{true: "source", false: "destination"}[victimIsSource], after.Serving[mv.Bucket])
 	}
 
 	var exclude []string
 	if restart {
-		time.Sleep(time.Second)
+		time.Sleep(300 * time.Millisecond)
 		victim.Start()
 		t.Logf("restarted %s %v after the kill", victim.Addr, time.Since(tKill).Round(time.Millisecond))
 	} else {
 		exclude = append(exclude, victim.Addr)
 	}
-	final := waitTable(t, cl, 90*time.Second, func(tb *route.Table) bool {
+	final := waitTable(t, cl, 120*time.Second, func(tb *route.Table) bool {
 		if !settled(tb, exclude...) {
 			return false
 		}
@@ -905,7 +980,24 @@ func crashDuringMove(t *testing.T, victimIsSource, restart bool) {
 	t.Logf("settled %v after the kill (table %d, %d nodes); %d ops since the kill, latency p50 %v p99 %v max %v, longest gap %v",
 		time.Since(tKill).Round(time.Millisecond), final.Version, len(final.Nodes()), n, p50, p99, worst, gap)
 
-	time.Sleep(time.Second)
+	if !victimIsSource && !restart {
+		// The destination served nothing: the survivors keep every copy
+		// they served (none of them is taken for dead meanwhile).
+		time.Sleep(3 * time.Second)
+		now := table(t, cl)
+		var changed []string
+		for b, row := range tb.Serving {
+			if !slices.Equal(row, now.Serving[b]) {
+				changed = append(changed, fmt.Sprintf("bucket %d %v -> %v", b, row, now.Serving[b]))
+			}
+		}
+		if len(changed) > 0 {
+			t.Errorf("%d buckets' copies changed after the destination's kill (table %d -> %d), e.g. %v",
+				len(changed), tb.Version, now.Version, changed[:min(3, len(changed))])
+		}
+	} else {
+		time.Sleep(time.Second)
+	}
 	load.stop()
 	stopped = true
 	// Errors are allowed only for writes that may have applied, and only
@@ -919,9 +1011,21 @@ func crashDuringMove(t *testing.T, victimIsSource, restart bool) {
 // the cluster recovers the copy count on the three remaining nodes.
 func TestCrashDuringMoveSourceStaysDead(t *testing.T) { crashDuringMove(t, true, false) }
 
+// kill -9 of the source of a running move, restarted with its data
+// directory: the move starts over (or is planned again), nothing acked is
+// lost or applied twice.
+func TestCrashDuringMoveSourceRestarts(t *testing.T) { crashDuringMove(t, true, true) }
+
 // kill -9 of the destination of a running move (serving nothing yet),
 // restarted with its data directory holding a partial copy: the move
 // starts over cleanly, the client sees no error, nothing is duplicated.
 func TestCrashDuringMoveDestinationRestarts(t *testing.T) {
 	crashDuringMove(t, false, true)
+}
+
+// kill -9 of the destination of a running move (serving nothing yet),
+// which stays dead: the move is dropped, the cluster settles on the three
+// original nodes, and the client sees no error.
+func TestCrashDuringMoveDestinationStaysDead(t *testing.T) {
+	crashDuringMove(t, false, false)
 }

@@ -309,3 +309,36 @@ func tail(s string, n int) string {
 // DebugDump sends SIGQUIT: a Go process prints every goroutine's stack
 // and exits (for diagnosing a hang in a test).
 func (p *Proc) DebugDump() { p.signal(syscall.SIGQUIT) }
+
+// Metrics reads the process's GET /metrics (Prometheus text format) as a
+// map from series, as printed (`name` or `name{label="v",...}`), to value.
+func (p *Proc) Metrics() (map[string]float64, error) {
+	resp, err := http.Get("http://" + p.HTTP + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[line[:i]] = v
+	}
+	return out, nil
+}
