@@ -2,6 +2,8 @@ package schedule
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 )
 
@@ -13,10 +15,8 @@ const DefaultDiffRatio = 0.6
 // proportion to their nodes, at most one extra per zone per bucket), then
 // fills each zone as an independent balanced problem.
 func buildPositionSafe(existing [][]string, nodes []Node, c int, o Options) ([][]string, error) {
-	zoneOf := make(map[string]string, len(nodes))
 	byZone := map[string][]Node{}
 	for _, n := range nodes {
-		zoneOf[n.Addr] = n.Zone
 		byZone[n.Zone] = append(byZone[n.Zone], n)
 	}
 	zones := make([]string, 0, len(byZone))
@@ -62,53 +62,170 @@ func buildPositionSafe(existing [][]string, nodes []Node, c int, o Options) ([][
 		}
 		quota[best]++
 	}
-	// Per bucket: which zones get the extras. Keep the zones that hold
-	// more than base copies already; otherwise take the zone with the most
-	// quota left per bucket still to place.
+	// Per bucket: which zones get the extras. First, in a pass over every
+	// bucket, the zones that hold more than base copies of it already
+	// (each such extra keeps a copy where it is), while their quota
+	// lasts. Then the extras still to place, each to the zone where a
+	// node that lacks the bucket has the most room left, as projected
+	// from the copies kept and placed so far: an extra needs a new copy
+	// there, and a zone whose free room sits only on nodes holding the
+	// bucket already would need a kept copy moved to make way. (One pass
+	// that weighed keeping against the quota left per bucket ignored
+	// keeping whenever a zone's share was small, as with three zones and
+	// one or two copies, and alternating the extras between zones
+	// bucket by bucket could leave a zone's holes on one node: a node
+	// joining or leaving moved up to several times the copies needed.)
 	slots := make([][]int, nz) // slots[zone][bucket]
 	for i := range slots {
 		slots[i] = make([]int, q)
 	}
-	zi := make(map[string]int, nz)
+	// Projected load per node: its copies (assumed kept) and the new
+	// copies the base slots need, each on the node of its zone with the
+	// most room that lacks the bucket.
+	nodeIdx := map[string]int{}
+	nodeZone := []int{}
 	for i, z := range zones {
-		zi[z] = i
+		for _, n := range byZone[z] {
+			nodeIdx[n.Addr] = len(nodeZone)
+			nodeZone = append(nodeZone, i)
+		}
 	}
+	target := make([]float64, len(nodeZone))
+	for x, i := range nodeZone {
+		target[x] = float64(base[i]*q+quota[i]) / float64(size[i])
+	}
+	proj := make([]float64, len(nodeZone))
+	have := make([][]int, q)
+	holders := make([][]int, q)
+	// counted are the holders whose copy the projection counts.
+	counted := make([][]int, q)
 	for b := 0; b < q; b++ {
-		have := make([]int, nz)
-		seen := map[string]bool{}
+		have[b] = make([]int, nz)
 		for _, a := range existing[b] {
-			if z, ok := zoneOf[a]; ok && !seen[a] {
-				seen[a] = true
-				have[zi[z]]++
+			if x, ok := nodeIdx[a]; ok && !slices.Contains(holders[b], x) {
+				holders[b] = append(holders[b], x)
+				have[b][nodeZone[x]]++
 			}
 		}
-		extra := make([]int, nz)
-		for k := 0; k < r; k++ {
-			best, bestKeep, bestLeft := -1, false, 0.0
+	}
+	// roomiest is the node of zone i lacking bucket b (and not taken for
+	// it yet) with the most room, -1 when none.
+	roomiest := func(b, i int) int {
+		best := -1
+		for _, n := range byZone[zones[i]] {
+			x := nodeIdx[n.Addr]
+			if !slices.Contains(holders[b], x) && (best < 0 || target[x]-proj[x] > target[best]-proj[best]) {
+				best = x
+			}
+		}
+		return best
+	}
+	place := func(b, i int) {
+		if x := roomiest(b, i); x >= 0 {
+			holders[b] = append(holders[b], x)
+			counted[b] = append(counted[b], x)
+			proj[x]++
+		}
+	}
+	// keepers are bucket b's holders in zone i not counted yet, most
+	// room first.
+	keepers := func(b, i int) []int {
+		var out []int
+		for _, x := range holders[b] {
+			if nodeZone[x] == i && !slices.Contains(counted[b], x) {
+				out = append(out, x)
+			}
+		}
+		sort.SliceStable(out, func(u, v int) bool { return target[out[u]]-proj[out[u]] > target[out[v]]-proj[out[v]] })
+		return out
+	}
+	// The base copies kept: first where the bucket has no more than base
+	// copies in the zone (all stay), then, on the nodes with most room,
+	// where it has more.
+	for _, choice := range []bool{false, true} {
+		for b := 0; b < q; b++ {
 			for i := range zones {
-				if extra[i] >= spare[i] || quota[i] == 0 {
+				if (have[b][i] > base[i]) != choice {
 					continue
 				}
-				keep := have[i] > base[i]+extra[i]
-				left := float64(quota[i]) / float64(q-b)
-				if best < 0 || (keep && !bestKeep && left > 0.5/float64(r)) || (keep == bestKeep && left > bestLeft) {
-					best, bestKeep, bestLeft = i, keep, left
+				for _, x := range keepers(b, i)[:min(have[b][i], base[i])] {
+					proj[x]++
+					counted[b] = append(counted[b], x)
+				}
+			}
+		}
+	}
+	for b := 0; b < q; b++ {
+		for i := range zones {
+			for k := have[b][i]; k < base[i]; k++ {
+				place(b, i)
+			}
+		}
+	}
+	extra := make([][]int, q) // extra[bucket][zone]
+	for b := 0; b < q; b++ {
+		extra[b] = make([]int, nz)
+		for k := 0; k < r; k++ {
+			// A copy beyond base is worth keeping where its node has room
+			// for it: a node above its target sheds it anyway.
+			best, bestX := -1, -1
+			for i := range zones {
+				if extra[b][i] >= spare[i] || quota[i] == 0 || have[b][i] <= base[i]+extra[b][i] {
+					continue
+				}
+				x := keepers(b, i)[0]
+				if proj[x]+1 > math.Ceil(target[x]) {
+					continue
+				}
+				if best < 0 || quota[i] > quota[best] {
+					best, bestX = i, x
+				}
+			}
+			if best < 0 {
+				break
+			}
+			extra[b][best]++
+			quota[best]--
+			proj[bestX]++
+			counted[b] = append(counted[b], bestX)
+		}
+	}
+	for b := 0; b < q; b++ {
+		placed := 0
+		for _, e := range extra[b] {
+			placed += e
+		}
+		for ; placed < r; placed++ {
+			best, bestRoom := -1, 0.0
+			for i := range zones {
+				if extra[b][i] >= spare[i] || quota[i] == 0 {
+					continue
+				}
+				room := math.Inf(-1)
+				if x := roomiest(b, i); x >= 0 {
+					room = target[x] - proj[x]
+				}
+				if best < 0 || room > bestRoom || room == bestRoom && quota[i] > quota[best] {
+					best, bestRoom = i, room
 				}
 			}
 			if best < 0 { // quotas ran out early: overflow the zone with most room
 				for i := range zones {
-					if extra[i] < spare[i] && (best < 0 || spare[i]-extra[i] > spare[best]-extra[best]) {
+					if extra[b][i] < spare[i] && (best < 0 || spare[i]-extra[b][i] > spare[best]-extra[b][best]) {
 						best = i
 					}
 				}
 			}
-			extra[best]++
+			extra[b][best]++
 			if quota[best] > 0 {
 				quota[best]--
 			}
+			if have[b][best] < base[best]+extra[b][best] {
+				place(b, best)
+			}
 		}
 		for i := range zones {
-			slots[i][b] = base[i] + extra[i]
+			slots[i][b] = base[i] + extra[b][i]
 		}
 	}
 	rows := make([][]string, q)

@@ -127,9 +127,9 @@ func fill(slots []int, nodes []Node, existing [][]string) ([][]string, error) {
 	total := 0
 	for b, want := range slots {
 		total += want
-		row := make([]string, 0, want)
+		row := make([]string, 0, len(existing[b]))
 		for _, a := range existing[b] {
-			if _, ok := idx[a]; !ok || a == "" || contains(row, a) || len(row) == want {
+			if _, ok := idx[a]; !ok || a == "" || contains(row, a) {
 				continue
 			}
 			row = append(row, a)
@@ -137,13 +137,32 @@ func fill(slots []int, nodes []Node, existing [][]string) ([][]string, error) {
 		}
 		rows[b] = row
 	}
+	// A bucket with more copies than slots (its zone share shrank) drops
+	// the copy on the node holding the most, a slave before the master:
+	// dropping by position instead could leave a node above its target,
+	// to shed a copy elsewhere that another node then copies anew.
+	for b, want := range slots {
+		for row := rows[b]; len(row) > want; row = rows[b] {
+			k := len(row) - 1
+			for j := len(row) - 2; j >= 1; j-- {
+				if count[idx[row[j]]] > count[idx[row[k]]] {
+					k = j
+				}
+			}
+			if count[idx[row[0]]] > count[idx[row[k]]]+1 {
+				k = 0
+			}
+			count[idx[row[k]]]--
+			rows[b] = slices.Delete(row, k, k+1)
+		}
+	}
 	target := targets(count, total)
 	shed(rows, slots, count, target, idx)
 	kept := make([]int, len(rows))
 	for b, row := range rows {
 		kept[b] = len(row)
 	}
-	st := &filler{rows: rows, slots: slots, nodes: nodes, idx: idx, count: count, target: target, kept: kept}
+	st := &filler{rows: rows, slots: slots, nodes: nodes, idx: idx, count: count, target: target, kept: kept, existing: existing}
 	for b := range rows {
 		for len(rows[b]) < slots[b] {
 			if !st.fillHole(b) {
@@ -225,6 +244,8 @@ type filler struct {
 	// kept[b] is how many of rows[b]'s first copies were kept from the
 	// serving table; the rest were placed by this build.
 	kept []int
+	// existing are the serving rows.
+	existing [][]string
 }
 
 // fillHole adds one copy to bucket b: on the node with the most room that
@@ -248,6 +269,9 @@ func (f *filler) fillHole(b int) bool {
 	if best >= 0 {
 		f.rows[b] = append(f.rows[b], f.nodes[best].Addr)
 		f.count[best]++
+		return true
+	}
+	if f.freePath(b) {
 		return true
 	}
 	// Every node with room holds b already. Find u with room, and a bucket
@@ -283,6 +307,65 @@ func (f *filler) fillHole(b int) bool {
 	}
 	// Not seen in the property tests; Build reports it rather than crash
 	// the configserver.
+	return false
+}
+
+// freePath adds a copy of bucket b at no extra move when every node with
+// room holds b already: along a chain of hand-overs, a node x1 lacking b
+// takes it and gives up its copy of some bucket b2 to a node x2 lacking
+// b2, which gives one of its own up in turn, until a node with room takes
+// one. A hand-over is free when the copy given up was placed by this
+// build, or when the node taking it held the bucket in the serving table
+// (a copy trimmed or shed here, taken back). It is an augmenting path of
+// the assignment of copies to nodes, shortest first. The one-hop swap of
+// fillHole alone missed such chains and moved kept copies instead: in
+// random rebuilds, a few copies too many, and up to a fifth of the
+// buckets when a position-safe zone's share changed.
+func (f *filler) freePath(b int) bool {
+	n := len(f.nodes)
+	type held struct{ b, k int }
+	holds := make([][]held, n) // every copy in the rows, per node
+	for b2, row := range f.rows {
+		for k, a := range row {
+			i := f.idx[a]
+			holds[i] = append(holds[i], held{b2, k})
+		}
+	}
+	// Node v takes the copy of bucket via[v].b that prev[v] gives up (at
+	// via[v].k in its row); the chain's first node (prev -1) takes b.
+	prev := make([]int, n)
+	via := make([]held, n)
+	seen := make([]bool, n)
+	var queue []int
+	for i, nd := range f.nodes {
+		if !contains(f.rows[b], nd.Addr) {
+			seen[i], prev[i] = true, -1
+			queue = append(queue, i)
+		}
+	}
+	for len(queue) > 0 {
+		x := queue[0]
+		queue = queue[1:]
+		if f.target[x]-f.count[x] > 0 {
+			f.count[x]++
+			v := x
+			for ; prev[v] >= 0; v = prev[v] {
+				f.rows[via[v].b][via[v].k] = f.nodes[v].Addr
+			}
+			f.rows[b] = append(f.rows[b], f.nodes[v].Addr)
+			return true
+		}
+		for _, h := range holds[x] {
+			fresh := h.k >= f.kept[h.b]
+			for y, ny := range f.nodes {
+				if seen[y] || contains(f.rows[h.b], ny.Addr) || !fresh && !contains(f.existing[h.b], ny.Addr) {
+					continue
+				}
+				seen[y], prev[y], via[y] = true, x, h
+				queue = append(queue, y)
+			}
+		}
+	}
 	return false
 }
 

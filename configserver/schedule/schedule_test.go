@@ -16,8 +16,12 @@ func names(n int, zones int) []Node {
 	for i := range out {
 		out[i] = Node{Addr: fmt.Sprintf("n%02d", i)}
 		if zones > 0 {
+			// Two racks per zone, not alternating in address order (0 1 1
+			// 0 0 1 1 0 ...), so that only the rack preference, not the
+			// order of the nodes, spreads a bucket over racks.
+			k := i / zones
 			out[i].Zone = fmt.Sprintf("z%d", i%zones)
-			out[i].Rack = fmt.Sprintf("r%d", i%(zones*2))
+			out[i].Rack = fmt.Sprintf("r%d", (k+k/2)%2)
 		}
 	}
 	return out
@@ -208,16 +212,33 @@ func TestDiff(t *testing.T) {
 
 // TestBuildProperties runs random clusters through joins, leaves and
 // failures; after every rebuild the rules hold and the copies moved stay
-// near the lower bound.
+// near the fewest any table obeying the rules needs (minNewCopies, an
+// exact minimum: zone-aware for position-safe, with the builder's zone
+// shares). Its log line gives the ratio of the sums (`make test` prints
+// it).
+//
+// Per rebuild, the moves may exceed the minimum by a slack:
+//   - balance, 2 copies: filling the holes is an exact assignment (free
+//     hand-over chains, freePath) given the copies kept, and only the
+//     choice of which copies a node above its target sheds is greedy;
+//     over 10,000 rebuilds it cost 2 copies at most.
+//   - position-safe, 2 + a quarter of the minimum: besides that, each
+//     bucket's extra copies are given to zones bucket by bucket, against
+//     projected node loads, before any node is chosen, not in one joint
+//     assignment; when a rebuild shifts the zones' shares (a zone empties
+//     or a node joins a small zone) a few rebuilds in a thousand move up
+//     to 13% (once 25% of 28) more than needed. Over 2 more is allowed
+//     in at most 1% of the rebuilds.
 func TestBuildProperties(t *testing.T) {
 	for _, strat := range []Strategy{Balance, PositionSafe} {
 		t.Run(string(strat), func(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewPCG(1, uint64(len(strat))))
-			moved, bound, rebuilds, refused := 0, 0, 0, 0
+			moved, least, rebuilds, refused, worst, over := 0, 0, 0, 0, 0, 0
+			rackCases, rackSplit := 0, 0
 			clusters := 1000
-			if testing.Short() {
-				clusters = 100
+			if testing.Short() || raceEnabled {
+				clusters = 150
 			}
 			for cl := 0; cl < clusters; cl++ {
 				q := []int{1, 7, 64, 257, 1023}[rng.IntN(5)]
@@ -237,6 +258,14 @@ func TestBuildProperties(t *testing.T) {
 					t.Fatal(err)
 				}
 				check(t, rows, nodes, o)
+				if strat == PositionSafe {
+					// A first table places every copy: where a zone has
+					// racks of equal size, enough for a bucket's copies
+					// there, the copies are on different racks.
+					if k, split := rackSpread(rows, nodes); split < k {
+						t.Fatalf("%d of %d buckets' copies share a rack in a zone with racks to spare (q=%d copies=%d nodes=%v)", k-split, k, q, copies, nodes)
+					}
+				}
 				for step := 0; step < 10; step++ {
 					serving := rows
 					switch ev := rng.IntN(3); {
@@ -263,23 +292,233 @@ func TestBuildProperties(t *testing.T) {
 						t.Fatal(err)
 					}
 					check(t, got, nodes, o)
-					moved += newCopies(serving, got)
-					bound += lowerBound(serving, nodes, min(copies, len(nodes)))
+					c := min(copies, len(nodes))
+					total, lo, hi := zoneLimits(got, nodes, c, strat)
+					mn, err := minNewCopies(serving, nodes, c, total, lo, hi)
+					if err != nil {
+						t.Fatal(err)
+					}
+					n := newCopies(serving, got)
+					if strat == Balance {
+						if lb := lowerBound(serving, nodes, c); lb > mn {
+							t.Fatalf("minimum %d below the counting bound %d", mn, lb)
+						}
+					}
+					if n < mn {
+						t.Fatalf("moved %d copies, below the minimum %d: minNewCopies is wrong", n, mn)
+					}
+					slack := 2
+					if strat == PositionSafe {
+						slack += mn / 4
+					}
+					if n > mn+slack {
+						t.Fatalf("rebuild after %d steps (q=%d copies=%d nodes=%v) moved %d copies, minimum %d, slack %d",
+							step, q, copies, nodes, n, mn, slack)
+					}
+					if n > mn+2 {
+						over++
+					}
+					worst = max(worst, n-mn)
+					if strat == PositionSafe {
+						k, split := rackSpread(got, nodes)
+						rackCases += k
+						rackSplit += split
+					}
+					moved += n
+					least += mn
 					rebuilds++
 					rows = got
 				}
 			}
-			ratio := float64(moved) / float64(max(bound, 1))
-			t.Logf("%s: %d rebuilds (%d refused), %d copies moved, lower bound %d, ratio %.4f", strat, rebuilds, refused, moved, bound, ratio)
-			limit := 1.01
+			ratio := float64(moved) / float64(max(least, 1))
+			t.Logf("%s: %d rebuilds (%d refused), %d copies moved, minimum %d, ratio %.4f; per rebuild at most %d over the minimum, %d rebuilds over by more than 2",
+				strat, rebuilds, refused, moved, least, ratio, worst, over)
 			if strat == PositionSafe {
-				limit = 1.10 // zone shares force moves the balance bound ignores
+				// Rebuilds keep copies where they are rather than move
+				// them for racks (a move is a migration; racks are a
+				// preference), so a pair kept on one rack stays (3.3% of
+				// the bucket-zones checked), and a new copy goes where
+				// there is room, on a used rack when the unused one is
+				// full (2.3%): 94.4% are spread, 90% is required.
+				t.Logf("%s: racks spread in %d of %d bucket-zones after rebuilds", strat, rackSplit, rackCases)
+				if rackSplit < rackCases*90/100 {
+					t.Fatalf("racks spread in only %d of %d bucket-zones after rebuilds", rackSplit, rackCases)
+				}
+			}
+			limit := 1.001
+			if strat == PositionSafe {
+				limit = 1.005
 			}
 			if ratio > limit {
-				t.Fatalf("moved %.4f x the lower bound, want <= %.2f", ratio, limit)
+				t.Fatalf("moved %.4f x the minimum, want <= %.3f", ratio, limit)
+			}
+			if over > rebuilds/100 {
+				t.Fatalf("%d of %d rebuilds moved more than 2 copies over the minimum", over, rebuilds)
 			}
 		})
 	}
+}
+
+// rackSpread counts the (bucket, zone) pairs with two or more copies in a
+// zone whose racks all have the same number of nodes, at least as many
+// racks as the bucket has copies there, and more than one (k), and of
+// those the ones whose copies are on different racks (split).
+func rackSpread(rows [][]string, nodes []Node) (k, split int) {
+	node := map[string]Node{}
+	racks := map[string]map[string]int{}
+	for _, n := range nodes {
+		node[n.Addr] = n
+		if racks[n.Zone] == nil {
+			racks[n.Zone] = map[string]int{}
+		}
+		racks[n.Zone][n.Rack]++
+	}
+	even := map[string]bool{}
+	for z, rs := range racks {
+		sizes := map[int]bool{}
+		for _, c := range rs {
+			sizes[c] = true
+		}
+		even[z] = len(rs) > 1 && len(sizes) == 1
+	}
+	for _, row := range rows {
+		per := map[string][]string{}
+		for _, a := range row {
+			per[node[a].Zone] = append(per[node[a].Zone], node[a].Rack)
+		}
+		for z, rs := range per {
+			if len(rs) < 2 || !even[z] || len(rs) > len(racks[z]) {
+				continue
+			}
+			k++
+			slices.Sort(rs)
+			if len(slices.Compact(rs)) == len(per[z]) {
+				split++
+			}
+		}
+	}
+	return k, split
+}
+
+// TestMinNewCopiesExact checks minNewCopies against every table of small
+// clusters.
+func TestMinNewCopiesExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	compared := 0
+	defer func() {
+		if compared < 100 {
+			t.Errorf("compared %d clusters, want 100 or more", compared)
+		}
+	}()
+	for trial := 0; trial < 300; trial++ {
+		strat := []Strategy{Balance, PositionSafe}[trial%2]
+		zones := 0
+		if strat == PositionSafe {
+			zones = 1 + rng.IntN(2)
+		}
+		all := names(2+rng.IntN(3), zones)
+		q, copies := 1+rng.IntN(3), 1+rng.IntN(3)
+		o := Options{Buckets: q, Copies: copies, Strategy: strat, DiffRatio: 1}
+		serving, err := Build(nil, all, o)
+		if err != nil {
+			continue
+		}
+		nodes := slices.Clone(all)
+		if k := rng.IntN(len(nodes) + 1); k < len(nodes) && len(nodes) > 1 {
+			gone := nodes[k].Addr
+			nodes = slices.Delete(nodes, k, k+1)
+			if rng.IntN(2) == 0 {
+				serving = strip(serving, map[string]bool{gone: true})
+			}
+		}
+		c := min(copies, len(nodes))
+		got, err := Build(serving, nodes, o)
+		if err != nil {
+			continue
+		}
+		total, lo, hi := zoneLimits(got, nodes, c, strat)
+		mn, err := minNewCopies(serving, nodes, c, total, lo, hi)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := bruteMinNewCopies(serving, nodes, c, strat, total, lo, hi); mn != want {
+			t.Fatalf("%s q=%d c=%d nodes=%v serving=%v: minNewCopies %d, every table %d", strat, q, c, nodes, serving, mn, want)
+		}
+		compared++
+	}
+}
+
+// bruteMinNewCopies tries every table: each bucket any c distinct nodes.
+func bruteMinNewCopies(serving [][]string, nodes []Node, c int, strat Strategy, total, lo, hi map[string]int) int {
+	zoneOf := func(n Node) string {
+		if strat == PositionSafe {
+			return n.Zone
+		}
+		return ""
+	}
+	var sets [][]int // every c-subset of nodes
+	var pick func(from int, cur []int)
+	pick = func(from int, cur []int) {
+		if len(cur) == c {
+			sets = append(sets, slices.Clone(cur))
+			return
+		}
+		for i := from; i < len(nodes); i++ {
+			pick(i+1, append(cur, i))
+		}
+	}
+	pick(0, nil)
+	best := -1
+	load := make([]int, len(nodes))
+	var walk func(b, cost int)
+	walk = func(b, cost int) {
+		if best >= 0 && cost >= best {
+			return
+		}
+		if b == len(serving) {
+			zl := map[string][]int{}
+			zt := map[string]int{}
+			for i, n := range nodes {
+				zl[zoneOf(n)] = append(zl[zoneOf(n)], load[i])
+				zt[zoneOf(n)] += load[i]
+			}
+			for z, ls := range zl {
+				if zt[z] != total[z] || slices.Max(ls)-slices.Min(ls) > 1 {
+					return
+				}
+			}
+			best = cost
+			return
+		}
+		for _, set := range sets {
+			per := map[string]int{}
+			add := 0
+			for _, i := range set {
+				per[zoneOf(nodes[i])]++
+				if !slices.Contains(serving[b], nodes[i].Addr) {
+					add++
+				}
+			}
+			ok := true
+			for z := range lo {
+				if per[z] < lo[z] || per[z] > hi[z] {
+					ok = false
+				}
+			}
+			if !ok {
+				continue
+			}
+			for _, i := range set {
+				load[i]++
+			}
+			walk(b+1, cost+add)
+			for _, i := range set {
+				load[i]--
+			}
+		}
+	}
+	walk(0, 0)
+	return best
 }
 
 func routeMove(b uint32, from, to string) route.Move {
