@@ -224,18 +224,27 @@ func pendingMoves(t *route.Table) []route.Move {
 	return out
 }
 
+// servedMeta is the metadata a read API answers from: the leader's own,
+// or on a standby what etcd holds (false: the error was written).
+func (s *Server) servedMeta(w http.ResponseWriter, r *http.Request) (*meta, bool) {
+	if s.IsLeader() {
+		return s.metaState.Load(), true
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	_, stored, _, err := s.store.load(ctx)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return nil, false
+	}
+	return stored, true
+}
+
 // handleAreas serves the area configuration; a standby reads it from etcd.
 func (s *Server) handleAreas(w http.ResponseWriter, r *http.Request) {
-	m := s.metaState.Load()
-	if !s.IsLeader() {
-		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
-		_, stored, _, err := s.store.load(ctx)
-		cancel()
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		m = stored
+	m, ok := s.servedMeta(w, r)
+	if !ok {
+		return
 	}
 	areas := m.Areas
 	if areas == nil {
@@ -247,16 +256,9 @@ func (s *Server) handleAreas(w http.ResponseWriter, r *http.Request) {
 // handleHooks serves the dataservers' hook list (wire.HooksStatus); a
 // standby reads it from etcd.
 func (s *Server) handleHooks(w http.ResponseWriter, r *http.Request) {
-	m := s.metaState.Load()
-	if !s.IsLeader() {
-		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
-		_, stored, _, err := s.store.load(ctx)
-		cancel()
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		m = stored
+	m, ok := s.servedMeta(w, r)
+	if !ok {
+		return
 	}
 	st := wire.HooksStatus{Enabled: wire.DefaultHooks, Known: wire.KnownHooks}
 	if m.Hooks != nil {

@@ -1,7 +1,6 @@
 package dataserver
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -19,45 +18,16 @@ import (
 	"github.com/tairkv/tair/internal/wire"
 )
 
-// logBuf is a goroutine-safe log sink.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// lines returns the logged lines containing every one of subs.
-func (l *logBuf) lines(subs ...string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, ln := range strings.Split(l.b.String(), "\n") {
-		ok := ln != ""
-		for _, s := range subs {
-			ok = ok && strings.Contains(ln, s)
-		}
-		if ok {
-			out = append(out, ln)
-		}
-	}
-	return out
-}
-
 // hookNode starts one dataserver owning every bucket alone, logging to a
 // buffer.
-func hookNode(t *testing.T, mut func(c *Config)) (*fakeCS, *Server, *logBuf) {
+func hookNode(t *testing.T, mut func(c *Config)) (*fakeCS, *Server, *testutil.LogBuffer) {
 	t.Helper()
 	cs := newFakeCS(t)
 	c := testConfig(cs.addr())
 	if mut != nil {
 		mut(&c)
 	}
-	lb := &logBuf{}
+	lb := &testutil.LogBuffer{}
 	s, err := New(c, slog.New(slog.NewTextHandler(lb, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +76,7 @@ func TestHookAuditSwitch(t *testing.T) {
 	if got := cl.do(inArea(3, "SET", long, "v")...); got != "+OK" {
 		t.Fatal(got)
 	}
-	if n := len(lb.lines("component=audit")); n != 0 {
+	if n := len(lb.Lines("component=audit")); n != 0 {
 		t.Fatalf("%d audit lines with audit off", n)
 	}
 
@@ -116,7 +86,7 @@ func TestHookAuditSwitch(t *testing.T) {
 	cl.do(inArea(3, "GET", long)...)  // a read: not audited
 	cl.do(inArea(3, "INCR", long)...) // a failed write
 	cl.do(inArea(4, "MULTIEXEC", "1", "3", "SET", "tx", "1")...)
-	audit := lb.lines("component=audit")
+	audit := lb.Lines("component=audit")
 	if len(audit) != 3 {
 		t.Fatalf("audit lines:\n%s", strings.Join(audit, "\n"))
 	}
@@ -134,7 +104,7 @@ func TestHookAuditSwitch(t *testing.T) {
 	cs.setHooks()
 	waitHooks(t, s)
 	cl.do(inArea(3, "SET", long, "v3")...)
-	if n := len(lb.lines("component=audit")); n != 3 {
+	if n := len(lb.Lines("component=audit")); n != 3 {
 		t.Fatalf("%d audit lines after audit went off, want 3", n)
 	}
 	// Every hook off: no stats either.

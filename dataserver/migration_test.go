@@ -415,19 +415,8 @@ func TestMigrationRateCap(t *testing.T) {
 // (or, for a write made during the copy, -TIMEOUT "may have applied").
 // The slave's apply is held back here by holding its bucket lock.
 func TestMoveWaitsForSlavesBeforeDone(t *testing.T) {
-	cs := newFakeCS(t)
-	nodes := make([]*Server, 3)
-	for i := range nodes {
-		c := testConfig(cs.addr())
-		c.ReplicationTimeout = 5 * time.Second // the held slave is slow, not unreachable
-		c.ReplicationMode = ReplicationStrict
-		c.Listen = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
-		nodes[i] = startNode(t, c)
-	}
+	cs, nodes, t1 := heldSlaveCluster(t)
 	a, b, c := nodes[0], nodes[1], nodes[2]
-	t1 := ringTable(1, q, 2, a.Addr(), b.Addr())
-	cs.setTable(t1)
-	waitVersion(t, 1, nodes...)
 	const bucket = 0 // master a, slave b
 	key := keyIn("held", bucket, q, 0)
 
@@ -441,19 +430,8 @@ func TestMoveWaitsForSlavesBeforeDone(t *testing.T) {
 		}
 	}
 	defer unlock()
-	reply := make(chan string, 1)
-	go func() {
-		r, err := dial(t, a.Addr()).doErr(x(1, "INCR", key)...)
-		if err != nil {
-			r = err.Error()
-		}
-		reply <- r
-	}()
 	// The write is applied on a and waits for b.
-	testutil.Eventually(t, 5*time.Second, func() bool {
-		v, ok := engineGet(a, key)
-		return ok && v == "1"
-	}, "the INCR did not run on the master")
+	reply := incrWaiting(t, a, key)
 
 	cs.autoSwitch.Store(true)
 	t2 := t1.Clone()
@@ -496,19 +474,8 @@ func TestMoveWaitsForSlavesBeforeDone(t *testing.T) {
 // master must not answer NOTMASTER, on which the proxy would send the
 // INCR to the new master and apply it a second time.
 func TestRefusedAfterHandOffIsNotResent(t *testing.T) {
-	cs := newFakeCS(t)
-	nodes := make([]*Server, 3)
-	for i := range nodes {
-		c := testConfig(cs.addr())
-		c.ReplicationTimeout = 5 * time.Second // the held slave is slow, not unreachable
-		c.ReplicationMode = ReplicationStrict
-		c.Listen = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
-		nodes[i] = startNode(t, c)
-	}
+	cs, nodes, t1 := heldSlaveCluster(t)
 	a, b, c := nodes[0], nodes[1], nodes[2]
-	t1 := ringTable(1, q, 2, a.Addr(), b.Addr())
-	cs.setTable(t1)
-	waitVersion(t, 1, nodes...)
 	const bucket = 0 // master a, slave b
 	key := keyIn("handoff", bucket, q, 0)
 	ca := dial(t, a.Addr())
@@ -540,18 +507,7 @@ func TestRefusedAfterHandOffIsNotResent(t *testing.T) {
 		}
 	}
 	defer release()
-	reply := make(chan string, 1)
-	go func() {
-		r, err := dial(t, a.Addr()).doErr(x(1, "INCR", key)...)
-		if err != nil {
-			r = err.Error()
-		}
-		reply <- r
-	}()
-	testutil.Eventually(t, 5*time.Second, func() bool {
-		v, ok := engineGet(a, key)
-		return ok && v == "1"
-	}, "the INCR did not run on the master")
+	reply := incrWaiting(t, a, key)
 
 	// a copies the bucket, INCR included, to c.
 	t2 := t1.Clone()
@@ -645,4 +601,42 @@ func TestDroppedMovesDoNotStallTheTable(t *testing.T) {
 	if took := time.Since(start); took > 500*time.Millisecond {
 		t.Fatalf("applying the table that drops two moves took %v", took)
 	}
+}
+
+// heldSlaveCluster starts three strict nodes whose replication timeout
+// outlasts a slave held back on purpose (slow, not unreachable), with
+// table 1: a ring of the first two, so bucket 0 is a's with slave b.
+func heldSlaveCluster(t *testing.T) (*fakeCS, []*Server, *route.Table) {
+	cs := newFakeCS(t)
+	nodes := make([]*Server, 3)
+	for i := range nodes {
+		c := testConfig(cs.addr())
+		c.ReplicationTimeout = 5 * time.Second
+		c.ReplicationMode = ReplicationStrict
+		c.Listen = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+		nodes[i] = startNode(t, c)
+	}
+	t1 := ringTable(1, q, 2, nodes[0].Addr(), nodes[1].Addr())
+	cs.setTable(t1)
+	waitVersion(t, 1, nodes...)
+	return cs, nodes, t1
+}
+
+// incrWaiting sends INCR key (table 1) to master m and returns once m
+// applied it (to 1); the reply, which waits for the slaves, comes on the
+// channel.
+func incrWaiting(t *testing.T, m *Server, key string) <-chan string {
+	reply := make(chan string, 1)
+	go func() {
+		r, err := dial(t, m.Addr()).doErr(x(1, "INCR", key)...)
+		if err != nil {
+			r = err.Error()
+		}
+		reply <- r
+	}()
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		v, ok := engineGet(m, key)
+		return ok && v == "1"
+	}, "the INCR did not run on the master")
+	return reply
 }

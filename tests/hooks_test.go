@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,7 +8,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,29 +16,11 @@ import (
 	"github.com/tairkv/tair/internal/testutil"
 )
 
-// syncBuf is a goroutine-safe log sink.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestHooksSwitchedByCtl: `tair ctl hooks` switches the dataservers'
 // hooks through the real configserver; the dataservers follow without a
 // restart (their /metrics and their audit log show it).
 func TestHooksSwitchedByCtl(t *testing.T) {
-	logs := &syncBuf{}
+	logs := &testutil.LogBuffer{}
 	c := testcluster.New(t, testcluster.Options{Options: cluster.Options{DataServers: 2, Copies: 1, Buckets: 64,
 		Log: slog.New(slog.NewTextHandler(logs, nil))}})
 	bin := testcluster.Binary(t)

@@ -3,7 +3,10 @@
 package testutil
 
 import (
+	"bytes"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -33,4 +36,38 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msg strin
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// LogBuffer is a goroutine-safe sink for a test's logs.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns everything written so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Lines returns the written lines that contain every one of subs.
+func (l *LogBuffer) Lines(subs ...string) []string {
+	var out []string
+	for _, ln := range strings.Split(l.String(), "\n") {
+		ok := ln != ""
+		for _, s := range subs {
+			ok = ok && strings.Contains(ln, s)
+		}
+		if ok {
+			out = append(out, ln)
+		}
+	}
+	return out
 }
