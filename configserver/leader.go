@@ -815,7 +815,7 @@ func (s *Server) applyAdmin(ctx context.Context, ls *leaderState, req wire.Admin
 			return wire.AdminReply{Message: err.Error()}
 		}
 		m.Hooks = &hooks
-		msg = "hooks: " + hooksString(hooks)
+		msg = "hooks: " + wire.HookList(hooks)
 	default:
 		return wire.AdminReply{Message: fmt.Sprintf("unknown op %q", req.Op)}
 	}
@@ -860,14 +860,10 @@ func applyHooksOp(cur *[]string, op string, names []string) ([]string, error) {
 	}
 	out := []string{}
 	switch op {
-	case "hooks-set":
-		for _, n := range names {
-			if !slices.Contains(out, n) {
-				out = append(out, n)
-			}
+	case "hooks-set", "hooks-on":
+		if op == "hooks-on" {
+			out = append(out, base...)
 		}
-	case "hooks-on":
-		out = append(out, base...)
 		for _, n := range names {
 			if !slices.Contains(out, n) {
 				out = append(out, n)
@@ -881,13 +877,6 @@ func applyHooksOp(cur *[]string, op string, names []string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-func hooksString(hooks []string) string {
-	if len(hooks) == 0 {
-		return "none"
-	}
-	return strings.Join(hooks, ",")
 }
 
 func (s *Server) isAlive(addr string) bool {

@@ -82,7 +82,7 @@ type Server struct {
 	tableCh chan struct{}
 	// tableEnc is the served table's JSON, encoded once per version for
 	// every dataserver and proxy that fetches it (see tableJSON).
-	tableEnc atomic.Pointer[encodedTable]
+	tableEnc atomic.Pointer[tableBytes]
 
 	// areas and hooks are what heartbeat replies carry.
 	metaState atomic.Pointer[meta]
@@ -284,11 +284,6 @@ func (s *Server) publish(t *route.Table) {
 	s.metrics.tableVersion.Set(float64(t.Version))
 }
 
-type encodedTable struct {
-	t    *route.Table
-	data []byte
-}
-
 // tableJSON returns t's encoding for GET /v1/table. Every node and proxy
 // fetches every version, and a rebalance makes hundreds of versions a
 // minute: encoding each once took a sixth of the leader's CPU off it
@@ -306,7 +301,7 @@ func (s *Server) tableJSON(t *route.Table) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.tableEnc.Store(&encodedTable{t: t, data: data})
+	s.tableEnc.Store(&tableBytes{t: t, data: data})
 	return data, nil
 }
 

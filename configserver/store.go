@@ -79,10 +79,12 @@ type store struct {
 	// own watch skips decoding it again, since the leader publishes what
 	// it saves (a decode per version was a fifth of the leader's CPU
 	// during a rebalance), and GET /v1/table serves these bytes.
-	saved atomic.Pointer[savedTable]
+	saved atomic.Pointer[tableBytes]
 }
 
-type savedTable struct {
+// tableBytes is a published table with its JSON encoding (published
+// tables are never modified, so the pointer names the version).
+type tableBytes struct {
 	t    *route.Table
 	data []byte
 }
@@ -175,13 +177,13 @@ func decodeTable(data []byte) (*route.Table, error) {
 // resigned, a new leader elected) gets errFenced and changes nothing.
 func (s *store) save(ctx context.Context, f fence, t *route.Table, m *meta) error {
 	var ops []clientv3.Op
-	var table *savedTable
+	var table *tableBytes
 	if t != nil {
 		data, err := json.Marshal(t)
 		if err != nil {
 			return err
 		}
-		table = &savedTable{t: t, data: data}
+		table = &tableBytes{t: t, data: data}
 		ops = append(ops, clientv3.OpPut(s.tableKey(), string(data)))
 	}
 	if m != nil {

@@ -474,6 +474,8 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []
 		}
 		return resp.AppendErr(out, err)
 	}
+	// hooked, written out: the keyed path is the hot one, and with no
+	// hook on it goes straight to serve, without an indirect call.
 	hc := s.hooks.Load()
 	if hc == nil {
 		return s.serve(out, x, env, b, args, write, p)

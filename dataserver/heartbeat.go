@@ -134,7 +134,7 @@ func (s *Server) heartbeat(ctx context.Context) error {
 // renewLease extends the lease from sent, when the heartbeat was sent.
 func (s *Server) renewLease(sent time.Time) {
 	for {
-		at := s.monoNow(sent)
+		at := s.leaseClock(sent)
 		old := s.leaseFrom.Load()
 		if old >= at || s.leaseFrom.CompareAndSwap(old, at) {
 			return

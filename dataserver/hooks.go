@@ -6,7 +6,6 @@ import (
 	"net"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -156,14 +155,11 @@ func (s *Server) applyHooks(set *[]string) {
 		s.syncQuotasLocked(&at)
 		s.areas.Store(&at)
 	}
-	s.log.Info("hooks applied", "hooks", nc.namesOrNone())
-}
-
-func (hc *hookChain) namesOrNone() string {
-	if hc == nil {
-		return "none"
+	var on []string
+	if nc != nil {
+		on = nc.names
 	}
-	return strings.Join(hc.names, ",")
+	s.log.Info("hooks applied", "hooks", wire.HookList(on))
 }
 
 // syncQuotasLocked pushes to the engine the quotas at's areas should have

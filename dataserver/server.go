@@ -471,16 +471,12 @@ func (s *Server) streamTo(node string) *stream {
 // leaseOK reports whether the node may acknowledge requests as a master.
 func (s *Server) leaseOK() bool {
 	from := s.leaseFrom.Load()
-	return from != 0 && time.Duration(s.monoNow()-from) < s.cfg.LeaseTimeout
+	return from != 0 && time.Duration(s.leaseClock(time.Now())-from) < s.cfg.LeaseTimeout
 }
 
-// monoNow is the lease clock's reading for t (now when none is given).
-func (s *Server) monoNow(t ...time.Time) int64 {
-	now := time.Now()
-	if len(t) > 0 {
-		now = t[0]
-	}
-	return int64(now.Sub(s.epoch)) + 1
+// leaseClock is the lease clock's reading for t.
+func (s *Server) leaseClock(t time.Time) int64 {
+	return int64(t.Sub(s.epoch)) + 1
 }
 
 // observeClientLatency folds one batch's service time (read to reply

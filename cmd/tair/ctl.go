@@ -254,10 +254,7 @@ func hooksCmd(client func() *wire.Client, ctx func() (context.Context, context.C
 			if err := client().Get(c, "/v1/hooks", &st); err != nil {
 				return err
 			}
-			enabled := strings.Join(st.Enabled, ",")
-			if enabled == "" {
-				enabled = "none"
-			}
+			enabled := wire.HookList(st.Enabled)
 			if !st.Set {
 				enabled += " (default)"
 			}

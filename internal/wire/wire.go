@@ -17,6 +17,8 @@
 package wire
 
 import (
+	"strings"
+
 	"github.com/tairkv/tair/internal/route"
 )
 
@@ -115,6 +117,14 @@ var KnownHooks = []string{"stats", "quota", "audit"}
 
 // DefaultHooks are the hooks on while the configserver never set any.
 var DefaultHooks = []string{"stats", "quota"}
+
+// HookList shows a hook list: its names, comma-separated, or "none".
+func HookList(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ",")
+}
 
 // HooksStatus is the body of GET /v1/hooks.
 type HooksStatus struct {
