@@ -230,7 +230,9 @@ func buildPositionSafe(existing [][]string, nodes []Node, c int, o Options) ([][
 	}
 	rows := make([][]string, q)
 	for i, z := range zones {
-		zr, err := fill(slots[i], byZone[z], existing)
+		// The zones filled before are this zone's partners: its nodes'
+		// buckets spread their copies over the other zones' nodes too.
+		zr, err := fill(slots[i], byZone[z], existing, rows)
 		if err != nil {
 			return nil, err
 		}

@@ -90,7 +90,7 @@ func Build(serving [][]string, nodes []Node, o Options) ([][]string, error) {
 			slots[b] = c
 		}
 		var err error
-		if rows, err = fill(slots, nodes, existing); err != nil {
+		if rows, err = fill(slots, nodes, existing, nil); err != nil {
 			return nil, err
 		}
 	default:
@@ -109,7 +109,13 @@ func sortedNodes(nodes []Node) []Node {
 // fill places slots[b] copies of each bucket b on nodes, keeping copies of
 // existing[b] that are on nodes, so that node loads differ by at most one
 // and no node holds two copies of a bucket. Within a bucket, nodes on racks
-// the bucket does not use yet are preferred.
+// the bucket does not use yet are preferred, then the node that shares the
+// fewest buckets with the bucket's other copies (its row, and partners[b]:
+// copies placed in other zones), so that a node's buckets have their other
+// copies spread over every other node. Tie-breaking by address alone
+// paired the nodes: with 4 or 6 nodes every bucket of a node had its other
+// copy on one partner, so a lost node was rebuilt from a single source and
+// losing the partner next lost all of them (issue 18).
 //
 // The kept copies are trimmed first: a node above its target sheds the
 // copies it is slave of before those it is master of. The nodes that keep
@@ -117,7 +123,7 @@ func sortedNodes(nodes []Node) []Node {
 // copies the least possible for these loads; the only extra moves come
 // from the swap in fillHole, when every node with room already holds the
 // bucket.
-func fill(slots []int, nodes []Node, existing [][]string) ([][]string, error) {
+func fill(slots []int, nodes []Node, existing [][]string, partners [][]string) ([][]string, error) {
 	idx := make(map[string]int, len(nodes))
 	for i, n := range nodes {
 		idx[n.Addr] = i
@@ -162,7 +168,8 @@ func fill(slots []int, nodes []Node, existing [][]string) ([][]string, error) {
 	for b, row := range rows {
 		kept[b] = len(row)
 	}
-	st := &filler{rows: rows, slots: slots, nodes: nodes, idx: idx, count: count, target: target, kept: kept, existing: existing}
+	st := &filler{rows: rows, slots: slots, nodes: nodes, idx: idx, count: count, target: target, kept: kept, existing: existing, partners: partners}
+	st.countPairs()
 	for b := range rows {
 		for len(rows[b]) < slots[b] {
 			if !st.fillHole(b) {
@@ -246,32 +253,105 @@ type filler struct {
 	kept []int
 	// existing are the serving rows.
 	existing [][]string
+	// partners[b] are b's copies outside these nodes (other zones); nil
+	// when there are none.
+	partners [][]string
+	// pairs counts the buckets each two nodes share (rows and partners);
+	// pairKey orders the two addresses.
+	pairs map[[2]string]int
 }
 
-// fillHole adds one copy to bucket b: on the node with the most room that
-// does not hold b (preferring a rack b does not use), or, when every node
+func pairKey(a, b string) [2]string {
+	if a > b {
+		a, b = b, a
+	}
+	return [2]string{a, b}
+}
+
+// countPairs recounts pairs from the rows (after a chain of hand-overs
+// rewrote some of them).
+func (f *filler) countPairs() {
+	f.pairs = map[[2]string]int{}
+	for b, row := range f.rows {
+		for i, a := range row {
+			for _, o := range row[i+1:] {
+				f.pairs[pairKey(a, o)]++
+			}
+			for _, o := range f.partnersOf(b) {
+				f.pairs[pairKey(a, o)]++
+			}
+		}
+	}
+}
+
+func (f *filler) partnersOf(b int) []string {
+	if b < len(f.partners) {
+		return f.partners[b]
+	}
+	return nil
+}
+
+// shared is how many buckets node a shares with b's other copies.
+func (f *filler) shared(b int, a string) int {
+	n := 0
+	for _, o := range f.rows[b] {
+		n += f.pairs[pairKey(a, o)]
+	}
+	for _, o := range f.partnersOf(b) {
+		n += f.pairs[pairKey(a, o)]
+	}
+	return n
+}
+
+// add puts a on bucket b's row and counts its new pairs.
+func (f *filler) add(b int, a string) {
+	for _, o := range f.rows[b] {
+		f.pairs[pairKey(a, o)]++
+	}
+	for _, o := range f.partnersOf(b) {
+		f.pairs[pairKey(a, o)]++
+	}
+	f.rows[b] = append(f.rows[b], a)
+}
+
+// fillHole adds one copy to bucket b: on a node with room that does not
+// hold b (preferring a rack b does not use, then the rack with the most
+// room, then the node sharing the fewest buckets with b's copies, then the
+// most room), or, when every node
 // with room holds b, by moving some other bucket's copy from a node x that
 // lacks b onto a node with room, and giving x the copy of b.
 func (f *filler) fillHole(b int) bool {
 	best := -1
-	bestRoom, bestRack := 0, false
+	bestRoom, bestRack, bestRackRoom, bestShared := 0, false, 0, 0
 	racks := f.racksOf(f.rows[b])
+	rackRoom := map[string]int{}
+	for i, n := range f.nodes {
+		rackRoom[n.Zone+"/"+n.Rack] += max(0, f.target[i]-f.count[i])
+	}
 	for i, n := range f.nodes {
 		room := f.target[i] - f.count[i]
 		if room <= 0 || contains(f.rows[b], n.Addr) {
 			continue
 		}
-		fresh := !racks[n.Zone+"/"+n.Rack]
-		if best < 0 || (fresh && !bestRack) || (fresh == bestRack && room > bestRoom) {
-			best, bestRoom, bestRack = i, room, fresh
+		rack := n.Zone + "/" + n.Rack
+		fresh, rr := !racks[rack], rackRoom[rack]
+		sh := f.shared(b, n.Addr)
+		// The rack with the most room before the fewest shared: racks
+		// filled unevenly would leave later buckets only one rack.
+		better := best < 0 || (fresh && !bestRack) ||
+			fresh == bestRack && (rr > bestRackRoom ||
+				rr == bestRackRoom && (sh < bestShared || sh == bestShared && room > bestRoom))
+		if better {
+			best, bestRoom, bestRack, bestRackRoom, bestShared = i, room, fresh, rr, sh
 		}
 	}
 	if best >= 0 {
-		f.rows[b] = append(f.rows[b], f.nodes[best].Addr)
+		f.add(b, f.nodes[best].Addr)
 		f.count[best]++
 		return true
 	}
 	if f.freePath(b) {
+		f.countPairs()
 		return true
 	}
 	// Every node with room holds b already. Find u with room, and a bucket
@@ -300,6 +380,7 @@ func (f *filler) fillHole(b int) bool {
 					row[k] = ua
 					f.count[u]++
 					f.rows[b] = append(f.rows[b], xa)
+					f.countPairs()
 					return true
 				}
 			}
