@@ -189,6 +189,11 @@ func (s *Server) migrationStatus() wire.MigrationStatus {
 	// Completed and Total count the current plan (since the destination was
 	// last rebuilt), so Completed/Total is its progress.
 	st := wire.MigrationStatus{Paused: m.Paused, Completed: m.PlanDone, Pending: []route.Move{}, Running: []wire.MigrationProgress{}}
+	if rs := s.recovery.Load(); rs != nil {
+		st.UnderReplicated = rs.UnderReplicated
+		st.UnderReplicatedSeconds = rs.Oldest.Seconds()
+		st.LastRestoreSeconds = rs.LastRestore.Seconds()
+	}
 	t := s.Table()
 	if t == nil {
 		return st

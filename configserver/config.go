@@ -45,10 +45,14 @@ type Config struct {
 	// BuildDiffRatio bounds how unequal zones may be for a position-safe
 	// table (Tair's _build_diff_ratio). Default 0.6.
 	BuildDiffRatio float64
-	// MovesPerNode caps the moves running with the same source node.
-	// Default 1.
+	// MovesPerNode caps the rebalance moves running with the same source
+	// node. Default 1.
 	MovesPerNode int
-	// MaxMoves caps the moves running in the whole cluster. Default 8.
+	// RecoveryMovesPerNode caps the recovery moves (restoring a bucket's
+	// copy count) running with the same source node, and with the same
+	// destination. Default 8.
+	RecoveryMovesPerNode int
+	// MaxMoves caps the moves running in the whole cluster. Default 64.
 	MaxMoves int
 	// MoveStall is how long a running move may go unmentioned in its
 	// source's heartbeats before it is restarted (the source restarted or
@@ -78,21 +82,22 @@ type Config struct {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		Listen:            "127.0.0.1:5198",
-		HTTP:              "127.0.0.1:8198",
-		Copies:            2,
-		Buckets:           route.DefaultBuckets,
-		HeartbeatInterval: 500 * time.Millisecond,
-		DownAfter:         4,
-		Settle:            time.Second,
-		Strategy:          string(schedule.Balance),
-		BuildDiffRatio:    schedule.DefaultDiffRatio,
-		MovesPerNode:      1,
-		MaxMoves:          8,
-		MoveStall:         10 * time.Second,
-		HandoffWindow:     30 * time.Second,
-		LeaseTTL:          2 * time.Second,
-		EtcdPrefix:        "/tair",
+		Listen:               "127.0.0.1:5198",
+		HTTP:                 "127.0.0.1:8198",
+		Copies:               2,
+		Buckets:              route.DefaultBuckets,
+		HeartbeatInterval:    500 * time.Millisecond,
+		DownAfter:            4,
+		Settle:               time.Second,
+		Strategy:             string(schedule.Balance),
+		BuildDiffRatio:       schedule.DefaultDiffRatio,
+		MovesPerNode:         1,
+		RecoveryMovesPerNode: 8,
+		MaxMoves:             64,
+		MoveStall:            10 * time.Second,
+		HandoffWindow:        30 * time.Second,
+		LeaseTTL:             2 * time.Second,
+		EtcdPrefix:           "/tair",
 	}
 }
 
@@ -122,6 +127,9 @@ func (c *Config) adjust() {
 	}
 	if c.MovesPerNode == 0 {
 		c.MovesPerNode = d.MovesPerNode
+	}
+	if c.RecoveryMovesPerNode == 0 {
+		c.RecoveryMovesPerNode = d.RecoveryMovesPerNode
 	}
 	if c.MaxMoves == 0 {
 		c.MaxMoves = d.MaxMoves

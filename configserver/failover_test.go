@@ -51,8 +51,8 @@ func TestFailover(t *testing.T) {
 		perSource[mv.From]++
 	}
 	for src, n := range perSource {
-		if n > 1 {
-			t.Fatalf("%d moves from %s at once, limit 1", n, src)
+		if lim := testConfig().RecoveryMovesPerNode; n > lim {
+			t.Fatalf("%d moves from %s at once, limit %d", n, src, lim)
 		}
 	}
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -37,6 +36,8 @@ type leaderState struct {
 	buildErr string
 	// reload is set after a commit failed with an unknown outcome.
 	reload bool
+	// recovery records the buckets below their copy count (recovery.go).
+	recovery recoveryState
 }
 
 // reloadState replaces the leader's state with etcd's.
@@ -268,6 +269,9 @@ func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
 	// failed commit rebuilds again next time.
 	members := s.members(m, func(a string) bool { return alive(a) || away(a) })
 	builtFor := ls.members
+	if ls.returned(alive) {
+		dirty = true // copies of it went elsewhere while it was away
+	}
 	switch {
 	case t == nil:
 		if len(members) == 0 || now.Sub(lastJoin) < s.cfg.Settle {
@@ -309,7 +313,8 @@ func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
 		}
 		// 5. Settle.
 		s.settle(t, alive)
-		// 6. Start moves.
+		// 6. Start moves: none waits for an away destination.
+		s.retarget(t, members, alive, ls)
 		if !m.Paused {
 			s.startMoves(t, ls, now, alive)
 		}
@@ -317,10 +322,17 @@ func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
 
 	// 7. Commit.
 	tableChanged := t != nil && (ls.table == nil || !tableEqual(t, ls.table))
+	live := 0
+	for _, a := range members {
+		if alive(a) {
+			live++
+		}
+	}
 	if !tableChanged && !metaChanged {
 		ls.dirty = dirty
 		ls.members = builtFor
 		s.observe(t, m, view)
+		s.trackRecovery(ls, t, alive, live, now)
 		return nil
 	}
 	var saveT *route.Table
@@ -354,6 +366,7 @@ func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
 		s.log.Info("table committed", "table_version", t.Version, "migrating", len(t.Migrating))
 	}
 	s.observe(ls.table, m, view)
+	s.trackRecovery(ls, ls.table, alive, live, now)
 	return nil
 }
 
@@ -473,6 +486,7 @@ func (s *Server) settle(t *route.Table, alive func(string) bool) {
 	var lost []int
 	defer func() {
 		if len(lost) > 0 {
+			s.metrics.bucketsLost.Add(float64(len(lost)))
 			s.log.Error("buckets lost every copy; recreated empty", "count", len(lost), "buckets", compactList(lost, 16))
 		}
 	}()
@@ -496,42 +510,6 @@ func (s *Server) settle(t *route.Table, alive func(string) bool) {
 			}
 			t.Serving[b] = slices.Clone(dest)
 		}
-	}
-}
-
-// startMoves starts planned moves: recovery first, then rebalance, each
-// bucket one move at a time, at most MovesPerNode per source node and
-// MaxMoves in all.
-func (s *Server) startMoves(t *route.Table, ls *leaderState, now time.Time, alive func(string) bool) {
-	busy := map[uint32]bool{}
-	perSource := map[string]int{}
-	for _, mv := range t.Migrating {
-		busy[mv.Bucket] = true
-		perSource[mv.From]++
-	}
-	for mv, until := range ls.failed {
-		if now.After(until) {
-			delete(ls.failed, mv)
-		}
-	}
-	plan := schedule.Diff(t.Serving, t.Destination)
-	sort.SliceStable(plan, func(i, j int) bool { return plan[i].Recovery && !plan[j].Recovery })
-	for _, p := range plan {
-		if len(t.Migrating) >= s.cfg.MaxMoves {
-			break
-		}
-		mv := p.Move
-		if busy[mv.Bucket] || perSource[mv.From] >= s.cfg.MovesPerNode || !alive(mv.From) || !alive(mv.To) {
-			continue
-		}
-		if _, ok := ls.failed[mv]; ok {
-			continue
-		}
-		busy[mv.Bucket] = true
-		perSource[mv.From]++
-		t.Migrating = append(t.Migrating, mv)
-		ls.started[mv] = now
-		s.log.Info("move started", "bucket", mv.Bucket, "from", mv.From, "to", mv.To, "recovery", p.Recovery)
 	}
 }
 

@@ -1,8 +1,6 @@
 package configserver
 
 import (
-	"io"
-	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -89,31 +87,6 @@ func TestApplyDone(t *testing.T) {
 	want := [][]string{{"c", "b"}, {"a", "c"}, {"a", "c"}}
 	if !rowsEqual(tb.Serving, want) {
 		t.Fatalf("serving %v, want %v", tb.Serving, want)
-	}
-}
-
-// TestStartMovesOrder: recovery moves go first; at most MovesPerNode per
-// source and MaxMoves in all; one move per bucket.
-func TestStartMovesOrder(t *testing.T) {
-	s := &Server{cfg: DefaultConfig(), log: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: newMetrics()}
-	s.cfg.MovesPerNode, s.cfg.MaxMoves = 1, 2
-	tb := &route.Table{
-		Buckets: 4,
-		// Buckets 0 and 1 rebalance (a's copy to d); 2 and 3 lost a copy.
-		Serving:     [][]string{{"a", "b"}, {"b", "a"}, {"b", ""}, {"c", ""}},
-		Destination: [][]string{{"d", "b"}, {"b", "d"}, {"b", "d"}, {"c", "a"}},
-	}
-	ls := &leaderState{started: map[route.Move]time.Time{}, failed: map[route.Move]time.Time{}}
-	s.startMoves(tb, ls, time.Now(), func(string) bool { return true })
-	want := []route.Move{{Bucket: 2, From: "b", To: "d"}, {Bucket: 3, From: "c", To: "a"}}
-	if !slices.Equal(tb.Migrating, want) {
-		t.Fatalf("started %v, want %v", tb.Migrating, want)
-	}
-	s.cfg.MaxMoves = 8
-	s.startMoves(tb, ls, time.Now(), func(string) bool { return true })
-	want = append(want, route.Move{Bucket: 0, From: "a", To: "d"}) // b is busy with bucket 2
-	if !slices.Equal(tb.Migrating, want) {
-		t.Fatalf("started %v, want %v", tb.Migrating, want)
 	}
 }
 

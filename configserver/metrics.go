@@ -19,6 +19,11 @@ type metrics struct {
 	heartbeats   prometheus.Counter
 	buildRefused prometheus.Gauge
 
+	underReplicated        prometheus.Gauge
+	underReplicatedSeconds prometheus.Gauge
+	restoreSeconds         prometheus.Gauge
+	bucketsLost            prometheus.Counter
+
 	invalidQueued  prometheus.Counter
 	invalidSent    *prometheus.CounterVec
 	invalidPending *prometheus.GaugeVec
@@ -44,6 +49,10 @@ func newMetrics() *metrics {
 	m.movesRunning = g("migrations_running", "Bucket moves in progress (leader only).")
 	m.movesDone = c("migrations_done_total", "Bucket moves completed by this configserver.")
 	m.buildRefused = g("build_refused", "1 while the table builder refuses the member set (see the log for why).")
+	m.underReplicated = g("buckets_under_replicated", "Buckets with fewer caught-up copies on live nodes than the copy count (leader only).")
+	m.underReplicatedSeconds = g("under_replicated_seconds", "How long the longest-waiting bucket has been below its copy count (leader only).")
+	m.restoreSeconds = g("restore_seconds", "How long the last episode took, from the first bucket below its copy count to the count whole again.")
+	m.bucketsLost = c("buckets_lost_total", "Buckets that lost every copy and were recreated empty.")
 	m.heartbeats = c("heartbeats_total", "Dataserver heartbeats received.")
 	m.invalidQueued = c("invalid_queued_total", "TAIR.INVALID entries queued for peer clusters (one per peer).")
 	m.invalidSent = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tair", Subsystem: "configserver", Name: "invalid_sent_total",

@@ -66,6 +66,9 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
+	// recovery is the leader's last RecoveryStatus (nil before the first
+	// reconcile of a term of its own).
+	recovery atomic.Pointer[RecoveryStatus]
 
 	etcd  *embeddedEtcd // nil with external etcd
 	cli   *clientv3.Client

@@ -65,6 +65,14 @@ func ctlCmd() *cobra.Command {
 			fmt.Fprintf(w, "dataservers     %d alive of %d\nlost copies     %d\n", alive, len(nodes), lost)
 			fmt.Fprintf(w, "migrations      %d running, %d pending, %d/%d done, paused=%v\n",
 				len(mig.Running), len(mig.Pending), mig.Completed, mig.Total, mig.Paused)
+			fmt.Fprintf(w, "under-replicated %d buckets", mig.UnderReplicated)
+			if mig.UnderReplicated > 0 {
+				fmt.Fprintf(w, " (the oldest for %.1fs)", mig.UnderReplicatedSeconds)
+			}
+			if mig.LastRestoreSeconds > 0 {
+				fmt.Fprintf(w, "; last restore took %.1fs", mig.LastRestoreSeconds)
+			}
+			fmt.Fprintln(w)
 			return nil
 		},
 	}

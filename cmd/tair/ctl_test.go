@@ -65,7 +65,8 @@ func TestCtl(t *testing.T) {
 	wantContains(t, ctl(t, cs, "status"),
 		fmt.Sprintf("table version   %d\nbuckets         64\ncopies          2\n", tb.Version),
 		"dataservers     3 alive of 3\nlost copies     0\n",
-		"migrations      0 running, 0 pending, 0/0 done, paused=false\n")
+		"migrations      0 running, 0 pending, 0/0 done, paused=false\n",
+		"under-replicated 0 buckets\n")
 
 	// table: cst_monitor's layout, a header then bucket, master, slaves.
 	out := ctl(t, cs, "table")

@@ -167,6 +167,13 @@ type MigrationStatus struct {
 	Running   []MigrationProgress `json:"running"`
 	Completed int                 `json:"completed"`
 	Total     int                 `json:"total"`
+	// UnderReplicated counts the buckets with fewer caught-up copies on
+	// live nodes than the copy count; UnderReplicatedSeconds is how long
+	// the longest-waiting one has been so; LastRestoreSeconds is how long
+	// the last episode took until the count was whole again (0: none).
+	UnderReplicated        int     `json:"under_replicated"`
+	UnderReplicatedSeconds float64 `json:"under_replicated_seconds"`
+	LastRestoreSeconds     float64 `json:"last_restore_seconds"`
 }
 
 // AdminRequest is a control command for the leader.

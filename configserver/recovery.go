@@ -1,0 +1,290 @@
+package configserver
+
+import (
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/tairkv/tair/configserver/schedule"
+	"github.com/tairkv/tair/internal/route"
+)
+
+// Recovery: a bucket with fewer caught-up live copies than the copy count
+// is one more failure away from losing acknowledged writes, so restoring
+// its copies comes before anything else the leader plans:
+//
+//   - recovery moves start before any rebalance move, buckets with the
+//     fewest copies first, many at once (RecoveryMovesPerNode per source
+//     and per destination, MaxMoves in all); placement spreads a node's
+//     buckets over every other node (schedule.fill), so a lost node is
+//     rebuilt from every survivor onto every survivor;
+//   - a new copy planned on a node that is away (paused, cut off, within
+//     its handoff window) goes to a live node instead (retarget): waiting
+//     for the absent kept single-copy buckets single for as long as it
+//     stayed away;
+//   - the buckets below their copy count, and for how long, are exported
+//     (metrics, /v1/migrations, tair ctl status), and a log line says when
+//     the copy count is whole again and how long it took.
+
+// copyCounts returns, per bucket, how many of its copies are caught up
+// and on a live node: the master when alive, and its alive slaves that are
+// not marked behind it.
+func copyCounts(t *route.Table, alive func(string) bool) []int {
+	out := make([]int, len(t.Serving))
+	for b, row := range t.Serving {
+		if len(row) == 0 || row[0] == "" {
+			continue
+		}
+		n := 0
+		for j, a := range row {
+			if a == "" || !alive(a) || j > 0 && t.IsBehind(row[0], a) {
+				continue
+			}
+			n++
+		}
+		out[b] = n
+	}
+	return out
+}
+
+// wantCopies is the copy count a bucket should have with live nodes alive.
+func wantCopies(t *route.Table, live int) int {
+	return min(t.Copies, live)
+}
+
+// underReplicated lists the buckets with fewer caught-up live copies than
+// wantCopies.
+func underReplicated(t *route.Table, alive func(string) bool, live int) []uint32 {
+	want := wantCopies(t, live)
+	var out []uint32
+	for b, n := range copyCounts(t, alive) {
+		if n < want {
+			out = append(out, uint32(b))
+		}
+	}
+	return out
+}
+
+// recoveryState is the leader's record of under-replicated buckets.
+type recoveryState struct {
+	// since is when each bucket went below its copy count (in this term).
+	since map[uint32]time.Time
+	// episode is when the current episode began (zero: none).
+	episode time.Time
+	// retargeted are the away nodes whose planned copies went elsewhere;
+	// the destination is rebuilt when one is back, to even the load out.
+	retargeted map[string]bool
+}
+
+// RecoveryStatus is what the leader publishes of it (read by the APIs).
+type RecoveryStatus struct {
+	UnderReplicated int
+	// Oldest is how long the longest-waiting bucket has been below its
+	// copy count.
+	Oldest time.Duration
+	// LastRestore is how long the last episode took, from the first
+	// bucket below its copy count to the count whole again (0: none yet).
+	LastRestore time.Duration
+}
+
+// track updates the record from the committed table and publishes it.
+func (s *Server) trackRecovery(ls *leaderState, t *route.Table, alive func(string) bool, live int, now time.Time) {
+	rs := &ls.recovery
+	if rs.since == nil {
+		rs.since = map[uint32]time.Time{}
+	}
+	under := map[uint32]bool{}
+	if t != nil {
+		for _, b := range underReplicated(t, alive, live) {
+			under[b] = true
+			if _, ok := rs.since[b]; !ok {
+				rs.since[b] = now
+				if rs.episode.IsZero() {
+					rs.episode = now
+					s.log.Warn("buckets below their copy count; restoring", "table_version", t.Version)
+				}
+			}
+		}
+	}
+	for b := range rs.since {
+		if !under[b] {
+			delete(rs.since, b)
+		}
+	}
+	st := RecoveryStatus{UnderReplicated: len(rs.since)}
+	if prev := s.recovery.Load(); prev != nil {
+		st.LastRestore = prev.LastRestore
+	}
+	for _, at := range rs.since {
+		st.Oldest = max(st.Oldest, now.Sub(at))
+	}
+	if len(rs.since) == 0 && !rs.episode.IsZero() {
+		st.LastRestore = now.Sub(rs.episode)
+		s.log.Info("copy count whole again", "took", st.LastRestore.Round(time.Millisecond), "table_version", t.Version)
+		rs.episode = time.Time{}
+	}
+	s.recovery.Store(&st)
+	s.metrics.underReplicated.Set(float64(st.UnderReplicated))
+	s.metrics.underReplicatedSeconds.Set(st.Oldest.Seconds())
+	s.metrics.restoreSeconds.Set(st.LastRestore.Seconds())
+}
+
+// retarget gives a live node each planned new copy of an under-replicated
+// bucket whose destination is not alive (away within its handoff window):
+// the rebuild does not wait for it. The live node is the one with the
+// fewest copies in the destination, then sharing the fewest buckets with
+// the row. The away node, back, gets its share again by a rebuild (a
+// rebalance, after the recovery).
+func (s *Server) retarget(t *route.Table, members []string, alive func(string) bool, ls *leaderState) bool {
+	var live []string
+	for _, a := range members {
+		if alive(a) {
+			live = append(live, a)
+		}
+	}
+	if len(live) == 0 || t.Destination == nil {
+		return false
+	}
+	load := map[string]int{}
+	shared := map[[2]string]int{}
+	for _, row := range t.Destination {
+		for i, a := range row {
+			load[a]++
+			for _, o := range row[i+1:] {
+				shared[pairOf(a, o)]++
+			}
+		}
+	}
+	changed := false
+	for b, dest := range t.Destination {
+		if b >= len(t.Serving) {
+			break
+		}
+		serving := t.Serving[b]
+		if firstCopy(serving) == "" || copiesIn(serving) >= len(dest) {
+			continue // lost (installed as planned) or not below its count
+		}
+		for k, a := range dest {
+			if alive(a) || slices.Contains(serving, a) {
+				continue
+			}
+			best, bestShared := "", 0
+			for _, c := range live {
+				if slices.Contains(dest, c) || slices.Contains(serving, c) {
+					continue
+				}
+				sh := 0
+				for _, o := range dest {
+					sh += shared[pairOf(c, o)]
+				}
+				if best == "" || load[c] < load[best] || load[c] == load[best] && sh < bestShared {
+					best, bestShared = c, sh
+				}
+			}
+			if best == "" {
+				continue
+			}
+			dest = slices.Clone(dest)
+			dest[k] = best
+			t.Destination[b] = dest
+			load[best]++
+			load[a]--
+			if ls.recovery.retargeted == nil {
+				ls.recovery.retargeted = map[string]bool{}
+			}
+			if !ls.recovery.retargeted[a] {
+				s.log.Warn("new copies planned on an away node go to live nodes", "node", a)
+			}
+			ls.recovery.retargeted[a] = true
+			changed = true
+		}
+	}
+	return changed
+}
+
+func pairOf(a, b string) [2]string {
+	if a > b {
+		a, b = b, a
+	}
+	return [2]string{a, b}
+}
+
+// returned reports whether a node whose copies were retargeted is alive
+// again (and forgets it): the destination is rebuilt to give it its share.
+func (ls *leaderState) returned(alive func(string) bool) bool {
+	back := false
+	for a := range ls.recovery.retargeted {
+		if alive(a) {
+			delete(ls.recovery.retargeted, a)
+			back = true
+		}
+	}
+	return back
+}
+
+// startMoves starts planned moves. Recovery moves go first, buckets with
+// the fewest caught-up copies first, at most RecoveryMovesPerNode per
+// source and per destination; rebalance moves only while no recovery move
+// is running or could start, at most MovesPerNode per source; MaxMoves in
+// all, and each bucket one move at a time.
+func (s *Server) startMoves(t *route.Table, ls *leaderState, now time.Time, alive func(string) bool) {
+	busy := map[uint32]bool{}
+	perSource, perDest := map[string]int{}, map[string]int{}
+	recovering := false
+	for _, mv := range t.Migrating {
+		busy[mv.Bucket] = true
+		perSource[mv.From]++
+		perDest[mv.To]++
+		recovering = recovering || isRecovery(t, mv)
+	}
+	for mv, until := range ls.failed {
+		if now.After(until) {
+			delete(ls.failed, mv)
+		}
+	}
+	counts := copyCounts(t, alive)
+	plan := schedule.Diff(t.Serving, t.Destination)
+	sort.SliceStable(plan, func(i, j int) bool {
+		pi, pj := plan[i], plan[j]
+		if pi.Recovery != pj.Recovery {
+			return pi.Recovery
+		}
+		if pi.Recovery {
+			return counts[pi.Bucket] < counts[pj.Bucket]
+		}
+		return false
+	})
+	for _, p := range plan {
+		if len(t.Migrating) >= s.cfg.MaxMoves {
+			break
+		}
+		mv := p.Move
+		if busy[mv.Bucket] || !alive(mv.From) || !alive(mv.To) {
+			continue
+		}
+		if _, ok := ls.failed[mv]; ok {
+			continue
+		}
+		if p.Recovery {
+			if perSource[mv.From] >= s.cfg.RecoveryMovesPerNode || perDest[mv.To] >= s.cfg.RecoveryMovesPerNode {
+				recovering = true // waiting for a slot: no rebalance meanwhile
+				continue
+			}
+			recovering = true
+		} else if recovering || perSource[mv.From] >= s.cfg.MovesPerNode {
+			continue
+		}
+		busy[mv.Bucket] = true
+		perSource[mv.From]++
+		perDest[mv.To]++
+		t.Migrating = append(t.Migrating, mv)
+		ls.started[mv] = now
+		s.log.Info("move started", "bucket", mv.Bucket, "from", mv.From, "to", mv.To, "recovery", p.Recovery)
+	}
+}
+
+// isRecovery reports whether a running move restores a copy (its source
+// keeps its own).
+func isRecovery(t *route.Table, mv route.Move) bool {
+	return int(mv.Bucket) < len(t.Destination) && slices.Contains(t.Destination[mv.Bucket], mv.From)
+}
