@@ -191,6 +191,7 @@ func (s *Server) migrationStatus() wire.MigrationStatus {
 	st := wire.MigrationStatus{Paused: m.Paused, Completed: m.PlanDone, Pending: []route.Move{}, Running: []wire.MigrationProgress{}}
 	if rs := s.recovery.Load(); rs != nil {
 		st.UnderReplicated = rs.UnderReplicated
+		st.Unavailable = rs.Unavailable
 		st.UnderReplicatedSeconds = rs.Oldest.Seconds()
 		st.LastRestoreSeconds = rs.LastRestore.Seconds()
 	}

@@ -21,6 +21,7 @@ type metrics struct {
 
 	underReplicated        prometheus.Gauge
 	underReplicatedSeconds prometheus.Gauge
+	unavailable            prometheus.Gauge
 	restoreSeconds         prometheus.Gauge
 	bucketsLost            prometheus.Counter
 
@@ -50,6 +51,7 @@ func newMetrics() *metrics {
 	m.movesDone = c("migrations_done_total", "Bucket moves completed by this configserver.")
 	m.buildRefused = g("build_refused", "1 while the table builder refuses the member set (see the log for why).")
 	m.underReplicated = g("buckets_under_replicated", "Buckets with fewer caught-up copies on live nodes than the copy count (leader only).")
+	m.unavailable = g("buckets_unavailable", "Buckets with no caught-up copy on a live node (leader only).")
 	m.underReplicatedSeconds = g("under_replicated_seconds", "How long the longest-waiting bucket has been below its copy count (leader only).")
 	m.restoreSeconds = g("restore_seconds", "How long the last episode took, from the first bucket below its copy count to the count whole again.")
 	m.bucketsLost = c("buckets_lost_total", "Buckets that lost every copy and were recreated empty.")

@@ -79,6 +79,10 @@ type recoveryState struct {
 // RecoveryStatus is what the leader publishes of it (read by the APIs).
 type RecoveryStatus struct {
 	UnderReplicated int
+	// Unavailable counts the buckets with no caught-up copy on a live
+	// node: they wait for a node to come back (or to be removed, which
+	// recreates them empty).
+	Unavailable int
 	// Oldest is how long the longest-waiting bucket has been below its
 	// copy count.
 	Oldest time.Duration
@@ -94,7 +98,13 @@ func (s *Server) trackRecovery(ls *leaderState, t *route.Table, alive func(strin
 		rs.since = map[uint32]time.Time{}
 	}
 	under := map[uint32]bool{}
+	unavailable := 0
 	if t != nil {
+		for _, n := range copyCounts(t, alive) {
+			if n == 0 {
+				unavailable++
+			}
+		}
 		for _, b := range underReplicated(t, alive, live) {
 			under[b] = true
 			if _, ok := rs.since[b]; !ok {
@@ -111,9 +121,13 @@ func (s *Server) trackRecovery(ls *leaderState, t *route.Table, alive func(strin
 			delete(rs.since, b)
 		}
 	}
-	st := RecoveryStatus{UnderReplicated: len(rs.since)}
-	if prev := s.recovery.Load(); prev != nil {
+	st := RecoveryStatus{UnderReplicated: len(rs.since), Unavailable: unavailable}
+	prev := s.recovery.Load()
+	if prev != nil {
 		st.LastRestore = prev.LastRestore
+	}
+	if unavailable > 0 && (prev == nil || prev.Unavailable != unavailable) {
+		s.log.Error("buckets without a caught-up copy on a live node: unavailable until one returns", "count", unavailable)
 	}
 	for _, at := range rs.since {
 		st.Oldest = max(st.Oldest, now.Sub(at))
@@ -125,6 +139,7 @@ func (s *Server) trackRecovery(ls *leaderState, t *route.Table, alive func(strin
 	}
 	s.recovery.Store(&st)
 	s.metrics.underReplicated.Set(float64(st.UnderReplicated))
+	s.metrics.unavailable.Set(float64(st.Unavailable))
 	s.metrics.underReplicatedSeconds.Set(st.Oldest.Seconds())
 	s.metrics.restoreSeconds.Set(st.LastRestore.Seconds())
 }

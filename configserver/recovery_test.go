@@ -2,6 +2,7 @@ package configserver
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -282,4 +283,67 @@ func TestRebuildDoesNotWaitForAwayNode(t *testing.T) {
 		return held >= int(cfg.Buckets)*2/4-1 && len(tb.Migrating) == 0
 	}, "A holding its share again")
 	checkBalanced(t, tb, dsAddrs[:4])
+}
+
+// TestTwoNodesLostAtOnce: two of four nodes die at the same instant; only
+// the buckets they shared have no live copy (reported by count, waiting
+// for a node to return), every other bucket gets its copy count back; when
+// the operator removes the dead nodes, exactly those buckets are
+// recreated empty and counted as lost.
+func TestTwoNodesLostAtOnce(t *testing.T) {
+	cfg := testConfig()
+	cfg.Buckets = 256
+	s := startServer(t, cfg)
+	waitLeader(t, s, 5*time.Second)
+	dss, _ := joinFakes(t, s, 4)
+	first := waitTable(t, s, 5*time.Second, func(tb *route.Table) bool { return len(tb.Nodes()) == 4 }, "4 nodes")
+	for _, d := range dss {
+		d.migrate.Store(true)
+	}
+	x, y := dsAddrs[1], dsAddrs[2]
+	shared := 0
+	for _, row := range first.Serving {
+		if slices.Contains(row, x) && slices.Contains(row, y) {
+			shared++
+		}
+	}
+	// Spread placement: 256 buckets x 2 copies over 4 nodes, so each two
+	// nodes share about 256/6.
+	if shared < 35 || shared > 50 {
+		t.Fatalf("%s and %s share %d buckets, want about 43", x, y, shared)
+	}
+	dss[1].stop()
+	dss[2].stop()
+	// (The moves planned from the dead nodes wait for them.)
+	var st RecoveryStatus
+	testutil.Eventually(t, 20*time.Second, func() bool {
+		if p := s.recovery.Load(); p != nil {
+			st = *p
+		}
+		return st.Unavailable == shared && st.UnderReplicated == shared && len(s.Table().Migrating) == 0
+	}, "want %d buckets unavailable and nothing else under-replicated", shared)
+	metrics := get(t, "http://"+s.HTTPAddr()+"/metrics")
+	for _, want := range []string{
+		fmt.Sprintf("tair_configserver_buckets_unavailable %d\n", shared),
+		"tair_configserver_buckets_lost_total 0\n",
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	for _, a := range []string{x, y} {
+		if r := admin(t, s, wire.AdminRequest{Op: "node-remove", Node: a}); !r.OK {
+			t.Fatalf("remove %s: %+v", a, r)
+		}
+	}
+	testutil.Eventually(t, 20*time.Second, func() bool {
+		if p := s.recovery.Load(); p != nil {
+			st = *p
+		}
+		return st.UnderReplicated == 0 && st.Unavailable == 0
+	}, "copy count never whole after removing the dead nodes")
+	metrics = get(t, "http://"+s.HTTPAddr()+"/metrics")
+	if want := fmt.Sprintf("tair_configserver_buckets_lost_total %d\n", shared); !strings.Contains(metrics, want) {
+		t.Errorf("metrics lack %q", want)
+	}
 }

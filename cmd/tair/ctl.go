@@ -67,7 +67,7 @@ func ctlCmd() *cobra.Command {
 				len(mig.Running), len(mig.Pending), mig.Completed, mig.Total, mig.Paused)
 			fmt.Fprintf(w, "under-replicated %d buckets", mig.UnderReplicated)
 			if mig.UnderReplicated > 0 {
-				fmt.Fprintf(w, " (the oldest for %.1fs)", mig.UnderReplicatedSeconds)
+				fmt.Fprintf(w, " (the oldest for %.1fs; %d with no live copy)", mig.UnderReplicatedSeconds, mig.Unavailable)
 			}
 			if mig.LastRestoreSeconds > 0 {
 				fmt.Fprintf(w, "; last restore took %.1fs", mig.LastRestoreSeconds)

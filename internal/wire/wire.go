@@ -169,9 +169,11 @@ type MigrationStatus struct {
 	Total     int                 `json:"total"`
 	// UnderReplicated counts the buckets with fewer caught-up copies on
 	// live nodes than the copy count; UnderReplicatedSeconds is how long
-	// the longest-waiting one has been so; LastRestoreSeconds is how long
+	// the longest-waiting one has been so; Unavailable counts those with
+	// no caught-up live copy at all; LastRestoreSeconds is how long
 	// the last episode took until the count was whole again (0: none).
 	UnderReplicated        int     `json:"under_replicated"`
+	Unavailable            int     `json:"unavailable"`
 	UnderReplicatedSeconds float64 `json:"under_replicated_seconds"`
 	LastRestoreSeconds     float64 `json:"last_restore_seconds"`
 }
