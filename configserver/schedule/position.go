@@ -230,9 +230,20 @@ func buildPositionSafe(existing [][]string, nodes []Node, c int, o Options) ([][
 	}
 	rows := make([][]string, q)
 	for i, z := range zones {
-		// The zones filled before are this zone's partners: its nodes'
-		// buckets spread their copies over the other zones' nodes too.
-		zr, err := fill(slots[i], byZone[z], existing, rows)
+		// A bucket's copies in the zones filled before are its partners
+		// here, and so are the zones still to fill (by name, their nodes
+		// not chosen yet): a node's buckets spread their other copies over
+		// every other zone, then over that zone's nodes.
+		partners := make([][]string, q)
+		for b := range partners {
+			partners[b] = slices.Clone(rows[b])
+			for j := i + 1; j < len(zones); j++ {
+				if slots[j][b] > 0 {
+					partners[b] = append(partners[b], "zone "+zones[j])
+				}
+			}
+		}
+		zr, err := fill(slots[i], byZone[z], existing, partners)
 		if err != nil {
 			return nil, err
 		}

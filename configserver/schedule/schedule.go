@@ -324,9 +324,16 @@ func (f *filler) fillHole(b int) bool {
 	best := -1
 	bestRoom, bestRack, bestRackRoom, bestShared := 0, false, 0, 0
 	racks := f.racksOf(f.rows[b])
-	rackRoom := map[string]int{}
+	rackRoom, rackSize := map[string]int{}, map[string]int{}
 	for i, n := range f.nodes {
 		rackRoom[n.Zone+"/"+n.Rack] += max(0, f.target[i]-f.count[i])
+		rackSize[n.Zone+"/"+n.Rack]++
+	}
+	// Rack room matters only with several racks, one of several nodes:
+	// with one rack, or a node per rack, any two nodes are two racks.
+	racksMatter := false
+	for _, size := range rackSize {
+		racksMatter = racksMatter || len(rackSize) > 1 && size > 1
 	}
 	for i, n := range f.nodes {
 		room := f.target[i] - f.count[i]
@@ -334,7 +341,10 @@ func (f *filler) fillHole(b int) bool {
 			continue
 		}
 		rack := n.Zone + "/" + n.Rack
-		fresh, rr := !racks[rack], rackRoom[rack]
+		fresh, rr := !racks[rack], 0
+		if racksMatter {
+			rr = rackRoom[rack]
+		}
 		sh := f.shared(b, n.Addr)
 		// The rack with the most room before the fewest shared: racks
 		// filled unevenly would leave later buckets only one rack.

@@ -115,3 +115,32 @@ func TestBuildSpreadsCopies(t *testing.T) {
 		}
 	}
 }
+
+// TestPositionSafeSpreadsCopies: position-safe tables spread a node's
+// buckets over the other zones' nodes: evenly where a zone's nodes are on
+// racks of their own, and over every node where racks of several nodes
+// come first (each bucket's copies on different racks).
+func TestPositionSafeSpreadsCopies(t *testing.T) {
+	for _, tc := range []struct {
+		nodes, zones, copies int
+		even                 bool
+	}{{6, 2, 2, true}, {6, 3, 2, true}, {8, 2, 2, true}, {9, 3, 3, false}} {
+		nodes := names(tc.nodes, tc.zones)
+		rows, err := Build(nil, nodes, Options{Buckets: 1023, Copies: tc.copies, Strategy: PositionSafe})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh := sharedCounts(rows)
+		lo, hi := 1<<30, 0
+		for _, a := range nodes {
+			for _, b := range nodes {
+				if a.Zone != b.Zone {
+					lo, hi = min(lo, sh[a.Addr][b.Addr]), max(hi, sh[a.Addr][b.Addr])
+				}
+			}
+		}
+		if lo == 0 || tc.even && hi-lo > 3 {
+			t.Errorf("%+v: two nodes of different zones share %d..%d buckets", tc, lo, hi)
+		}
+	}
+}
