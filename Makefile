@@ -8,7 +8,7 @@ export TAIR_REQUIRE_REDIS := 1
 
 RACE_PKGS := ./cmd/... ./internal/... ./resp/... ./engines/... ./proxy/... ./dataserver/... ./configserver/... ./hotkey/...
 
-.PHONY: all build run test test-unit test-race test-integration fuzz lint bench bench-migration deps tools clean
+.PHONY: all build run test test-unit test-race test-integration chaos fuzz lint bench bench-migration deps tools clean
 
 all: build
 
@@ -24,13 +24,15 @@ run: build tools
 	./$(BIN) up $(ARGS)
 
 # Debian packages the tests and benchmarks drive (redis-cli, redis-benchmark,
-# redis-server and twemproxy as anchors). Installed only when missing.
+# redis-server and twemproxy as anchors; nft for the chaos suite's network
+# partitions). Installed only when missing.
 tools:
 	@command -v redis-cli >/dev/null && command -v redis-benchmark >/dev/null && \
-	  command -v redis-server >/dev/null && command -v nutcracker >/dev/null && command -v etcd >/dev/null || { \
-	  echo "installing redis-tools, redis-server, nutcracker, etcd-server"; \
+	  command -v redis-server >/dev/null && command -v nutcracker >/dev/null && command -v etcd >/dev/null && \
+	  command -v nft >/dev/null || { \
+	  echo "installing redis-tools, redis-server, nutcracker, etcd-server, nftables"; \
 	  (apt-get update -qq || true) >/dev/null; \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-tools redis-server nutcracker etcd-server >/dev/null; systemctl disable --now etcd >/dev/null 2>&1 || true; }
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-tools redis-server nutcracker etcd-server nftables >/dev/null; systemctl disable --now etcd >/dev/null 2>&1 || true; }
 
 # Every test: vet, unit tests with the race detector, integration and fault
 # tests on real processes, and a short bounded fuzz run.
@@ -49,8 +51,17 @@ test-unit:
 test-race:
 	$(GO) test -race -count=1 -timeout 15m $$($(GO) list $(RACE_PKGS) 2>/dev/null)
 
+# Integration and fault tests on real processes, the chaos suite
+# (tests/chaos_test.go) in its short mode: each case once.
 test-integration: build
-	$(GO) test -count=1 -timeout 15m -p 1 ./tests/...
+	$(GO) test -count=1 -timeout 20m -p 1 ./tests/...
+
+# The chaos suite's long mode: each case CHAOS_RUNS times in a row, the
+# victims and timings drawn from seeds TAIR_CHAOS_SEED (default: the
+# clock), +1, ...; every run logs the seed that replays it.
+CHAOS_RUNS ?= 20
+chaos: build tools
+	TAIR_CHAOS_RUNS=$(CHAOS_RUNS) $(GO) test -count=1 -timeout 360m -p 1 -v -run '^TestChaos' ./tests/
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRESPReader$$' -fuzztime 15s ./resp/

@@ -21,6 +21,11 @@ import (
 	"github.com/tairkv/tair/internal/wire"
 )
 
+// httpClient is how the harness asks processes for /healthz, /status and
+// /metrics: with a timeout, since a process may be paused (SIGSTOP) or cut
+// off by NetFaults.
+var httpClient = &http.Client{Timeout: 5 * time.Second}
+
 var build struct {
 	once sync.Once
 	path string
@@ -73,6 +78,10 @@ type Proc struct {
 	Addr string   // --listen
 	HTTP string   // --http
 	Args []string // full argument list (role first)
+	// Cgroup, when set, is a cgroup v2 directory the process is started
+	// in (at creation, CLONE_INTO_CGROUP), on every start: NetFaults
+	// match its sockets by it.
+	Cgroup string
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -83,6 +92,15 @@ type Proc struct {
 // ports, waits until its /healthz answers, and kills it at cleanup.
 func StartProc(t testing.TB, kind string, extra ...string) *Proc {
 	t.Helper()
+	p := NewProc(t, kind, extra...)
+	p.Start()
+	return p
+}
+
+// NewProc is StartProc without the start: the caller may set fields
+// (Cgroup) first, then calls Start.
+func NewProc(t testing.TB, kind string, extra ...string) *Proc {
+	t.Helper()
 	p := &Proc{
 		t:    t,
 		Kind: kind,
@@ -90,7 +108,6 @@ func StartProc(t testing.TB, kind string, extra ...string) *Proc {
 		HTTP: "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t)),
 	}
 	p.Args = append([]string{kind, "--listen", p.Addr, "--http", p.HTTP}, extra...)
-	p.Start()
 	t.Cleanup(func() {
 		p.Kill()
 		if t.Failed() || os.Getenv("TAIR_TEST_LOGS") != "" {
@@ -109,6 +126,15 @@ func (p *Proc) Start() {
 	cmd := exec.Command(Binary(p.t), p.Args...)
 	cmd.Stdout = p.out
 	cmd.Stderr = p.out
+	if p.Cgroup != "" {
+		dir, err := os.Open(p.Cgroup)
+		if err != nil {
+			p.mu.Unlock()
+			p.t.Fatalf("start %s: cgroup: %v", p.Kind, err)
+		}
+		defer dir.Close()
+		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
+	}
 	if err := cmd.Start(); err != nil {
 		p.mu.Unlock()
 		p.t.Fatalf("start %s: %v", p.Kind, err)
@@ -117,7 +143,7 @@ func (p *Proc) Start() {
 	p.mu.Unlock()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get("http://" + p.HTTP + "/healthz")
+		resp, err := httpClient.Get("http://" + p.HTTP + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -161,6 +187,35 @@ func (p *Proc) Stop() {
 	p.wait()
 }
 
+// KillTogether sends SIGKILL to every process first, then reaps them: they
+// die at the same instant, as far as the cluster can tell.
+func KillTogether(ps ...*Proc) {
+	for _, p := range ps {
+		p.signal(syscall.SIGKILL)
+	}
+	for _, p := range ps {
+		p.wait()
+	}
+}
+
+// Running reports whether the process was started and not killed or
+// stopped since (a paused process is running).
+func (p *Proc) Running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd != nil
+}
+
+// Pid returns the process id, 0 when it is not running.
+func (p *Proc) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // Pause sends SIGSTOP; Resume sends SIGCONT.
 func (p *Proc) Pause()  { p.signal(syscall.SIGSTOP) }
 func (p *Proc) Resume() { p.signal(syscall.SIGCONT) }
@@ -179,7 +234,7 @@ func (p *Proc) wait() {
 // Status reads the process's GET /status.
 func (p *Proc) Status() (wire.Status, error) {
 	var st wire.Status
-	resp, err := http.Get("http://" + p.HTTP + "/status")
+	resp, err := httpClient.Get("http://" + p.HTTP + "/status")
 	if err != nil {
 		return st, err
 	}
@@ -214,6 +269,9 @@ type ProcOptions struct {
 	// DataServerArgs are extra flags for every dataserver.
 	DataServerArgs []string
 	ProxyArgs      []string
+	// Prepare, when set, is called with every process before its first
+	// start (e.g. NetFaults.Attach, to start it in a cgroup of its own).
+	Prepare func(p *Proc)
 }
 
 // StartProcs starts a ProcCluster and waits until its table covers every
@@ -238,9 +296,18 @@ func StartProcs(t testing.TB, o ProcOptions) *ProcCluster {
 	if o.Engine == "" {
 		o.Engine = "rdb"
 	}
+	start := func(kind string, args ...string) *Proc {
+		t.Helper()
+		p := NewProc(t, kind, args...)
+		if o.Prepare != nil {
+			o.Prepare(p)
+		}
+		p.Start()
+		return p
+	}
 	pc := &ProcCluster{Dir: t.TempDir()}
 	common := append([]string{"--copies", strconv.Itoa(o.Copies), "--buckets", strconv.Itoa(o.Buckets)}, o.ConfigServerArgs...)
-	first := StartProc(t, "configserver", append([]string{"--etcd-dir", filepath.Join(pc.Dir, "etcd")}, common...)...)
+	first := start("configserver", append([]string{"--etcd-dir", filepath.Join(pc.Dir, "etcd")}, common...)...)
 	pc.ConfigServers = append(pc.ConfigServers, first)
 	for i := 1; i < o.ConfigServers; i++ {
 		var st struct {
@@ -255,17 +322,17 @@ func StartProcs(t testing.TB, o ProcOptions) *ProcCluster {
 			t.Fatalf("configserver /status names no etcd_endpoints")
 		}
 		pc.ConfigServers = append(pc.ConfigServers,
-			StartProc(t, "configserver", append([]string{"--etcd", strings.Join(st.Etcd, ",")}, common...)...))
+			start("configserver", append([]string{"--etcd", strings.Join(st.Etcd, ",")}, common...)...))
 	}
 	cs := strings.Join(pc.ConfigServerAddrs(), ",")
 	for i := 0; i < o.DataServers; i++ {
 		args := append([]string{"--configserver", cs, "--engine", o.Engine,
 			"--dir", filepath.Join(pc.Dir, fmt.Sprintf("ds%d", i))}, o.DataServerArgs...)
-		pc.DataServers = append(pc.DataServers, StartProc(t, "dataserver", args...))
+		pc.DataServers = append(pc.DataServers, start("dataserver", args...))
 	}
 	pc.WaitNodes(t, o.DataServers, 30*time.Second)
 	for i := 0; i < o.Proxies; i++ {
-		pc.Proxies = append(pc.Proxies, StartProc(t, "proxy", append([]string{"--configserver", cs}, o.ProxyArgs...)...))
+		pc.Proxies = append(pc.Proxies, start("proxy", append([]string{"--configserver", cs}, o.ProxyArgs...)...))
 	}
 	return pc
 }
@@ -277,6 +344,19 @@ func (pc *ProcCluster) ConfigServerAddrs() []string {
 		out = append(out, p.Addr)
 	}
 	return out
+}
+
+// Leader returns the configserver whose /status says it leads, or nil.
+func (pc *ProcCluster) Leader() *Proc {
+	for _, p := range pc.ConfigServers {
+		if !p.Running() {
+			continue
+		}
+		if st, err := p.Status(); err == nil && st.Role == "leader" {
+			return p
+		}
+	}
+	return nil
 }
 
 // Client returns a wire client of the configservers.
@@ -313,7 +393,7 @@ func (p *Proc) DebugDump() { p.signal(syscall.SIGQUIT) }
 // Metrics reads the process's GET /metrics (Prometheus text format) as a
 // map from series, as printed (`name` or `name{label="v",...}`), to value.
 func (p *Proc) Metrics() (map[string]float64, error) {
-	resp, err := http.Get("http://" + p.HTTP + "/metrics")
+	resp, err := httpClient.Get("http://" + p.HTTP + "/metrics")
 	if err != nil {
 		return nil, err
 	}
