@@ -48,6 +48,8 @@ const (
 	chaosSetWriters = 2
 	chaosVerClients = 2
 	chaosVerKeys    = 12
+	// chaosReadRetries bounds the final reads' retries of errors.
+	chaosReadRetries = 30 * time.Second
 	// chaosCheckTimeout bounds porcupine's search.
 	chaosCheckTimeout = 2 * time.Minute
 
@@ -825,10 +827,10 @@ type lostKey struct {
 // readBack reads every acknowledged write of the keys keep selects,
 // bucket by bucket (a bucket without a master makes each read of it wait
 // out the proxy's retry budget, so it must not hold up the others), in
-// pipelines through either proxy, retrying errors for up to 30 s. It
+// pipelines through either proxy, retrying errors until deadline. It
 // returns the writes that read back otherwise (lost) and those no read
 // could answer.
-func (c *chaos) readBack(acked map[string]ackRec, keep func(string) bool) (lost []lostKey, unreadable []lostKey) {
+func (c *chaos) readBack(acked map[string]ackRec, keep func(string) bool, deadline time.Time) (lost []lostKey, unreadable []lostKey) {
 	byBucket := map[uint32][]string{}
 	for k := range acked {
 		if keep(k) {
@@ -836,7 +838,6 @@ func (c *chaos) readBack(acked map[string]ackRec, keep func(string) bool) (lost 
 			byBucket[b] = append(byBucket[b], k)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
 	work := make(chan []string)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -1192,7 +1193,10 @@ func (c *chaos) finish(skip func(key string) bool) {
 			skipped++
 		}
 	}
-	lost, unreadable := c.readBack(acked, func(k string) bool { return !skip(k) })
+	// The final reads retry errors (a bucket without a master) for
+	// chaosReadRetries in all.
+	deadline := time.Now().Add(chaosReadRetries)
+	lost, unreadable := c.readBack(acked, func(k string) bool { return !skip(k) }, deadline)
 	c.t.Logf("unique-key writes: %d acknowledged (proxy 0: %d, proxy 1: %d; %d in buckets left out), %d ambiguous, %d refused; lost %d, unreadable %d; errors: %s; slowest %v, sent at %.2fs (%s)",
 		len(acked), s.perProxyAcks[0], s.perProxyAcks[1], skipped, s.ambiguous, s.failed, len(lost), len(unreadable), s.errs.String(),
 		s.slowest.Round(time.Millisecond), s.slowestAt.Seconds(), s.slowestWhat)
@@ -1204,11 +1208,11 @@ func (c *chaos) finish(skip func(key string) bool) {
 		c.reportLost(lost)
 	}
 	if len(unreadable) > 0 {
-		c.t.Errorf("%d acknowledged writes could not be read back (30 s of retries): e.g. %s: %v",
-			len(unreadable), unreadable[0].key, unreadable[0].err)
+		c.t.Errorf("%d acknowledged writes could not be read back (%v of retries): e.g. %s: %v",
+			len(unreadable), chaosReadRetries, unreadable[0].key, unreadable[0].err)
 		c.reportLost(unreadable)
 	}
-	c.checkVersions(skip)
+	c.checkVersions(skip, deadline)
 }
 
 // reportLost logs the lost writes by bucket: when they were
@@ -1263,14 +1267,13 @@ func (c *chaos) reportLost(lost []lostKey) {
 
 // checkVersions reads the versioned keys a last time, counts the
 // acknowledged puts the final state is behind, and runs porcupine.
-func (c *chaos) checkVersions(skip func(string) bool) {
+func (c *chaos) checkVersions(skip func(string) bool, deadline time.Time) {
 	c.t.Helper()
 	l := c.ver
 	cl := newClient(c.pc.Proxies[0].Addr)
 	defer cl.Close()
 	final := map[string]verState{}
 	finalClient := 2 * chaosVerClients
-	deadline := time.Now().Add(30 * time.Second)
 	var unread []string
 	for _, k := range l.keys {
 		if skip(k) {
@@ -1293,7 +1296,7 @@ func (c *chaos) checkVersions(skip func(string) bool) {
 		}
 	}
 	if len(unread) > 0 {
-		c.t.Errorf("versioned keys %v could not be read at the end (30 s of retries)", unread)
+		c.t.Errorf("versioned keys %v could not be read at the end (%v of retries)", unread, chaosReadRetries)
 	}
 	end := int64(c.now()) + 1
 	l.mu.Lock()
