@@ -313,8 +313,10 @@ func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
 		}
 		// 5. Settle.
 		s.settle(t, alive)
-		// 6. Start moves: none waits for an away destination.
+		// 6. Start moves: none waits for an away destination, and a
+		// node away leaves no bucket short of copies meanwhile.
 		s.retarget(t, members, alive, ls)
+		s.reinforce(t, members, alive)
 		if !m.Paused {
 			s.startMoves(t, ls, now, alive)
 		}
@@ -508,9 +510,29 @@ func (s *Server) settle(t *route.Table, alive func(string) bool) {
 				// Mastership passes only to a live, caught-up copy.
 				continue
 			}
+			if dropsCaughtUp(t, row, dest, alive) {
+				// Keep the extra copy until the copies kept catch up.
+				continue
+			}
 			t.Serving[b] = slices.Clone(dest)
 		}
 	}
+}
+
+// dropsCaughtUp reports whether replacing row by dest would drop a live,
+// caught-up copy while dest keeps one that is not (down, or behind the
+// master): the bucket would have fewer caught-up copies than before.
+func dropsCaughtUp(t *route.Table, row, dest []string, alive func(string) bool) bool {
+	if len(row) == 0 || row[0] == "" {
+		return false
+	}
+	drops := false
+	for j, a := range row {
+		if a != "" && !slices.Contains(dest, a) && alive(a) && (j == 0 || !t.IsBehind(row[0], a)) {
+			drops = true
+		}
+	}
+	return drops && !caughtUpAll(t, row, slices.DeleteFunc(slices.Clone(dest), func(a string) bool { return !slices.Contains(row, a) }), alive)
 }
 
 // strip removes addr from the table: its serving copies become holes (a

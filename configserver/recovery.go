@@ -144,32 +144,67 @@ func (s *Server) trackRecovery(ls *leaderState, t *route.Table, alive func(strin
 	s.metrics.restoreSeconds.Set(st.LastRestore.Seconds())
 }
 
-// retarget gives a live node each planned new copy of an under-replicated
-// bucket whose destination is not alive (away within its handoff window):
-// the rebuild does not wait for it. The live node is the one with the
-// fewest copies in the destination, then sharing the fewest buckets with
-// the row. The away node, back, gets its share again by a rebuild (a
-// rebalance, after the recovery).
-func (s *Server) retarget(t *route.Table, members []string, alive func(string) bool, ls *leaderState) bool {
-	var live []string
+// placer picks live nodes for new copies: the fewest copies in the
+// destination first, then the fewest buckets shared with the row.
+type placer struct {
+	live   []string
+	load   map[string]int
+	shared map[[2]string]int
+}
+
+func newPlacer(t *route.Table, members []string, alive func(string) bool) *placer {
+	p := &placer{load: map[string]int{}, shared: map[[2]string]int{}}
 	for _, a := range members {
 		if alive(a) {
-			live = append(live, a)
+			p.live = append(p.live, a)
 		}
 	}
-	if len(live) == 0 || t.Destination == nil {
-		return false
-	}
-	load := map[string]int{}
-	shared := map[[2]string]int{}
 	for _, row := range t.Destination {
 		for i, a := range row {
-			load[a]++
+			p.load[a]++
 			for _, o := range row[i+1:] {
-				shared[pairOf(a, o)]++
+				p.shared[pairOf(a, o)]++
 			}
 		}
 	}
+	return p
+}
+
+// pick returns the live node for a new copy of a bucket whose serving row
+// is row and destination dest ("" when every live node holds it), and
+// counts it.
+func (p *placer) pick(row, dest []string) string {
+	best, bestShared := "", 0
+	for _, c := range p.live {
+		if slices.Contains(dest, c) || slices.Contains(row, c) {
+			continue
+		}
+		sh := 0
+		for _, o := range dest {
+			sh += p.shared[pairOf(c, o)]
+		}
+		if best == "" || p.load[c] < p.load[best] || p.load[c] == p.load[best] && sh < bestShared {
+			best, bestShared = c, sh
+		}
+	}
+	if best != "" {
+		p.load[best]++
+		for _, o := range dest {
+			p.shared[pairOf(best, o)]++
+		}
+	}
+	return best
+}
+
+// retarget gives a live node each planned new copy of an under-replicated
+// bucket whose destination is not alive (away within its handoff window):
+// the rebuild does not wait for it. The away node, back, gets its share
+// again by a rebuild (a rebalance, after the recovery).
+func (s *Server) retarget(t *route.Table, members []string, alive func(string) bool, ls *leaderState) bool {
+	if t.Destination == nil {
+		return false
+	}
+	p := newPlacer(t, members, alive)
 	changed := false
 	for b, dest := range t.Destination {
 		if b >= len(t.Serving) {
@@ -183,27 +218,14 @@ func (s *Server) retarget(t *route.Table, members []string, alive func(string) b
 			if alive(a) || slices.Contains(serving, a) {
 				continue
 			}
-			best, bestShared := "", 0
-			for _, c := range live {
-				if slices.Contains(dest, c) || slices.Contains(serving, c) {
-					continue
-				}
-				sh := 0
-				for _, o := range dest {
-					sh += shared[pairOf(c, o)]
-				}
-				if best == "" || load[c] < load[best] || load[c] == load[best] && sh < bestShared {
-					best, bestShared = c, sh
-				}
-			}
+			best := p.pick(serving, dest)
 			if best == "" {
 				continue
 			}
 			dest = slices.Clone(dest)
 			dest[k] = best
 			t.Destination[b] = dest
-			load[best]++
-			load[a]--
+			p.load[a]--
 			if ls.recovery.retargeted == nil {
 				ls.recovery.retargeted = map[string]bool{}
 			}
@@ -215,6 +237,73 @@ func (s *Server) retarget(t *route.Table, members []string, alive func(string) b
 		}
 	}
 	return changed
+}
+
+// reinforce restores the copy count of the buckets that a node away
+// within its handoff window leaves short: the away node keeps its copy
+// (behind its master, which keeps the writes it misses in its backlog),
+// and a live node gets one more copy by a recovery move, planned by
+// appending it to the destination row. Handoff alone left such buckets
+// with one caught-up copy for the whole window (30 s), and a second
+// failure meanwhile lost the writes acknowledged since the first.
+//
+// Once the away node is back and caught up (and every copy the row
+// keeps is), the appended copy leaves the destination again and settle
+// drops it from the serving row. A rebuild meanwhile plans from the
+// serving rows, which hold both.
+func (s *Server) reinforce(t *route.Table, members []string, alive func(string) bool) bool {
+	if t.Destination == nil {
+		return false
+	}
+	p := newPlacer(t, members, alive)
+	want := wantCopies(t, len(p.live))
+	c := min(t.Copies, len(members))
+	counts := copyCounts(t, alive)
+	changed, added := false, 0
+	for b, dest := range t.Destination {
+		if b >= len(t.Serving) || len(dest) == 0 {
+			break
+		}
+		row := t.Serving[b]
+		if firstCopy(row) == "" {
+			continue
+		}
+		if len(dest) > c {
+			// Reinforced: keep the extra copy until every copy the
+			// destination keeps is alive and caught up.
+			if counts[b] >= want && caughtUpAll(t, row, dest[:c], alive) {
+				t.Destination[b] = slices.Clone(dest[:c])
+				changed = true
+			}
+			continue
+		}
+		if counts[b] >= want || !slices.ContainsFunc(row, func(a string) bool { return a != "" && !alive(a) }) {
+			continue // whole, or short for another reason (holes: the plan fills them)
+		}
+		if slices.ContainsFunc(dest, func(a string) bool { return alive(a) && !slices.Contains(row, a) }) {
+			continue // a new live copy is planned already
+		}
+		if to := p.pick(row, dest); to != "" {
+			t.Destination[b] = append(slices.Clone(dest), to)
+			changed = true
+			added++
+		}
+	}
+	if added > 0 {
+		s.log.Warn("buckets short of copies while a node is away: one more copy each on live nodes", "buckets", added)
+	}
+	return changed
+}
+
+// caughtUpAll reports whether every node of keep holds a copy in row,
+// alive and caught up with the row's master.
+func caughtUpAll(t *route.Table, row, keep []string, alive func(string) bool) bool {
+	for _, a := range keep {
+		if !slices.Contains(row, a) || !alive(a) || a != row[0] && t.IsBehind(row[0], a) {
+			return false
+		}
+	}
+	return true
 }
 
 func pairOf(a, b string) [2]string {

@@ -347,3 +347,75 @@ func TestTwoNodesLostAtOnce(t *testing.T) {
 		t.Errorf("metrics lack %q", want)
 	}
 }
+
+// TestAwayNodeBucketsReinforced: a node away within its handoff window
+// keeps its rows (behind its masters), and each of its buckets gets one
+// more copy on a live node, so the copy count is whole while it is away;
+// once it is back and caught up, the extra copies are dropped and it
+// serves its rows as before, without a move to it.
+func TestAwayNodeBucketsReinforced(t *testing.T) {
+	cfg := testConfig()
+	cfg.HandoffWindow = time.Minute
+	s := startServer(t, cfg)
+	waitLeader(t, s, 5*time.Second)
+	dss, _ := joinFakes(t, s, 4)
+	first := waitTable(t, s, 5*time.Second, func(tb *route.Table) bool { return len(tb.Nodes()) == 4 }, "4 nodes")
+	for _, d := range dss {
+		d.migrate.Store(true)
+	}
+	victim := dss[2]
+	v := victim.hb.Addr
+	var held []int
+	for b, row := range first.Serving {
+		if slices.Contains(row, v) {
+			held = append(held, b)
+		}
+	}
+	victim.stop()
+	var movedTo []string
+	tb := waitTable(t, s, 10*time.Second, func(tb *route.Table) bool {
+		for _, mv := range tb.Migrating {
+			movedTo = append(movedTo, mv.To)
+		}
+		if len(tb.Migrating) > 0 {
+			return false
+		}
+		for _, b := range held {
+			row := tb.Serving[b]
+			if len(row) != 3 || !slices.Contains(row, v) || row[0] == v {
+				return false
+			}
+		}
+		return true
+	}, "every bucket of the away node with two more copies")
+	if slices.Contains(movedTo, v) {
+		t.Fatalf("a move went to the away node")
+	}
+	var st RecoveryStatus
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		if p := s.recovery.Load(); p != nil {
+			st = *p
+		}
+		return st.UnderReplicated == 0
+	}, "copy count not whole while the node is away")
+	t.Logf("table %d: %d buckets reinforced, copy count whole in %v", tb.Version, len(held), st.LastRestore)
+
+	victim.start()
+	tb = waitTable(t, s, 10*time.Second, func(tb *route.Table) bool {
+		if len(tb.Behind) > 0 || len(tb.Migrating) > 0 {
+			return false
+		}
+		for _, row := range tb.Serving {
+			if len(row) != 2 {
+				return false
+			}
+		}
+		for _, b := range held {
+			if !slices.Contains(tb.Serving[b], v) {
+				return false
+			}
+		}
+		return true
+	}, "the extra copies dropped once the node is back")
+	checkBalanced(t, tb, dsAddrs[:4])
+}
