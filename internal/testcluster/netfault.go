@@ -52,10 +52,10 @@ var netSeq atomic.Int64
 // with nftables: each process it attaches is started in a cgroup v2 of
 // its own (Proc.Cgroup), and a partition is a rule in the input and/or
 // output hook that drops the packets whose local socket belongs to that
-// cgroup (`socket cgroupv2`). Loopback traffic is all there is in these
-// tests; the rules match sockets, not addresses, so they touch nothing
-// but the victims' traffic. One nftables table per NetFaults (a unique
-// name), deleted with its cgroups at cleanup.
+// cgroup (`socket cgroupv2`), on the loopback interface only (where
+// these tests' traffic goes): the rules touch nothing but the victims'
+// loopback traffic. One nftables table per NetFaults (a unique name),
+// deleted with its cgroups at cleanup.
 type NetFaults struct {
 	t     testing.TB
 	mount string // the cgroup2 mount point
@@ -220,7 +220,12 @@ var handleRE = regexp.MustCompile(`# handle (\d+)`)
 func (n *NetFaults) addRule(chain, dir string) (string, error) {
 	path := strings.TrimPrefix(filepath.Join(n.rel, filepath.Base(dir)), "/")
 	level := strconv.Itoa(strings.Count(strings.TrimPrefix(dir, n.mount), "/"))
-	out, err := nft("--echo", "--handle", "add", "rule", "inet", n.name, chain,
+	// Loopback only: the tests' traffic, and nothing else of the host.
+	iface := "iifname"
+	if chain == "out" {
+		iface = "oifname"
+	}
+	out, err := nft("--echo", "--handle", "add", "rule", "inet", n.name, chain, iface, `"lo"`,
 		"socket", "cgroupv2", "level", level, strconv.Quote(path), "drop")
 	if err != nil {
 		return "", err
