@@ -63,13 +63,20 @@ type Config struct {
 	// MigrateBatchMax is the ceiling of the adaptive migration batch
 	// (records per message, default 2048).
 	MigrateBatchMax int
-	// MigrateBytesPerSec caps the migration rate (0 = no cap).
+	// MigrateBytesPerSec caps each move's copy rate (0 = no cap).
 	MigrateBytesPerSec int64
+	// MigrateMinBytesPerSec is the floor of the node's adaptive copy
+	// rate (all its outgoing moves together; pace.go): while its clients'
+	// mean latency is above twice MigrateLatencyTarget the rate halves
+	// down to it, below the target it grows up to 16 times it. Default
+	// 16 MiB/s; negative: no pacing.
+	MigrateMinBytesPerSec int64
 	// MigrateLatencyTarget is the mean client latency (from reading a
-	// batch of requests to writing its replies) under which migrations
-	// speed up; above twice it they back off (default 2ms).
+	// batch of proxy requests to writing its replies) under which
+	// migrations speed up; above twice it they back off (default 2ms).
 	MigrateLatencyTarget time.Duration
-	// MigrateParallel is how many buckets this node moves at once (default 2).
+	// MigrateParallel is how many buckets this node moves at once
+	// (default 32; the configserver limits the moves it schedules too).
 	MigrateParallel int
 	// EventLoops is the number of event loops serving connections
 	// (default GOMAXPROCS; processes that run other roles too share the
@@ -87,21 +94,22 @@ type Config struct {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		Listen:               "127.0.0.1:5191",
-		Engine:               "rdb",
-		Sync:                 engines.SyncGroup,
-		HeartbeatInterval:    500 * time.Millisecond,
-		LeaseTimeout:         1500 * time.Millisecond,
-		ReplicationMode:      ReplicationDegraded,
-		ReplicationTimeout:   time.Second,
-		ReplicationBacklog:   256 << 20,
-		ForwardGrace:         5 * time.Second,
-		MigrateBatchMax:      2048,
-		MigrateParallel:      2,
-		MigrateLatencyTarget: 2 * time.Millisecond,
-		MaxKeySize:           1024,
-		MaxValueSize:         1 << 20,
-		ReadFromSlave:        true,
+		Listen:                "127.0.0.1:5191",
+		Engine:                "rdb",
+		Sync:                  engines.SyncGroup,
+		HeartbeatInterval:     500 * time.Millisecond,
+		LeaseTimeout:          1500 * time.Millisecond,
+		ReplicationMode:       ReplicationDegraded,
+		ReplicationTimeout:    time.Second,
+		ReplicationBacklog:    256 << 20,
+		ForwardGrace:          5 * time.Second,
+		MigrateBatchMax:       2048,
+		MigrateParallel:       32,
+		MigrateMinBytesPerSec: 16 << 20,
+		MigrateLatencyTarget:  2 * time.Millisecond,
+		MaxKeySize:            1024,
+		MaxValueSize:          1 << 20,
+		ReadFromSlave:         true,
 	}
 }
 
@@ -137,6 +145,9 @@ func (c *Config) Adjust() {
 	}
 	if c.MigrateBatchMax <= 0 {
 		c.MigrateBatchMax = d.MigrateBatchMax
+	}
+	if c.MigrateMinBytesPerSec == 0 {
+		c.MigrateMinBytesPerSec = d.MigrateMinBytesPerSec
 	}
 	if c.MigrateLatencyTarget <= 0 {
 		c.MigrateLatencyTarget = d.MigrateLatencyTarget

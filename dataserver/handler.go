@@ -48,6 +48,9 @@ type batchOut struct {
 	ps    []pending
 	quit  bool
 	start time.Time // when the batch was read (client latency, for migrations' pacing)
+	// client: a batch of proxy requests (what clientLatency measures;
+	// not replication or migration batches, nor admin commands).
+	client bool
 }
 
 // dsRequestLimits: dataservers take what proxies and peers send
@@ -88,6 +91,7 @@ func (s *Server) runBatch(cmds []resp.Command, owned bool, peer net.Addr) *batch
 		b.ps = make([]pending, len(cmds))
 	}
 	b.out, b.quit, b.start = b.out[:0], false, time.Now()
+	b.client = len(cmds) > 0 && isEnvelope(cmds[0].Args[0])
 	if s.closing.Load() {
 		// Not run: NOTMASTER makes proxies retry elsewhere once the
 		// table names another master.

@@ -32,9 +32,16 @@ func (s *Server) heartbeatLoop(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	var inflight, failures atomic.Int32
+	// deferred: a kick found 3 heartbeats in flight; the first to end
+	// sends one more (a move's Done must not wait for the next tick).
+	var deferred atomic.Bool
 	var last time.Time
 	send := func() {
-		if inflight.Load() >= 3 || time.Since(last) < 20*time.Millisecond {
+		if inflight.Load() >= 3 {
+			deferred.Store(true)
+			return
+		}
+		if time.Since(last) < 20*time.Millisecond {
 			return
 		}
 		last = time.Now()
@@ -42,7 +49,12 @@ func (s *Server) heartbeatLoop(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer inflight.Add(-1)
+			defer func() {
+				inflight.Add(-1)
+				if deferred.Swap(false) {
+					s.kickHeartbeat()
+				}
+			}()
 			if err := s.heartbeat(ctx); err != nil {
 				if n := failures.Add(1); (n == 1 || n%20 == 0) && ctx.Err() == nil {
 					s.log.Warn("heartbeat failed", "err", err, "failures", n)
@@ -103,7 +115,7 @@ func (s *Server) heartbeat(ctx context.Context) error {
 	// An answer later than the lease is of no use.
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.LeaseTimeout)
 	defer cancel()
-	reply, err := s.cs.Heartbeat(ctx, hb)
+	reply, err := s.cs.HeartbeatLazy(ctx, hb)
 	s.m.heartbeats.WithLabelValues(okLabel(err)).Inc()
 	if err != nil {
 		// No configserver leads (every address refuses connections or
@@ -122,8 +134,8 @@ func (s *Server) heartbeat(ctx context.Context) error {
 		return err
 	}
 	s.csDown.Store(false)
-	if reply.Table != nil && reply.Table.Version > s.TableVersion() {
-		s.applyTable(reply.Table)
+	if reply.Table != nil {
+		s.applyLazyTable(reply.Table)
 	}
 	s.applyHooks(reply.Hooks)
 	s.applyAreas(reply.Areas)
@@ -233,12 +245,14 @@ func (s *Server) applyTable(t *route.Table) {
 		s.log.Error("ignoring a bad table", "version", t.Version, "err", err)
 		return
 	}
+	waited := time.Now()
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	old := s.Table()
 	if old != nil && t.Version <= old.Version {
 		return
 	}
+	began := time.Now()
 	if bs := s.buckets(); bs == nil {
 		bs = make([]*bucket, t.Buckets)
 		for i := range bs {
@@ -306,8 +320,8 @@ func (s *Server) applyTable(t *route.Table) {
 				bk.handedOff.Store(true)
 			}
 			if m := bk.mig; m != nil {
-				for completed && m.st.pending() > 0 && !m.st.unreachable.Load() && time.Now().Before(drainBy) {
-					time.Sleep(time.Millisecond)
+				if completed {
+					m.st.waitDrained(drainBy, nil)
 				}
 				bk.mig = nil
 				bk.frozen.Store(false)
@@ -359,9 +373,7 @@ func (s *Server) applyTable(t *route.Table) {
 				held = append(held, bk)
 			}
 			for _, st := range leaving {
-				for st.pendingFor(b) && !st.unreachable.Load() && time.Now().Before(deadline) {
-					time.Sleep(time.Millisecond)
-				}
+				st.waitUntil(func() bool { return !st.pendingFor(b) }, deadline, nil)
 			}
 		}
 	}
@@ -371,6 +383,12 @@ func (s *Server) applyTable(t *route.Table) {
 	}
 	s.closeUnusedStreams(rt)
 	s.resyncDiverged(t)
+	if d := time.Since(began); d > 250*time.Millisecond {
+		// It runs on the heartbeat goroutine too: a slow apply holds up
+		// the lease's renewal.
+		s.log.Warn("table apply was slow", "version", t.Version, "took", d,
+			"waited_for_previous", began.Sub(waited), "held_buckets", len(held))
+	}
 	s.log.Info("table applied", "version", t.Version, "masters", len(bucketsOf(t, me, true)),
 		"slaves", len(bucketsOf(t, me, false)), "migrating", len(t.Migrating))
 	s.reconcileMigrations(t)
@@ -489,15 +507,34 @@ func (s *Server) closeUnusedStreams(rt *routing) {
 	}
 }
 
+// applyLazyTable decodes and applies a table a configserver sent, unless
+// a table of its version or a newer one is applied already (both the
+// table long poll and the heartbeats' replies bring each version). A
+// heartbeat renews the lease only once its reply's table is applied,
+// so it does not skip a version that is still being applied.
+func (s *Server) applyLazyTable(lt *wire.LazyTable) {
+	if v, ok := lt.Version(); ok && v <= s.TableVersion() {
+		return
+	}
+	t, err := lt.Decode()
+	if err != nil {
+		s.log.Error("ignoring a table that does not decode", "err", err)
+		return
+	}
+	if t.Version > s.TableVersion() {
+		s.applyTable(t)
+	}
+}
+
 // tableLoop long-polls the configservers for a newer table, so a switch
 // (a finished move, a failover) is applied at once rather than at the next
 // heartbeat. It does not renew the lease: only heartbeats do.
 func (s *Server) tableLoop(ctx context.Context) {
 	for ctx.Err() == nil {
-		t, err := s.cs.Table(ctx, s.TableVersion(), 5*time.Second)
+		t, err := s.cs.TableLazy(ctx, s.TableVersion(), 5*time.Second)
 		switch {
-		case err == nil && t != nil && t.Version > s.TableVersion():
-			s.applyTable(t)
+		case err == nil && t != nil:
+			s.applyLazyTable(t)
 		case err != nil && !errors.Is(err, wire.ErrNotModified):
 			select {
 			case <-ctx.Done():

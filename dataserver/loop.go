@@ -255,7 +255,9 @@ func (s *Server) appendReplies(dst []byte, b *batchOut) []byte {
 			dst = append(dst, b.out[p.start:p.end]...)
 		}
 	}
-	s.observeClientLatency(time.Since(b.start))
+	if b.client {
+		s.observeClientLatency(time.Since(b.start))
+	}
 	if cap(b.out) <= 64<<10 && cap(b.ps) <= 4096 {
 		batchPool.Put(b)
 	}

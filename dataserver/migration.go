@@ -184,33 +184,39 @@ func (m *migration) attempt() error {
 	st := s.newStream(m.move.To, true, "")
 
 	// 1. Snapshot and attach, atomically with respect to the bucket's writes.
+	s.bulkMu.Lock()
 	bk.mu.Lock()
 	t := s.Table()
 	if t == nil || !holds(t, b, s.addr) {
 		bk.mu.Unlock()
+		s.bulkMu.Unlock()
 		go st.close(0)
 		return fmt.Errorf("this node holds no copy of bucket %d", b)
 	}
-	err := s.pushSnapshotLocked(st, b, "migration")
-	n := int64(st.lastSeq()) - 1 // records after the begin item
+	recs, err := s.pushSnapshotLocked(st, b, "migration")
+	n := int64(recs)
 	if err != nil {
 		bk.mu.Unlock()
+		s.bulkMu.Unlock()
 		go st.close(0)
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	m.st, m.synced = st, false
 	bk.mig = m
 	bk.mu.Unlock()
+	s.bulkMu.Unlock()
 	m.log.Info("migration started", "records", n)
+	snapped := time.Now()
 
 	// 2. Drain while writes go on.
-	for st.pending() > 64 {
-		if err := m.check(st); err != nil {
-			return err
-		}
-		m.keys.Store(max(0, n-int64(st.pending())))
-		time.Sleep(10 * time.Millisecond)
+	if err := m.await(st, func() bool {
+		acked := st.recsAcked.Load()
+		m.keys.Store(acked)
+		return acked >= n && st.pending() <= 64
+	}, time.Time{}, false); err != nil {
+		return err
 	}
+	drained := time.Now()
 
 	// 3. Final freeze: drain the rest, then make the destination synchronous.
 	if !t.IsMaster(b, s.addr) {
@@ -220,32 +226,30 @@ func (m *migration) attempt() error {
 		m.synced = true
 		mark := st.lastSeq()
 		bk.mu.Unlock()
-		for st.ackedSeq() < mark {
-			if err := m.check(st); err != nil {
-				return err
-			}
-			time.Sleep(time.Millisecond)
+		if err := m.await(st, func() bool { return st.ackedSeq() >= mark }, time.Time{}, false); err != nil {
+			return err
 		}
-		return m.inSync(st, n, start)
+		return m.inSync(st, n, start, snapped, drained)
 	}
 	for {
 		bk.frozen.Store(true)
 		bk.mu.Lock() // barrier: writes that passed the frozen check are queued
 		bk.mu.Unlock()
-		deadline := time.Now().Add(2 * time.Second)
-		for (st.pending() > 0 || m.slavesPending()) && time.Now().Before(deadline) {
-			if err := m.check(st); err != nil {
-				bk.frozen.Store(false)
-				return err
-			}
-			time.Sleep(time.Millisecond)
-		}
-		if st.pending() == 0 && !m.slavesPending() {
+		err := m.await(st, func() bool { return st.pending() == 0 && !m.slavesPending() },
+			time.Now().Add(2*time.Second), true)
+		if err == nil {
 			break
 		}
-		// Too slow: let writes through again and retry.
 		bk.frozen.Store(false)
-		time.Sleep(50 * time.Millisecond)
+		if err != errAwaitTimeout {
+			return err
+		}
+		// Too slow: let writes through again and retry.
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-m.stop:
+			return errMigrationStopped
+		}
 	}
 	// The bucket stays frozen until the table switches (applyTable
 	// unfreezes it): a write this master applied after reporting Done
@@ -256,7 +260,72 @@ func (m *migration) attempt() error {
 	bk.mu.Lock()
 	m.synced = true
 	bk.mu.Unlock()
-	return m.inSync(st, n, start)
+	return m.inSync(st, n, start, snapped, drained)
+}
+
+var errAwaitTimeout = errors.New("migration: timed out")
+
+// awaitRecheck is how often await checks the attempt (check) besides
+// the acknowledgements it wakes on: a destination that restarted, a
+// passed-on write it did not apply.
+const awaitRecheck = 20 * time.Millisecond
+
+// await waits until done reports true, waking on each acknowledgement
+// of st (with slaves, of the bucket's replication streams too, for
+// slavesPending) rather than polling. It fails with check's error, or
+// with errAwaitTimeout at deadline (zero: none).
+func (m *migration) await(st *stream, done func() bool, deadline time.Time, slaves bool) error {
+	recheck := time.NewTicker(awaitRecheck)
+	defer recheck.Stop()
+	var timeout <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		// The signals are taken before the condition is read: an
+		// acknowledgement in between closes them.
+		ch := st.progress()
+		var sl [3]<-chan struct{}
+		poll := false
+		if slaves {
+			if rt := m.s.rt.Load(); rt != nil && int(m.move.Bucket) < len(rt.slaves) {
+				for i, x := range rt.slaves[m.move.Bucket] {
+					if i == len(sl) {
+						poll = true // more slaves than this waits on: poll
+						break
+					}
+					sl[i] = x.progress()
+				}
+			}
+		}
+		if err := m.check(st); err != nil {
+			return err
+		}
+		if done() {
+			return nil
+		}
+		var soon <-chan time.Time
+		if poll {
+			soon = time.After(time.Millisecond)
+		}
+		select {
+		case <-ch:
+		case <-sl[0]:
+		case <-sl[1]:
+		case <-sl[2]:
+		case <-soon:
+		case <-recheck.C:
+		case <-m.stop:
+			return errMigrationStopped
+		case <-timeout:
+			if done() {
+				return nil
+			}
+			return errAwaitTimeout
+		}
+	}
 }
 
 // slavesPending reports whether a reachable slave of the moving bucket
@@ -281,27 +350,39 @@ func (m *migration) slavesPending() bool {
 
 // inSync reports Done and keeps the destination in sync until the table
 // switches or the move is cancelled.
-func (m *migration) inSync(st *stream, n int64, start time.Time) error {
+func (m *migration) inSync(st *stream, n int64, start, snapped, drained time.Time) error {
 	s := m.s
 	m.keys.Store(n)
 	m.failed.Store(nil)
 	m.reportedDone = true
 	m.done.Store(true)
 	s.kickHeartbeat()
-	m.log.Info("migration copied, waiting for the table switch", "records", n, "took", time.Since(start))
+	now := time.Now()
+	m.log.Info("migration copied, waiting for the table switch", "records", n, "took", now.Sub(start),
+		"snapshot", snapped.Sub(start), "copy", drained.Sub(snapped), "final", now.Sub(drained))
 
 	// 4. Stay in sync until the table switches (or the move is cancelled).
 	bk := s.bucket(m.move.Bucket)
-	thaw := time.Now().Add(2 * time.Second)
+	thaw := time.NewTimer(2 * time.Second)
+	defer thaw.Stop()
+	recheck := time.NewTicker(awaitRecheck)
+	defer recheck.Stop()
+	thawed := false
 	for {
 		if err := m.check(st); err != nil {
 			return err
 		}
-		if bk.frozen.Load() && time.Now().After(thaw) {
+		if thawed && bk.frozen.Load() {
 			m.log.Warn("the table switch is slow: writes go on, synchronously to the destination")
 			bk.frozen.Store(false)
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-m.stop:
+			return errMigrationStopped
+		case <-thaw.C:
+			thawed = true
+		case <-recheck.C:
+		}
 	}
 }
 

@@ -7,13 +7,17 @@ import (
 	"github.com/tairkv/tair/engines"
 )
 
-// Migrated records travel as one bulk string each:
+// Migrated records travel many to a bulk string (an item of kind
+// kindRecords, a chunk), each with its length in front:
 //
+//	chunk  := (len:uvarint record)*
 //	record := area:u16 key:bytes entry prefixCount:uvarint (skey:bytes entry)*
 //	entry  := type:u8 flags:u8 version:varint expireAt:varint tflags:uvarint value:bytes
 //	bytes  := len:uvarint data
 //
-// flags bit 0 = hidden, bit 1 = value is an encoded Object.
+// flags bit 0 = hidden, bit 1 = value is an encoded Object. (Items of
+// kind kindRecord, one record a bulk string without the length, are
+// still understood.)
 
 var errBadRecord = errors.New("dataserver: malformed migration record")
 
@@ -59,9 +63,65 @@ func appendEntry(b []byte, e *engines.Entry) ([]byte, error) {
 	return appendBytes(b, v), nil
 }
 
+// chunkBytes is about the size of one chunk of migrated records: small
+// enough that a chunk is cheap to hold and apply under its bucket's lock,
+// large enough that the per-item costs (sequence numbers, acks, locks)
+// are spread over hundreds of small records.
+const chunkBytes = 32 << 10
+
+// appendChunkRecord appends r to chunk (see above).
+func appendChunkRecord(chunk []byte, r *engines.Record) ([]byte, error) {
+	// The length goes in front; records are small, so reserve one byte
+	// for it and move the record when its length needs more.
+	at := len(chunk)
+	chunk = append(chunk, 0)
+	chunk, err := encodeRecord(chunk, r)
+	if err != nil {
+		return nil, err
+	}
+	n := len(chunk) - at - 1
+	if n < 0x80 {
+		chunk[at] = byte(n)
+		return chunk, nil
+	}
+	var hdr [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(hdr[:], uint64(n))
+	chunk = append(chunk, hdr[:k-1]...)
+	copy(chunk[at+k:], chunk[at+1:at+1+n])
+	copy(chunk[at:], hdr[:k])
+	return chunk, nil
+}
+
+// chunkReader reads the records of a chunk one by one.
+type chunkReader struct {
+	b   []byte
+	rec engines.Record
+}
+
+// next decodes the next record into a Record reused from call to call,
+// whose keys and plain values alias the chunk (Restore copies what it
+// keeps); it returns nil at the end.
+func (c *chunkReader) next() (*engines.Record, error) {
+	if len(c.b) == 0 {
+		return nil, nil
+	}
+	n, k := binary.Uvarint(c.b)
+	if k <= 0 || uint64(len(c.b)-k) < n {
+		return nil, errBadRecord
+	}
+	b := c.b[k : k+int(n)]
+	c.b = c.b[k+int(n):]
+	if err := decodeRecordInto(b, &c.rec, true); err != nil {
+		return nil, err
+	}
+	return &c.rec, nil
+}
+
 type recReader struct {
 	b   []byte
 	err error
+	// alias: byte strings alias b instead of being copied.
+	alias bool
 }
 
 func (r *recReader) bytes() []byte {
@@ -70,8 +130,11 @@ func (r *recReader) bytes() []byte {
 		r.err = errBadRecord
 		return nil
 	}
-	v := r.b[k : k+int(n)]
+	v := r.b[k : k+int(n) : k+int(n)]
 	r.b = r.b[k+int(n):]
+	if r.alias {
+		return v
+	}
 	return append([]byte(nil), v...)
 }
 
@@ -112,6 +175,9 @@ func (r *recReader) entry() engines.Entry {
 		return e
 	}
 	if flags&2 != 0 {
+		if r.alias {
+			v = append([]byte(nil), v...) // an Object may keep its bytes
+		}
 		o, err := engines.DecodeObject(e.Type, v)
 		if err != nil {
 			r.err = err
@@ -125,21 +191,38 @@ func (r *recReader) entry() engines.Entry {
 }
 
 func decodeRecord(b []byte) (*engines.Record, error) {
-	if len(b) < 2 {
-		return nil, errBadRecord
+	rec := &engines.Record{}
+	if err := decodeRecordInto(b, rec, false); err != nil {
+		return nil, err
 	}
-	r := &recReader{b: b[2:]}
-	rec := &engines.Record{Area: binary.BigEndian.Uint16(b)}
+	return rec, nil
+}
+
+// decodeRecordInto decodes b into rec, reusing rec's Prefix array; with
+// alias, keys and plain values alias b.
+func decodeRecordInto(b []byte, rec *engines.Record, alias bool) error {
+	if len(b) < 2 {
+		return errBadRecord
+	}
+	r := &recReader{b: b[2:], alias: alias}
+	prefix := rec.Prefix[:0]
+	*rec = engines.Record{Area: binary.BigEndian.Uint16(b)}
 	rec.Key = r.bytes()
 	rec.Entry = r.entry()
 	n := r.uvarint()
+	if n > uint64(len(r.b)) { // every skey takes a byte at least
+		return errBadRecord
+	}
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		kv := engines.KV{Key: r.bytes()}
 		kv.Entry = r.entry()
-		rec.Prefix = append(rec.Prefix, kv)
+		prefix = append(prefix, kv)
 	}
 	if r.err != nil {
-		return nil, r.err
+		return r.err
 	}
-	return rec, nil
+	if n > 0 {
+		rec.Prefix = prefix
+	}
+	return nil
 }

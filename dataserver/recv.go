@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tairkv/tair/internal/route"
@@ -14,11 +15,17 @@ import (
 type recvState struct {
 	mu   sync.Mutex
 	last uint64
-	used time.Time
+	// used is when a batch or hello of the session last came (unix ns;
+	// atomic, so that forgetting idle sessions waits for no batch).
+	used atomic.Int64
 	// dead: a newer session of the same sender replaced this one; what
 	// is still in flight of it is refused.
 	dead bool
 }
+
+// recvIdle is how long a session may be idle before it is forgotten
+// (its sender is gone).
+const recvIdle = 30 * time.Minute
 
 func (s *Server) recvStateFor(session string) *recvState {
 	s.mu.Lock()
@@ -27,13 +34,14 @@ func (s *Server) recvStateFor(session string) *recvState {
 	if rs == nil {
 		rs = &recvState{}
 		s.mu.recv[session] = rs
-		// Forget sessions idle for long (their senders are gone).
-		for k, v := range s.mu.recv {
-			v.mu.Lock()
-			old := !v.used.IsZero() && time.Since(v.used) > 30*time.Minute
-			v.mu.Unlock()
-			if old {
-				delete(s.mu.recv, k)
+		// Forget sessions idle for long, looking at most once a minute:
+		// every move is a new session.
+		if now := time.Now(); now.Sub(s.mu.recvSwept) > time.Minute {
+			s.mu.recvSwept = now
+			for k, v := range s.mu.recv {
+				if u := v.used.Load(); u != 0 && now.Sub(time.Unix(0, u)) > recvIdle {
+					delete(s.mu.recv, k)
+				}
 			}
 		}
 	}
@@ -62,7 +70,7 @@ func (s *Server) replHello(out []byte, args [][]byte) []byte {
 	if rs.last < acked {
 		rs.last = acked
 	}
-	rs.used = time.Now()
+	rs.used.Store(time.Now().UnixNano())
 	rs.mu.Unlock()
 	return resp.AppendInt(out, int64(last))
 }
@@ -150,7 +158,7 @@ func parseItem(args [][]byte, i int) (item, int, bool) {
 	i += 4
 	switch it.kind {
 	case kindBegin:
-	case kindRecord:
+	case kindRecord, kindRecords:
 		if i >= len(args) {
 			return it, 0, false
 		}
@@ -198,7 +206,7 @@ func (s *Server) replApply(out []byte, args [][]byte) []byte {
 	rs := s.recvStateFor(session)
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	rs.used = time.Now()
+	rs.used.Store(time.Now().UnixNano())
 	if rs.dead {
 		return resp.AppendError(out, "ERR replication session superseded")
 	}
@@ -237,7 +245,14 @@ func (s *Server) replApply(out []byte, args [][]byte) []byte {
 		var e *entry
 		var mig *migration
 		var applied bool
+		bulk := it.kind != kindCmds // a copy's records (or its start): one at a time (Server.bulkMu)
+		if bulk {
+			s.bulkMu.Lock()
+		}
 		scratch, e, mig, applied = s.applyItem(it, from, session, ver, scratch)
+		if bulk {
+			s.bulkMu.Unlock()
+		}
 		if !applied {
 			refused = append(refused, strconv.FormatUint(it.seq, 10))
 			s.m.replRefused.Inc()
@@ -332,6 +347,24 @@ func (s *Server) applyItem(it item, from, session string, ver uint64, scratch []
 		if err != nil {
 			s.m.replApplyErrors.Inc()
 			s.log.Error("restoring a migrated record", "bucket", it.bucket, "err", err)
+		}
+	case kindRecords:
+		cr := chunkReader{b: it.record}
+		for {
+			rec, err := cr.next()
+			if err == nil && rec == nil {
+				break
+			}
+			if err == nil {
+				err = s.eng.Restore(it.bucket, rec)
+			}
+			if err != nil {
+				s.m.replApplyErrors.Inc()
+				s.log.Error("restoring a migrated record", "bucket", it.bucket, "err", err)
+				if rec == nil {
+					break // a malformed chunk: the rest cannot be read
+				}
+			}
 		}
 	case kindCmds:
 		x := s.x.Load()

@@ -51,10 +51,11 @@ func (s *Server) resyncDiverged(t *route.Table) {
 			continue
 		}
 		if t.IsMaster(bk.id, s.addr) {
+			s.bulkMu.Lock()
 			bk.mu.Lock()
 			if rt.t.IsMaster(bk.id, s.addr) && bk.diverged.Load() {
 				for _, st := range rt.slaves[bk.id] {
-					if err := s.pushSnapshotLocked(st, bk.id, "resync_master"); err != nil {
+					if _, err := s.pushSnapshotLocked(st, bk.id, "resync_master"); err != nil {
 						s.log.Error("resyncing a slave", "slave", st.to, "bucket", bk.id, "err", err)
 					}
 				}
@@ -62,6 +63,7 @@ func (s *Server) resyncDiverged(t *route.Table) {
 				s.log.Info("sent slaves a full copy of a diverged bucket", "bucket", bk.id)
 			}
 			bk.mu.Unlock()
+			s.bulkMu.Unlock()
 			continue
 		}
 		if !t.IsSlave(bk.id, s.addr) || !bk.resyncing.CompareAndSwap(false, true) {
@@ -117,6 +119,8 @@ func (s *Server) resyncRequest(out []byte, args [][]byte) []byte {
 	}
 	b, slave := uint32(b64), string(args[2])
 	bk := s.bucket(b)
+	s.bulkMu.Lock()
+	defer s.bulkMu.Unlock()
 	bk.mu.Lock()
 	defer bk.mu.Unlock()
 	rt = s.rt.Load()
@@ -131,31 +135,56 @@ func (s *Server) resyncRequest(out []byte, args [][]byte) []byte {
 	if st == nil {
 		return resp.AppendErr(out, errNotMaster(b, rt.t.Version))
 	}
-	if err := s.pushSnapshotLocked(st, b, "resync"); err != nil {
+	if _, err := s.pushSnapshotLocked(st, b, "resync"); err != nil {
 		return resp.AppendErr(out, err)
 	}
 	s.log.Info("resyncing a slave copy", "bucket", b, "slave", slave)
 	return resp.AppendOK(out)
 }
 
-// pushSnapshotLocked appends "begin" and every record of bucket b to st;
-// the bucket's lock is held. The copy is counted under reason
-// (tair_dataserver_full_copies_total).
-func (s *Server) pushSnapshotLocked(st *stream, b uint32, reason string) error {
+// pushSnapshotLocked appends "begin" and every record of bucket b to st,
+// in chunks of about chunkBytes (kindRecords items), and returns the
+// number of records; s.bulkMu and the bucket's lock are held. The copy is counted
+// under reason (tair_dataserver_full_copies_total).
+func (s *Server) pushSnapshotLocked(st *stream, b uint32, reason string) (int, error) {
 	st.push(b, 0, kindBegin, payload{})
-	var buf []byte
-	n := 0
+	n, inChunk := 0, 0
 	defer func() { s.m.fullCopy(reason, n) }()
-	return s.eng.ForEach(b, func(r *engines.Record) error {
-		rec, err := encodeRecord(buf[:0], r)
-		if err != nil {
+	// A chunk is encoded in place as a bulk string: a header with room
+	// for any length, then the records; the header is written at the end
+	// and the bytes before it are skipped.
+	const room = 16
+	newChunk := func() []byte { return make([]byte, room, room+chunkBytes+chunkBytes/8) }
+	chunk := newChunk()
+	flush := func() {
+		if inChunk == 0 {
+			return
+		}
+		var hb [room]byte
+		h := append(strconv.AppendInt(append(hb[:0], '$'), int64(len(chunk)-room), 10), '\r', '\n')
+		start := room - len(h)
+		copy(chunk[start:], h)
+		chunk = append(chunk, '\r', '\n')
+		st.push(b, 0, kindRecords, payload{data: chunk[start:], nargs: 1, recs: inChunk})
+		chunk, inChunk = newChunk(), 0
+	}
+	err := s.eng.ForEach(b, func(r *engines.Record) error {
+		var err error
+		if chunk, err = appendChunkRecord(chunk, r); err != nil {
 			return err
 		}
-		buf = rec
-		st.push(b, r.Area, kindRecord, payload{data: resp.AppendBulk(nil, rec), nargs: 1})
 		n++
+		inChunk++
+		if len(chunk)-room >= chunkBytes {
+			flush()
+		}
 		return nil
 	})
+	if err != nil {
+		return n, err
+	}
+	flush()
+	return n, nil
 }
 
 // replaceStream replaces a replication stream that gave up its slave (too
@@ -192,9 +221,11 @@ func (s *Server) replaceStream(old *stream) {
 	s.rt.Store(nrt)
 	for _, b := range buckets {
 		bk := s.bucket(b)
+		s.bulkMu.Lock()
 		bk.mu.Lock()
-		err := s.pushSnapshotLocked(st, b, "replace_stream")
+		_, err := s.pushSnapshotLocked(st, b, "replace_stream")
 		bk.mu.Unlock()
+		s.bulkMu.Unlock()
 		if err != nil {
 			s.log.Error("resyncing a slave", "slave", st.to, "bucket", b, "err", err)
 		}

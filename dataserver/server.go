@@ -126,14 +126,26 @@ type Server struct {
 		retired map[string]string    // node -> session of its last closed replication stream
 		started bool
 		closed  bool
+		// recvSwept: when recv was last swept of idle sessions.
+		recvSwept time.Time
 	}
 	// loadN/loadAt: the request count at the last heartbeat (guarded by mu).
 	loadN   float64
 	loadAt  time.Time
 	applyMu sync.Mutex // serialises table applies
-	migSem  chan struct{}
-	pool    connPool
-	m       *metrics
+	// bulkMu serialises the bulk work of bucket copies: taking a
+	// bucket's snapshot (pushSnapshotLocked) and restoring a received one
+	// (snapshot items). Each is short, but dozens of moves run at once
+	// and Go's scheduler has no priorities: dozens of goroutines copying
+	// at once kept the event loops, the replication appliers and the
+	// heartbeats waiting for a processor for up to seconds (leases
+	// lapsed, slaves were judged unreachable). One at a time copies as
+	// fast on a busy machine. Taken before a bucket's lock.
+	bulkMu sync.Mutex
+	migSem chan struct{}
+	pace   *pacer // the outgoing copies' rate (pace.go)
+	pool   connPool
+	m      *metrics
 }
 
 // routing is the published table with what requests need from it.
@@ -223,6 +235,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		epoch:       time.Now(),
 		hbKick:      make(chan struct{}, 1),
 		migSem:      make(chan struct{}, cfg.MigrateParallel),
+		pace:        newPacer(cfg.MigrateMinBytesPerSec, cfg.MigrateLatencyTarget),
 	}
 	s.mu.streams = map[string]*stream{}
 	s.mu.migs = map[uint32]*migration{}

@@ -39,7 +39,9 @@ import (
 // where an item is <seq> <bucket> <area> <kind> <payload...>:
 //
 //	C <ncmds> (<nargs> <arg>...)...   commands to replay (exec with replica=true)
-//	R <record>                        a migrated record to Restore (encodeRecord)
+//	S <chunk>                         migrated records to Restore (record.go; <area> is 0,
+//	                                  each record carries its own)
+//	R <record>                        one migrated record (encodeRecord; no longer sent)
 //	B                                 migration begins: drop any partial copy of the bucket
 //
 // The receiver refuses an item when, in its table, <from> is neither the
@@ -48,10 +50,14 @@ import (
 // retries shortly, the receiver fetches the new table meanwhile).
 
 const (
-	kindCmds   = 'C'
-	kindRecord = 'R'
-	kindBegin  = 'B'
+	kindCmds    = 'C'
+	kindRecords = 'S'
+	kindRecord  = 'R'
+	kindBegin   = 'B'
 )
+
+// snapshotKind reports whether items of kind k carry a bucket's copy.
+func snapshotKind(k byte) bool { return k == kindRecords || k == kindRecord }
 
 var (
 	errRefused = errors.New("replication refused: the slave does not take this node as the bucket's master")
@@ -65,6 +71,7 @@ type entry struct {
 	hdr     []byte // encoded <seq> <bucket> <area> <kind>
 	payload []byte // encoded payload bulk strings, shared between streams
 	nargs   int    // bulk strings in hdr+payload
+	recs    int    // records of a snapshot chunk
 	kind    byte
 	bucket  uint32
 	at      time.Time
@@ -76,6 +83,7 @@ type entry struct {
 type payload struct {
 	data  []byte
 	nargs int
+	recs  int // records in a snapshot chunk
 }
 
 // cmdsPayload encodes propagated commands (kind C). It copies the bytes, so
@@ -128,6 +136,9 @@ type stream struct {
 		acked    uint64 // highest seq acknowledged
 		lost     error
 		stopping bool
+		// progress is closed (and replaced) when items are
+		// acknowledged, the stream gives up or stops (progressed).
+		progress chan struct{}
 	}
 	kick    chan struct{}
 	stop    chan struct{}
@@ -146,9 +157,12 @@ type stream struct {
 	// restarted): a migration must start over.
 	receiverLost atomic.Bool
 	sentBytes    atomic.Int64
-	batchMax     atomic.Int64
-	pause        atomic.Int64 // ns between migration batches (adapt)
-	lastRTT      atomic.Int64
+	// recsAcked counts the snapshot records the receiver acknowledged.
+	recsAcked atomic.Int64
+	// batchMax bounds a batch: records for a migration stream (adapt),
+	// items otherwise.
+	batchMax atomic.Int64
+	lastRTT  atomic.Int64
 }
 
 // newStream starts a stream to node to; supersedes names an earlier
@@ -166,9 +180,10 @@ func (s *Server) newStream(to string, mig bool, supersedes string) *stream {
 		stopped: make(chan struct{}),
 		down:    make(chan struct{}),
 	}
+	st.mu.progress = make(chan struct{})
 	st.batchMax.Store(512)
 	if mig {
-		st.batchMax.Store(64)
+		st.batchMax.Store(int64(min(512, s.cfg.MigrateBatchMax)))
 	}
 	s.wg.Add(1)
 	go func() {
@@ -182,7 +197,7 @@ func (s *Server) newStream(to string, mig bool, supersedes string) *stream {
 // entry, whose done channel closes when the receiver applied it (err nil)
 // or refused it.
 func (st *stream) push(bucket uint32, area uint16, kind byte, p payload) *entry {
-	e := &entry{payload: p.data, nargs: 4 + p.nargs, kind: kind, bucket: bucket, at: time.Now(), done: make(chan struct{})}
+	e := &entry{payload: p.data, nargs: 4 + p.nargs, recs: p.recs, kind: kind, bucket: bucket, at: time.Now(), done: make(chan struct{})}
 	st.mu.Lock()
 	if st.mu.lost != nil || st.mu.stopping {
 		e.err = st.mu.lost
@@ -228,9 +243,25 @@ func (st *stream) giveUpLocked(err error) {
 	}
 	st.mu.q = nil
 	st.mu.bytes, st.mu.cmdBytes = 0, 0
+	st.progressedLocked()
 	st.setUnreachable(true)
 	// A new stream with a full copy of the slave's buckets takes over.
 	go st.s.replaceStream(st)
+}
+
+// progressedLocked wakes the waiters of progress (st.mu held).
+func (st *stream) progressedLocked() {
+	close(st.mu.progress)
+	st.mu.progress = make(chan struct{})
+}
+
+// progress returns a channel closed when items are next acknowledged (or
+// the stream gives up or stops). Take it before checking what to wait
+// for, so that no acknowledgement is missed in between.
+func (st *stream) progress() <-chan struct{} {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.mu.progress
 }
 
 // lastSeq is the sequence number of the last item pushed.
@@ -284,10 +315,7 @@ func (st *stream) close(drain time.Duration) {
 	}
 	st.mu.stopping = true
 	st.mu.Unlock()
-	deadline := time.Now().Add(drain)
-	for time.Now().Before(deadline) && st.pending() > 0 && !st.unreachable.Load() {
-		time.Sleep(5 * time.Millisecond)
-	}
+	st.waitDrained(time.Now().Add(drain), nil)
 	close(st.stop)
 	<-st.stopped
 	st.mu.Lock()
@@ -296,7 +324,49 @@ func (st *stream) close(drain time.Duration) {
 		close(e.done)
 	}
 	st.mu.q = nil
+	st.progressedLocked()
 	st.mu.Unlock()
+}
+
+// waitDrained waits until every item pushed is acknowledged, the
+// receiver is unreachable, deadline passes or stop closes; it reports
+// whether the stream drained.
+func (st *stream) waitDrained(deadline time.Time, stop <-chan struct{}) bool {
+	return st.waitUntil(func() bool { return st.pending() == 0 }, deadline, stop)
+}
+
+// waitUntil waits, waking on acknowledgements, until done reports true
+// (then it returns true), the receiver is unreachable, deadline passes
+// or stop closes.
+func (st *stream) waitUntil(done func() bool, deadline time.Time, stop <-chan struct{}) bool {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		ch := st.progress()
+		if done() {
+			return true
+		}
+		d := time.Until(deadline)
+		if d <= 0 || st.unreachable.Load() {
+			return false
+		}
+		if timer == nil {
+			timer = time.NewTimer(d)
+		}
+		select {
+		case <-ch:
+		case <-st.downSignal():
+			return false
+		case <-timer.C:
+			return false
+		case <-stop:
+			return false
+		}
+	}
 }
 
 var errStale = errors.New("receiver's table is older, or it saw a gap")
@@ -410,6 +480,7 @@ type inflight struct {
 	last uint64
 	at   time.Time
 	size int
+	recs int // snapshot records in the batch
 }
 
 // runConn streams over one connection with several batches in flight; a
@@ -443,7 +514,7 @@ func (st *stream) runConn(c *peerConn) error {
 			rtt := time.Since(f.at)
 			st.lastRTT.Store(int64(rtt))
 			if st.mig {
-				st.adapt(rtt)
+				st.adapt(rtt, f.recs)
 			}
 			if stale || last < f.last {
 				errc <- errStale
@@ -479,21 +550,32 @@ func (st *stream) runConn(c *peerConn) error {
 			}
 		}
 		buf = st.encodeBatch(buf[:0], batch)
-		snapshotBytes := 0 // what the migration rate cap counts
+		snapshotBytes, recs := 0, 0 // what the migration's pacing counts
 		for _, e := range batch {
-			if e.kind == kindRecord {
+			if snapshotKind(e.kind) {
 				snapshotBytes += len(e.payload)
+				recs += max(e.recs, 1)
 			}
 		}
-		if r := st.s.cfg.MigrateBytesPerSec; st.mig && r > 0 && snapshotBytes > 0 {
-			// Only the snapshot is capped: the writes logged since must
+		if st.mig && snapshotBytes > 0 {
+			// Only the snapshot is paced: the writes logged since must
 			// flow, or the copy would never catch up. Charged before the
 			// batch goes, so the last batch counts too (charged after,
 			// a copy of a few growing batches ran at about twice the
 			// cap).
-			time.Sleep(time.Duration(int64(snapshotBytes) * int64(time.Second) / r))
+			d := st.s.pace.reserve(snapshotBytes, st.s.clientLatency)
+			if r := st.s.cfg.MigrateBytesPerSec; r > 0 {
+				d = max(d, time.Duration(int64(snapshotBytes)*int64(time.Second)/r))
+			}
+			if d > 0 {
+				select {
+				case <-time.After(d):
+				case <-st.stop:
+					return finish(errStopped)
+				}
+			}
 		}
-		f := inflight{last: batch[len(batch)-1].seq, at: time.Now(), size: len(buf)}
+		f := inflight{last: batch[len(batch)-1].seq, at: time.Now(), size: len(buf), recs: recs}
 		// Reserve a flight slot first (bounded pipeline).
 		select {
 		case flights <- f:
@@ -511,11 +593,6 @@ func (st *stream) runConn(c *peerConn) error {
 		}
 		sent = f.last
 		st.sentBytes.Add(int64(len(buf)))
-		if st.mig {
-			if p := time.Duration(st.pause.Load()); p > 0 && snapshotBytes > 0 {
-				time.Sleep(p)
-			}
-		}
 	}
 }
 
@@ -527,26 +604,21 @@ func (st *stream) timeout() time.Duration {
 	return t
 }
 
-// adapt paces the migration like Squirrel and Cellar do: the batch grows
-// while the destination answers fast (its queue is short) and this node's
-// clients are served within MigrateLatencyTarget, and shrinks when either
-// rises; while clients are slow, a pause between batches grows too, so
-// the copy yields to them. MigrateBatchMax is the ceiling and
-// MigrateBytesPerSec caps the snapshot's rate.
-func (st *stream) adapt(rtt time.Duration) {
+// adapt sizes a migration's batches by its destination: they grow (to
+// MigrateBatchMax records) while it answers a batch of snapshot records
+// fast (its queue is short) and shrink when it is slow. How fast the
+// node copies at all is the pacer's (pace.go): it yields to this node's
+// clients.
+func (st *stream) adapt(rtt time.Duration, recs int) {
+	if recs == 0 {
+		return // writes only: the rtt says nothing of the batch size
+	}
 	bm, ceiling := st.batchMax.Load(), int64(st.s.cfg.MigrateBatchMax)
-	target := st.s.cfg.MigrateLatencyTarget
-	lat := st.s.clientLatency()
-	pause := time.Duration(st.pause.Load())
 	switch {
-	case lat > 2*target || rtt > 100*time.Millisecond:
+	case rtt > 100*time.Millisecond:
 		st.batchMax.Store(max(bm/2, 16))
-		if lat > 2*target {
-			st.pause.Store(int64(min(2*pause+time.Millisecond, 50*time.Millisecond)))
-		}
-	case rtt < 20*time.Millisecond && lat < target:
+	case rtt < 20*time.Millisecond:
 		st.batchMax.Store(min(2*bm, ceiling))
-		st.pause.Store(int64(pause / 2))
 	}
 }
 
@@ -597,10 +669,15 @@ func (st *stream) unsent(sent uint64) []*entry {
 	if i >= len(q) {
 		return nil
 	}
-	n, size := 0, 0
+	n, size, w := 0, 0, 0
 	bm := int(st.batchMax.Load())
-	for i+n < len(q) && n < bm && size < 4<<20 {
-		size += len(q[i+n].hdr) + len(q[i+n].payload)
+	for i+n < len(q) && w < bm && size < 4<<20 {
+		e := q[i+n]
+		size += len(e.hdr) + len(e.payload)
+		w++
+		if st.mig && e.recs > 1 {
+			w += e.recs - 1 // a migration's batch counts records
+		}
 		n++
 	}
 	out := make([]*entry, n)
@@ -633,8 +710,10 @@ func (st *stream) ackUpTo(last uint64, refused map[uint64]bool) {
 		st.mu.acked = last
 	}
 	i := 0
+	recs := 0
 	for ; i < len(st.mu.q) && st.mu.q[i].seq <= last; i++ {
 		e := st.mu.q[i]
+		recs += e.recs
 		if refused[e.seq] {
 			e.err = errRefused
 			if e.kind == kindCmds && !st.mig {
@@ -651,6 +730,8 @@ func (st *stream) ackUpTo(last uint64, refused map[uint64]bool) {
 	}
 	if i > 0 {
 		st.mu.q = append(st.mu.q[:0:0], st.mu.q[i:]...)
+		st.recsAcked.Add(int64(recs))
+		st.progressedLocked()
 	}
 	if len(st.mu.q) == 0 && st.mu.lost == nil {
 		st.setUnreachable(false)

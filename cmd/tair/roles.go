@@ -119,8 +119,10 @@ func dataserverFlags(cmd *cobra.Command) {
 	f.Duration("lease", d.LeaseTimeout, "master lease: no write is acknowledged this long after the last configserver contact")
 	f.Duration("heartbeat-interval", d.HeartbeatInterval, "heartbeat interval")
 	f.Int64("memory-limit", d.MemoryLimit, "bytes an in-memory engine may hold (0 = no limit)")
-	f.Int64("migrate-bytes-per-sec", d.MigrateBytesPerSec, "ceiling of the adaptive migration rate")
+	f.Int64("migrate-bytes-per-sec", d.MigrateBytesPerSec, "cap of each bucket move's copy rate (0: none)")
+	f.Int64("migrate-min-bytes-per-sec", d.MigrateMinBytesPerSec, "floor of this node's adaptive copy rate, all its moves together (it halves down to this while clients are slow, grows up to 16 times it while they are fast); negative: no pacing")
 	f.Duration("migrate-latency-target", d.MigrateLatencyTarget, "mean client latency under which migrations speed up (above twice it they back off)")
+	f.Int("migrate-parallel", d.MigrateParallel, "bucket moves this node runs at once")
 	f.Int("max-key-size", d.MaxKeySize, "largest key in bytes")
 	f.Int("max-value-size", d.MaxValueSize, "largest value in bytes")
 }
@@ -143,7 +145,9 @@ func dataserverConfig(v *viper.Viper) dataserver.Config {
 	c.HeartbeatInterval = v.GetDuration("heartbeat-interval")
 	c.MemoryLimit = v.GetInt64("memory-limit")
 	c.MigrateBytesPerSec = v.GetInt64("migrate-bytes-per-sec")
+	c.MigrateMinBytesPerSec = v.GetInt64("migrate-min-bytes-per-sec")
 	c.MigrateLatencyTarget = v.GetDuration("migrate-latency-target")
+	c.MigrateParallel = v.GetInt("migrate-parallel")
 	c.MaxKeySize = v.GetInt("max-key-size")
 	c.MaxValueSize = v.GetInt("max-value-size")
 	return c

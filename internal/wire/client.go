@@ -213,3 +213,72 @@ func (c *Client) do(ctx context.Context, method, url string, body []byte) (int, 
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	return resp.StatusCode, data, err
 }
+
+// LazyTable is a table as a configserver sent it, decoded only on demand:
+// a dataserver often holds a version already (it learns each from both
+// the table long poll and its heartbeats' replies), and decoding a table
+// of a thousand rows costs about a millisecond, at every version.
+type LazyTable struct{ raw []byte }
+
+// UnmarshalJSON keeps a copy of the table's JSON.
+func (l *LazyTable) UnmarshalJSON(b []byte) error {
+	l.raw = append([]byte(nil), b...)
+	return nil
+}
+
+var versionPrefix = []byte(`{"version":`)
+
+// Version reads the table's version without decoding the rest (false:
+// it could not be read).
+func (l *LazyTable) Version() (uint64, bool) {
+	b := l.raw
+	if bytes.HasPrefix(b, versionPrefix) {
+		// route.Table's first field: the usual case, read in place.
+		var v uint64
+		i := len(versionPrefix)
+		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+			v = v*10 + uint64(b[i]-'0')
+		}
+		if i > len(versionPrefix) && i < len(b) && (b[i] == ',' || b[i] == '}') {
+			return v, true
+		}
+	}
+	var t struct {
+		Version uint64 `json:"version"`
+	}
+	if json.Unmarshal(b, &t) != nil {
+		return 0, false
+	}
+	return t.Version, true
+}
+
+// Decode decodes the table.
+func (l *LazyTable) Decode() (*route.Table, error) {
+	var t route.Table
+	if err := json.Unmarshal(l.raw, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// HeartbeatReplyLazy is a HeartbeatReply whose table is decoded on demand.
+type HeartbeatReplyLazy struct {
+	Table *LazyTable            `json:"table,omitempty"`
+	Areas map[uint16]AreaConfig `json:"areas,omitempty"`
+	Hooks *[]string             `json:"hooks,omitempty"`
+}
+
+// HeartbeatLazy is Heartbeat with the reply's table left undecoded.
+func (c *Client) HeartbeatLazy(ctx context.Context, hb *Heartbeat) (*HeartbeatReplyLazy, error) {
+	return postLeader[HeartbeatReplyLazy](ctx, c, "/v1/heartbeat", hb)
+}
+
+// TableLazy is Table with the table left undecoded.
+func (c *Client) TableLazy(ctx context.Context, after uint64, wait time.Duration) (*LazyTable, error) {
+	var t LazyTable
+	path := fmt.Sprintf("/v1/table?after=%d&wait=%d", after, wait.Milliseconds())
+	if err := c.call(ctx, http.MethodGet, path, nil, &t, false); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}

@@ -610,25 +610,36 @@ func (s *Store) removePsetLocked(sh *shard, ps *pset, now int64) int {
 	return n
 }
 
-// ForEach yields bucket's records shard by shard. Strings, items and
-// prefix records are copied out under the shard's shared lock and handed
-// to fn after it is released, so that a slow consumer (a migration sending
-// over the network) does not stall writers; records holding an Object are
+// ForEach yields bucket's records shard by shard. Items and prefix
+// records are copied out under the shard's shared lock and handed to fn
+// after it is released, so that a slow consumer (a migration sending over
+// the network) does not stall writers; records holding an Object are
 // handed to fn under the lock, since the Object may change once it is
-// released. Keys are copies; values alias the stored, immutable slices.
+// released. Keys alias the stored key strings and values the stored,
+// immutable slices: fn must not modify them. Nothing is allocated per
+// record (a bucket copy is a migration's bulk; the batch of records is
+// reused).
 func (s *Store) ForEach(bucket uint32, fn func(r *engines.Record) error) error {
+	bp := recordBatches.Get().(*[]engines.Record)
+	defer func() {
+		clear((*bp)[:cap(*bp)]) // drop the references to keys and values
+		*bp = (*bp)[:0]
+		recordBatches.Put(bp)
+	}()
 	return s.bucketShards(bucket, func(sh *shard) error {
-		var batch []engines.Record
+		batch := (*bp)[:0]
 		sh.mu.RLock()
 		for area, tab := range sh.tables {
 			for _, it := range tab.keys {
 				if it.bucket != bucket {
 					continue
 				}
-				r := engines.Record{Area: area, Key: []byte(it.key), Entry: it.entry()}
 				if it.obj == nil {
-					batch = append(batch, r)
-				} else if err := fn(&r); err != nil {
+					batch = append(batch, engines.Record{Area: area, Key: keyBytes(it.key), Entry: it.entry()})
+					continue
+				}
+				r := engines.Record{Area: area, Key: keyBytes(it.key), Entry: it.entry()}
+				if err := fn(&r); err != nil {
 					sh.mu.RUnlock()
 					return err
 				}
@@ -637,11 +648,11 @@ func (s *Store) ForEach(bucket uint32, fn func(r *engines.Record) error) error {
 				if ps.bucket != bucket {
 					continue
 				}
-				r := engines.Record{Area: area, Key: []byte(ps.name), Prefix: make([]engines.KV, 0, ps.tree.Len())}
+				r := engines.Record{Area: area, Key: keyBytes(ps.name), Prefix: make([]engines.KV, 0, ps.tree.Len())}
 				hasObj := false
 				ps.tree.Ascend(func(it *item) bool {
 					hasObj = hasObj || it.obj != nil
-					r.Prefix = append(r.Prefix, engines.KV{Key: []byte(it.key), Entry: it.entry()})
+					r.Prefix = append(r.Prefix, engines.KV{Key: keyBytes(it.key), Entry: it.entry()})
 					return true
 				})
 				if !hasObj {
@@ -653,6 +664,7 @@ func (s *Store) ForEach(bucket uint32, fn func(r *engines.Record) error) error {
 			}
 		}
 		sh.mu.RUnlock()
+		*bp = batch
 		for i := range batch {
 			if err := fn(&batch[i]); err != nil {
 				return err
@@ -660,6 +672,17 @@ func (s *Store) ForEach(bucket uint32, fn func(r *engines.Record) error) error {
 		}
 		return nil
 	})
+}
+
+// recordBatches recycles ForEach's record batches.
+var recordBatches = sync.Pool{New: func() any { return new([]engines.Record) }}
+
+// keyBytes is a stored key as bytes, aliasing its string (read-only).
+func keyBytes(k string) []byte {
+	if k == "" {
+		return []byte{}
+	}
+	return unsafe.Slice(unsafe.StringData(k), len(k))
 }
 
 func cloneEntry(e engines.Entry) engines.Entry {
@@ -753,6 +776,15 @@ func (s *Store) DeleteBucket(bucket uint32) error {
 	now := s.nowMs()
 	keep := func(b uint32) bool { return b != bucket }
 	return s.bucketShards(bucket, func(sh *shard) error {
+		// Looked for under the shared lock first: a migration's first
+		// step deletes a bucket that is usually not there, and the
+		// exclusive lock would hold up the shard's other buckets.
+		sh.mu.RLock()
+		found := sh.holdsLocked(bucket)
+		sh.mu.RUnlock()
+		if !found {
+			return nil
+		}
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
 		tabs := make([]*table, 0, len(sh.tables))
@@ -764,6 +796,24 @@ func (s *Store) DeleteBucket(bucket uint32) error {
 		}
 		return nil
 	})
+}
+
+// holdsLocked reports whether the shard has a record of bucket (sh.mu
+// held, shared or not).
+func (sh *shard) holdsLocked(bucket uint32) bool {
+	for _, tab := range sh.tables {
+		for _, it := range tab.keys {
+			if it.bucket == bucket {
+				return true
+			}
+		}
+		for _, ps := range tab.pkeys {
+			if ps.bucket == bucket {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (s *Store) DeleteArea(area uint16) (int64, error) {
