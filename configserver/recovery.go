@@ -247,10 +247,11 @@ func (s *Server) retarget(t *route.Table, members []string, alive func(string) b
 // with one caught-up copy for the whole window (30 s), and a second
 // failure meanwhile lost the writes acknowledged since the first.
 //
-// Once the away node is back and caught up (and every copy the row
-// keeps is), the appended copy leaves the destination again and settle
-// drops it from the serving row. A rebuild meanwhile plans from the
-// serving rows, which hold both.
+// An extra copy's node going away in turn gets the bucket another one.
+// Once the away nodes are back and caught up (every copy the row keeps
+// is), the appended copies leave the destination again and settle drops
+// them from the serving row. A rebuild meanwhile plans from the serving
+// rows, which hold them all.
 func (s *Server) reinforce(t *route.Table, members []string, alive func(string) bool) bool {
 	if t.Destination == nil {
 		return false
@@ -268,17 +269,17 @@ func (s *Server) reinforce(t *route.Table, members []string, alive func(string) 
 		if firstCopy(row) == "" {
 			continue
 		}
-		if len(dest) > c {
-			// Reinforced: keep the extra copy until every copy the
-			// destination keeps is alive and caught up.
-			if counts[b] >= want && caughtUpAll(t, row, dest[:c], alive) {
+		if counts[b] >= want {
+			// Whole. A reinforced row keeps its extra copies until every
+			// copy the destination keeps is alive and caught up.
+			if len(dest) > c && caughtUpAll(t, row, dest[:c], alive) {
 				t.Destination[b] = slices.Clone(dest[:c])
 				changed = true
 			}
 			continue
 		}
-		if counts[b] >= want || !slices.ContainsFunc(row, func(a string) bool { return a != "" && !alive(a) }) {
-			continue // whole, or short for another reason (holes: the plan fills them)
+		if !slices.ContainsFunc(row, func(a string) bool { return a != "" && !alive(a) }) {
+			continue // short for another reason (holes: the plan fills them)
 		}
 		if slices.ContainsFunc(dest, func(a string) bool { return alive(a) && !slices.Contains(row, a) }) {
 			continue // a new live copy is planned already
@@ -326,11 +327,13 @@ func (ls *leaderState) returned(alive func(string) bool) bool {
 	return back
 }
 
-// startMoves starts planned moves. Recovery moves go first, buckets with
-// the fewest caught-up copies first, at most RecoveryMovesPerNode per
-// source and per destination; rebalance moves only while no recovery move
-// is running or could start, at most MovesPerNode per source; MaxMoves in
-// all, and each bucket one move at a time.
+// startMoves starts planned moves. Moves that restore come first: recovery
+// moves, and any move of a bucket short of caught-up live copies, those
+// with the fewest first, at most RecoveryMovesPerNode per source and per
+// destination; a planned copy from a node that is not alive is made from
+// the live master instead. Rebalance moves only while no bucket is short
+// (that a live copy could restore) and no recovery runs, at most
+// MovesPerNode per source; MaxMoves in all, each bucket one move at a time.
 func (s *Server) startMoves(t *route.Table, ls *leaderState, now time.Time, alive func(string) bool) {
 	busy := map[uint32]bool{}
 	perSource, perDest := map[string]int{}, map[string]int{}
@@ -347,34 +350,53 @@ func (s *Server) startMoves(t *route.Table, ls *leaderState, now time.Time, aliv
 		}
 	}
 	counts := copyCounts(t, alive)
+	live := 0
+	for _, a := range tableNodes(t) {
+		if alive(a) {
+			live++
+		}
+	}
+	want := wantCopies(t, live)
+	// A move restores when it is a recovery or its bucket is short of
+	// caught-up live copies (a rebalance that adds a live copy to it).
+	short := func(b uint32) bool { return int(b) < len(counts) && counts[b] < want }
+	for _, n := range counts {
+		// A bucket short of copies that a live copy can restore holds
+		// every rebalance back, even while its recovery cannot start yet.
+		if n > 0 && n < want {
+			recovering = true
+		}
+	}
 	plan := schedule.Diff(t.Serving, t.Destination)
 	sort.SliceStable(plan, func(i, j int) bool {
-		pi, pj := plan[i], plan[j]
-		if pi.Recovery != pj.Recovery {
-			return pi.Recovery
+		ri, rj := plan[i].Recovery || short(plan[i].Bucket), plan[j].Recovery || short(plan[j].Bucket)
+		if ri != rj {
+			return ri
 		}
-		if pi.Recovery {
-			return counts[pi.Bucket] < counts[pj.Bucket]
-		}
-		return false
+		return ri && counts[plan[i].Bucket] < counts[plan[j].Bucket]
 	})
 	for _, p := range plan {
 		if len(t.Migrating) >= s.cfg.MaxMoves {
 			break
 		}
 		mv := p.Move
+		if !alive(mv.From) && int(mv.Bucket) < len(t.Serving) {
+			// The copy to replace is on a node that is not alive (away):
+			// the live master copies it instead, keeping its own.
+			if row := t.Serving[mv.Bucket]; len(row) > 0 && row[0] != "" && alive(row[0]) {
+				mv.From, p.Recovery = row[0], true
+			}
+		}
 		if busy[mv.Bucket] || !alive(mv.From) || !alive(mv.To) {
 			continue
 		}
 		if _, ok := ls.failed[mv]; ok {
 			continue
 		}
-		if p.Recovery {
+		if p.Recovery || short(mv.Bucket) {
 			if perSource[mv.From] >= s.cfg.RecoveryMovesPerNode || perDest[mv.To] >= s.cfg.RecoveryMovesPerNode {
-				recovering = true // waiting for a slot: no rebalance meanwhile
 				continue
 			}
-			recovering = true
 		} else if recovering || perSource[mv.From] >= s.cfg.MovesPerNode {
 			continue
 		}

@@ -419,3 +419,49 @@ func TestAwayNodeBucketsReinforced(t *testing.T) {
 	}, "the extra copies dropped once the node is back")
 	checkBalanced(t, tb, dsAddrs[:4])
 }
+
+// TestAwayPartnersInTurn: a node away, then one of the nodes holding the
+// extra copies of its buckets away too: the buckets short again get
+// another copy on a live node, so every bucket has two caught-up live
+// copies again while both are away.
+func TestAwayPartnersInTurn(t *testing.T) {
+	cfg := testConfig()
+	cfg.HandoffWindow = time.Minute
+	s := startServer(t, cfg)
+	waitLeader(t, s, 5*time.Second)
+	dss, _ := joinFakes(t, s, 4)
+	waitTable(t, s, 5*time.Second, func(tb *route.Table) bool { return len(tb.Nodes()) == 4 }, "4 nodes")
+	for _, d := range dss {
+		d.migrate.Store(true)
+	}
+	whole := func(tb *route.Table, gone ...string) bool {
+		if len(tb.Migrating) > 0 {
+			return false
+		}
+		for _, row := range tb.Serving {
+			n := 0
+			for j, a := range row {
+				if a != "" && !slices.Contains(gone, a) && (j == 0 || !tb.IsBehind(row[0], a)) {
+					n++
+				}
+			}
+			if n < 2 || slices.Contains(gone, row[0]) {
+				return false
+			}
+		}
+		return true
+	}
+	a, b := dss[3].hb.Addr, dss[1].hb.Addr
+	dss[3].stop()
+	waitTable(t, s, 10*time.Second, func(tb *route.Table) bool { return whole(tb, a) }, "whole with A away")
+	dss[1].stop()
+	tb := waitTable(t, s, 10*time.Second, func(tb *route.Table) bool { return whole(tb, a, b) }, "whole with A and B away")
+	var st RecoveryStatus
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		if p := s.recovery.Load(); p != nil {
+			st = *p
+		}
+		return st.UnderReplicated == 0
+	}, "under-replicated buckets reported with A and B away")
+	t.Logf("table %d: whole with two of four nodes away", tb.Version)
+}
