@@ -55,6 +55,7 @@ const (
 
 	metricUnderReplicated = "tair_configserver_buckets_under_replicated"
 	metricLost            = "tair_configserver_buckets_lost_total"
+	metricUnavailable     = "tair_configserver_buckets_unavailable"
 	metricRestoreSeconds  = "tair_configserver_restore_seconds"
 	metricUnderSeconds    = "tair_configserver_under_replicated_seconds"
 )
