@@ -156,8 +156,12 @@ func newChaos(t *testing.T, rng *rand.Rand, long bool, o chaosOptions) *chaos {
 			t.Logf("network faults unavailable, the partition step is left out: %v", err)
 		}
 	}
+	// etcd runs as a process of its own (as in production), so killing
+	// the leading configserver leaves the standby an etcd to take over
+	// with.
+	testcluster.RequireEtcd(t)
 	opts := testcluster.ProcOptions{ConfigServers: 2, DataServers: o.dataServers, Proxies: 2,
-		Copies: chaosCopies, Buckets: chaosBuckets, Engine: "rdb"}
+		Copies: chaosCopies, Buckets: chaosBuckets, Engine: "rdb", Etcd: testcluster.StartEtcd(t, 1).Endpoints()}
 	if c.net != nil {
 		opts.Prepare = func(p *testcluster.Proc) {
 			if p.Kind == "dataserver" {
@@ -186,7 +190,7 @@ func newChaos(t *testing.T, rng *rand.Rand, long bool, o chaosOptions) *chaos {
 	for i, p := range c.pc.DataServers {
 		names = append(names, fmt.Sprintf("ds%d=%s", i, p.Addr))
 	}
-	c.event("cluster up: configservers %s (etcd in the first), dataservers %s, proxies %s %s",
+	c.event("cluster up: configservers %s (etcd a process of its own), dataservers %s, proxies %s %s",
 		strings.Join(c.pc.ConfigServerAddrs(), " "), strings.Join(names, " "), c.pc.Proxies[0].Addr, c.pc.Proxies[1].Addr)
 	c.stopLoads = make(chan struct{})
 	c.set = startSetLoad(c)
@@ -368,11 +372,7 @@ func (c *chaos) killLeader() (*testcluster.Proc, int) {
 		}
 	}
 	i := slices.Index(c.pc.ConfigServers, leader)
-	etcd := ""
-	if i == 0 {
-		etcd = ", with the etcd it embeds"
-	}
-	c.event("kill -9 the leading configserver %s%s (%s)", c.name(leader), etcd, c.copyState())
+	c.event("kill -9 the leading configserver %s (%s)", c.name(leader), c.copyState())
 	leader.Kill()
 	return leader, i
 }

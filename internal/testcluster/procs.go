@@ -269,6 +269,9 @@ type ProcOptions struct {
 	// DataServerArgs are extra flags for every dataserver.
 	DataServerArgs []string
 	ProxyArgs      []string
+	// Etcd, when set, are the endpoints of an etcd all configservers use
+	// (StartEtcd); else the first configserver embeds one.
+	Etcd []string
 	// Prepare, when set, is called with every process before its first
 	// start (e.g. NetFaults.Attach, to start it in a cgroup of its own).
 	Prepare func(p *Proc)
@@ -307,9 +310,19 @@ func StartProcs(t testing.TB, o ProcOptions) *ProcCluster {
 	}
 	pc := &ProcCluster{Dir: t.TempDir()}
 	common := append([]string{"--copies", strconv.Itoa(o.Copies), "--buckets", strconv.Itoa(o.Buckets)}, o.ConfigServerArgs...)
-	first := start("configserver", append([]string{"--etcd-dir", filepath.Join(pc.Dir, "etcd")}, common...)...)
-	pc.ConfigServers = append(pc.ConfigServers, first)
-	for i := 1; i < o.ConfigServers; i++ {
+	if len(o.Etcd) > 0 {
+		for i := 0; i < o.ConfigServers; i++ {
+			pc.ConfigServers = append(pc.ConfigServers,
+				start("configserver", append([]string{"--etcd", strings.Join(o.Etcd, ",")}, common...)...))
+		}
+	}
+	for i := len(pc.ConfigServers); i < o.ConfigServers; i++ {
+		if i == 0 {
+			pc.ConfigServers = append(pc.ConfigServers,
+				start("configserver", append([]string{"--etcd-dir", filepath.Join(pc.Dir, "etcd")}, common...)...))
+			continue
+		}
+		first := pc.ConfigServers[0]
 		var st struct {
 			Etcd []string `json:"etcd_endpoints"`
 		}
