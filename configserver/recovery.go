@@ -22,6 +22,9 @@ import (
 //     its handoff window) goes to a live node instead (retarget): waiting
 //     for the absent kept single-copy buckets single for as long as it
 //     stayed away;
+//   - the buckets an away node holds get one more copy on a live node
+//     while it is away (reinforce), dropped once it is back and caught up
+//     from its masters' backlog;
 //   - the buckets below their copy count, and for how long, are exported
 //     (metrics, /v1/migrations, tair ctl status), and a log line says when
 //     the copy count is whole again and how long it took.
@@ -91,7 +94,9 @@ type RecoveryStatus struct {
 	LastRestore time.Duration
 }
 
-// track updates the record from the committed table and publishes it.
+// trackRecovery updates the record from the committed table and
+// publishes it. An episode is timed from the first bucket the leader sees
+// below its copy count (after failure detection) to the count whole.
 func (s *Server) trackRecovery(ls *leaderState, t *route.Table, alive func(string) bool, live int, now time.Time) {
 	rs := &ls.recovery
 	if rs.since == nil {
