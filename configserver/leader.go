@@ -322,7 +322,11 @@ func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
 		}
 	}
 
-	// 7. Commit.
+	// 7. Commit. The table names the incarnations it was built for (a
+	// restarted node serves only from a table that knows of its restart).
+	if t != nil {
+		recordIncarnations(t, m)
+	}
 	tableChanged := t != nil && (ls.table == nil || !tableEqual(t, ls.table))
 	live := 0
 	for _, a := range members {
@@ -734,7 +738,26 @@ func tableEqual(a, b *route.Table) bool {
 		rowsEqual(a.Serving, b.Serving) && rowsEqual(a.Destination, b.Destination) &&
 		slices.Equal(a.Migrating, b.Migrating) &&
 		maps.EqualFunc(a.Behind, b.Behind, func(x, y []string) bool { return slices.Equal(x, y) }) &&
-		maps.Equal(a.BehindEpoch, b.BehindEpoch)
+		maps.Equal(a.BehindEpoch, b.BehindEpoch) && maps.Equal(a.Incarnations, b.Incarnations)
+}
+
+// recordIncarnations names in t the incarnation of every known node (its
+// rows already reflect a restart without data: step 1 stripped them).
+func recordIncarnations(t *route.Table, m *meta) {
+	for addr, nm := range m.Nodes {
+		if nm.Removed {
+			if _, ok := t.Incarnations[addr]; ok {
+				delete(t.Incarnations, addr)
+			}
+			continue
+		}
+		if got, ok := t.Incarnations[addr]; !ok || got != nm.Incarnation {
+			if t.Incarnations == nil {
+				t.Incarnations = map[string]int64{}
+			}
+			t.Incarnations[addr] = nm.Incarnation
+		}
+	}
 }
 
 func rowsEqual(a, b [][]string) bool {

@@ -465,3 +465,29 @@ func TestAwayPartnersInTurn(t *testing.T) {
 	}, "under-replicated buckets reported with A and B away")
 	t.Logf("table %d: whole with two of four nodes away", tb.Version)
 }
+
+// TestRestartedNodeKnownOnlyOnceStripped: every table names the
+// incarnations it was built for; after a restart without data, the first
+// table naming the new incarnation no longer gives the node its old rows
+// (a dataserver serves only from a table naming its own incarnation).
+func TestRestartedNodeKnownOnlyOnceStripped(t *testing.T) {
+	s := startServer(t, testConfig())
+	waitLeader(t, s, 5*time.Second)
+	dss, _ := joinFakes(t, s, 3)
+	first := waitTable(t, s, 5*time.Second, func(tb *route.Table) bool { return len(tb.Incarnations) == 3 }, "3 incarnations")
+	d := dss[1]
+	addr := d.hb.Addr
+	if first.Incarnations[addr] != d.hb.Incarnation || !slices.Contains(first.Nodes(), addr) {
+		t.Fatalf("table %d names %v for %s (incarnation %d)", first.Version, first.Incarnations, addr, d.hb.Incarnation)
+	}
+	d.mu.Lock()
+	d.hb.Incarnation++
+	inc := d.hb.Incarnation
+	d.mu.Unlock()
+	tb := waitTable(t, s, 5*time.Second, func(tb *route.Table) bool { return tb.Incarnations[addr] == inc }, "the new incarnation")
+	for b, row := range tb.Serving {
+		if slices.Contains(row, addr) {
+			t.Fatalf("table %d names incarnation %d of %s and still gives it bucket %d: %v", tb.Version, inc, addr, b, row)
+		}
+	}
+}

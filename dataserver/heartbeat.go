@@ -245,6 +245,13 @@ func (s *Server) applyTable(t *route.Table) {
 		s.log.Error("ignoring a bad table", "version", t.Version, "err", err)
 		return
 	}
+	if !t.Accounts(s.addr, s.incarnation) {
+		// Built before the configserver knew of this process (a restart):
+		// its rows may be this node's old ones, whose data a restart
+		// without it lost. Wait for one that knows.
+		s.log.Debug("ignoring a table built before this incarnation", "version", t.Version, "incarnation", s.incarnation)
+		return
+	}
 	waited := time.Now()
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()

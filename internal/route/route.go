@@ -75,6 +75,25 @@ type Table struct {
 	// would let the slave be promoted without the writes acknowledged
 	// in between.
 	BehindEpoch map[string]uint64 `json:"behind_epoch,omitempty"`
+	// Incarnations names, per dataserver, the incarnation (process start)
+	// the configserver had accounted for when it committed this table. A
+	// dataserver serves from a table only when it names the node's own
+	// incarnation: a node restarted without its data must not serve, as
+	// master or slave, the rows a table built before its restart gives it
+	// (an empty master answered reads with nil and would have overwritten
+	// its slaves' keys with its writes), so it waits for the table that
+	// stripped them. Nil (an older configserver): every table is served.
+	Incarnations map[string]int64 `json:"incarnations,omitempty"`
+}
+
+// Accounts reports whether the table was built knowing node's
+// incarnation inc (always, for a table without incarnations).
+func (t *Table) Accounts(node string, inc int64) bool {
+	if t.Incarnations == nil {
+		return true
+	}
+	got, ok := t.Incarnations[node]
+	return ok && got == inc
 }
 
 // Bucket returns the bucket of key in this table.
@@ -161,6 +180,12 @@ func (t *Table) Clone() *Table {
 		c.BehindEpoch = make(map[string]uint64, len(t.BehindEpoch))
 		for k, v := range t.BehindEpoch {
 			c.BehindEpoch[k] = v
+		}
+	}
+	if t.Incarnations != nil {
+		c.Incarnations = make(map[string]int64, len(t.Incarnations))
+		for k, v := range t.Incarnations {
+			c.Incarnations[k] = v
 		}
 	}
 	return &c

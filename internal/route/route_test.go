@@ -127,3 +127,19 @@ func TestBehindEpoch(t *testing.T) {
 		t.Fatalf("a cleared mark kept its epoch: %v", tb.BehindEpoch)
 	}
 }
+
+func TestAccountsIncarnation(t *testing.T) {
+	tb := &Table{}
+	if !tb.Accounts("a", 7) {
+		t.Fatal("a table without incarnations is served by every node")
+	}
+	tb.Incarnations = map[string]int64{"a": 7}
+	if !tb.Accounts("a", 7) || tb.Accounts("a", 8) || tb.Accounts("b", 7) {
+		t.Fatal("Accounts: want only a's incarnation 7")
+	}
+	c := tb.Clone()
+	c.Incarnations["a"] = 9
+	if tb.Incarnations["a"] != 7 {
+		t.Fatal("Clone shares the incarnations")
+	}
+}
