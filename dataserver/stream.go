@@ -321,6 +321,13 @@ func (st *stream) close(drain time.Duration) {
 	st.mu.Lock()
 	for _, e := range st.mu.q {
 		e.err = errStopped
+		if e.kind == kindCmds && !st.mig {
+			// Applied here, never acknowledged there: this copy may
+			// hold a write the other lacks (a deposed master cut off
+			// from its slave kept writes its clients saw time out, and
+			// rejoined as a slave with them: a version one ahead).
+			st.s.markDiverged(e.bucket)
+		}
 		close(e.done)
 	}
 	st.mu.q = nil
