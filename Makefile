@@ -8,7 +8,7 @@ export TAIR_REQUIRE_REDIS := 1
 
 RACE_PKGS := ./cmd/... ./internal/... ./resp/... ./engines/... ./proxy/... ./dataserver/... ./configserver/... ./hotkey/...
 
-.PHONY: all build run test test-unit test-race test-integration chaos fuzz lint bench bench-migration deps tools clean
+.PHONY: all build run test test-unit test-race test-integration chaos fuzz lint bench bench-migration bench-recovery deps tools clean
 
 all: build
 
@@ -72,7 +72,8 @@ lint:
 	$(GO) vet $(PKGS)
 
 # Benchmarks: the cluster beside a plain redis-server and twemproxy, as
-# interleaved ratios; Go benchmarks of the engines. Results: bench/RESULTS.md.
+# interleaved ratios; Go benchmarks of the engines; the recovery of a lost
+# dataserver (bench/recovery.sh). Results: bench/RESULTS.md.
 bench: build tools
 	bash bench/run.sh
 
@@ -80,6 +81,12 @@ bench: build tools
 # joins; keys/s moved and client p99 before and during (bench/RESULTS.md).
 bench-migration: build tools
 	bash bench/migration.sh
+
+# A dataserver lost under load: 4 dataservers, one holding ~1,000,000 key
+# copies is killed (SIGKILL); the time until every bucket has its copies
+# again, beside the aim (10 s), and client latency (bench/RESULTS.md).
+bench-recovery: build tools
+	bash bench/recovery.sh
 
 clean:
 	rm -rf bin

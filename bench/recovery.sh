@@ -7,16 +7,19 @@
 # connections, RATE requests/s in all), measures client latency for
 # BEFORE, kills that dataserver with SIGKILL and measures the time until
 # every bucket has its full copy count again (aim: 10 s), the detection
-# part of it (the first table without the node), and client latency and
-# errors during the recovery.
+# part of it (the first table in which the node masters no bucket), and
+# client latency and errors during the recovery.
 #
-# Knobs: KEYS (1000000), CLIENTS (20), RATE (2000), BEFORE (10s),
-# MOVES_PER_NODE (16) and MAX_MOVES (64): the configserver's move limits
-# (empty: its defaults), HANDOFF (-1s: the rdb node cannot come back with
-# its data, so its copies are rebuilt at once; empty: the configserver's
-# default window), CS_ARGS and DS_ARGS (more configserver / dataserver
-# flags), DS_ENV (environment of the dataservers, e.g. GODEBUG=gctrace=1), PROFILE=1 (CPU profiles of the survivors during the recovery,
-# and of the configserver, in bench/out/recovery-<time>/).
+# Knobs: KEYS (1000000), CLIENTS (20), RATE (2000), BEFORE (10s);
+# RECOVERY_MOVES_PER_NODE, MOVES_PER_NODE and MAX_MOVES: the
+# configserver's move limits (empty: its defaults); HANDOFF (-1s: an rdb
+# node killed comes back empty, so its copies are rebuilt at once; empty:
+# the configserver's default window); CS_ARGS and DS_ARGS (more
+# configserver / dataserver flags); DS_ENV (the dataservers' environment,
+# e.g. GODEBUG=gctrace=1); PROFILE=1 (CPU profiles of the survivors, the
+# configserver and the proxy for PROFILE_SECONDS (6) from the start of the
+# moves, goroutine dumps, heap profiles and the logs, in
+# bench/out/recovery-<time>/).
 # Output goes to bench/out/recovery-<time>.md and to stdout.
 set -u
 cd "$(dirname "$0")/.."
@@ -29,14 +32,16 @@ KEYS=${KEYS:-1000000}
 CLIENTS=${CLIENTS:-20}
 RATE=${RATE:-2000}
 BEFORE=${BEFORE:-10s}
-MOVES_PER_NODE=${MOVES_PER_NODE-16}
-MAX_MOVES=${MAX_MOVES-64}
+RECOVERY_MOVES_PER_NODE=${RECOVERY_MOVES_PER_NODE:-}
+MOVES_PER_NODE=${MOVES_PER_NODE:-}
+MAX_MOVES=${MAX_MOVES:-}
 HANDOFF=${HANDOFF--1s}
 
 CS=$(free_port); CS_HTTP=$(free_port)
 # shellcheck disable=SC2086
 "$BIN" configserver --listen "127.0.0.1:$CS" --http "127.0.0.1:$CS_HTTP" --copies 2 --buckets 1023 \
   --etcd-dir "$TMP/etcd" --log-level warn ${MOVES_PER_NODE:+--moves-per-node $MOVES_PER_NODE} \
+  ${RECOVERY_MOVES_PER_NODE:+--recovery-moves-per-node $RECOVERY_MOVES_PER_NODE} \
   ${MAX_MOVES:+--max-moves $MAX_MOVES} ${HANDOFF:+--handoff-window=$HANDOFF} ${CS_ARGS:-} >"$TMP/cs.log" 2>&1 &
 PIDS+=($!)
 CS_PID=$!
@@ -67,13 +72,14 @@ REPORT=$OUT/recovery-$STAMP.md
 PROF=()
 if [ -n "${PROFILE:-}" ]; then
   mkdir -p "$OUT/recovery-$STAMP"
-  PROF=(--profile "$OUT/recovery-$STAMP")
+  PROF=(--profile "$OUT/recovery-$STAMP" --profile-seconds "${PROFILE_SECONDS:-6}")
 fi
 {
   echo "# make bench-recovery, $STAMP, $(nproc) cores, $(git rev-parse --short HEAD 2>/dev/null)"
   echo
   echo "4 dataservers (rdb, copy count 2, 1023 buckets) + 1 proxy, separate processes; configserver" \
-    "--moves-per-node ${MOVES_PER_NODE:-default} --max-moves ${MAX_MOVES:-default} --handoff-window ${HANDOFF:-default} ${CS_ARGS:-};"
+    "--recovery-moves-per-node ${RECOVERY_MOVES_PER_NODE:-default} --moves-per-node ${MOVES_PER_NODE:-default}" \
+    "--max-moves ${MAX_MOVES:-default} --handoff-window ${HANDOFF:-default} ${CS_ARGS:-}; dataservers ${DS_ARGS:-} ${DS_ENV:-};"
   echo "keys loaded (16 B keys, 32 B values) until one dataserver holds ~$KEYS key copies;"
   echo "steady load: $CLIENTS connections, $RATE requests/s (half GET, half SET), latency from each request's scheduled time;"
   echo "then that dataserver is killed (SIGKILL)."

@@ -8,13 +8,17 @@
 #   2. tair up with 1 dataserver, copy count 1 (the proxy's own cost);
 #   3. tair up with 3 dataservers, copy count 2 (the default cluster);
 #   4. bench/anchors/compare.sh for each pair, bench/anchors/rb.sh matrix;
-#   5. Go benchmarks of the engines.
+#   5. Go benchmarks of the engines;
+#   6. bench/recovery.sh: a dataserver of ~1M key copies killed under load,
+#      the time until every bucket has its copies again beside the aim
+#      (10 s).
 # Output goes to bench/out/ and to stdout; bench/RESULTS.md records a run.
 #
 # Knobs: ROUNDS (3), TARGET_SECS (3), SKIP_GO=1 to skip Go benchmarks,
 # SKIP_MATRIX=1 to skip the rb.sh matrix, ENGINES_ONLY=1 to run only step 5
 # with its redis-server memory anchor (no cluster, no twemproxy),
-# BENCHTIME (1s) for the Go benchmarks' -benchtime.
+# BENCHTIME (1s) for the Go benchmarks' -benchtime, SKIP_RECOVERY=1 to
+# skip step 6, RECOVERY_KEYS (1000000) for its size.
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -163,4 +167,17 @@ wait_ping "$TAIR1_PORT" || { cat "$TMP/tair1c.log"; exit 1; }
   fi
   engines_section
 } | tee -a "$REPORT"
+
+# A dataserver lost under load (bench/recovery.sh), on a machine without
+# the clusters above.
+if [ -z "${SKIP_RECOVERY:-}" ]; then
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  PIDS=()
+  {
+    echo
+    echo "## recovery: a dataserver of ~${RECOVERY_KEYS:-1000000} key copies killed under load (bench/recovery.sh)"
+    KEYS=${RECOVERY_KEYS:-1000000} bash bench/recovery.sh | grep -v '^report: '
+  } | tee -a "$REPORT"
+fi
 echo "report: $REPORT"

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"slices"
 	"sync"
@@ -396,8 +397,10 @@ func (s *Server) applyTable(t *route.Table) {
 		s.log.Warn("table apply was slow", "version", t.Version, "took", d,
 			"waited_for_previous", began.Sub(waited), "held_buckets", len(held))
 	}
-	s.log.Info("table applied", "version", t.Version, "masters", len(bucketsOf(t, me, true)),
-		"slaves", len(bucketsOf(t, me, false)), "migrating", len(t.Migrating))
+	if s.log.Enabled(context.Background(), slog.LevelInfo) {
+		s.log.Info("table applied", "version", t.Version, "masters", len(bucketsOf(t, me, true)),
+			"slaves", len(bucketsOf(t, me, false)), "migrating", len(t.Migrating))
+	}
 	s.reconcileMigrations(t)
 }
 

@@ -60,6 +60,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tairkv/tair/dataserver/exec"
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/internal/gnetx"
@@ -141,11 +143,28 @@ type Server struct {
 	// heartbeats waiting for a processor for up to seconds (leases
 	// lapsed, slaves were judged unreachable). One at a time copies as
 	// fast on a busy machine. Taken before a bucket's lock.
-	bulkMu sync.Mutex
+	bulkMu bulkLock
 	migSem chan struct{}
 	pace   *pacer // the outgoing copies' rate (pace.go)
 	pool   connPool
 	m      *metrics
+}
+
+// bulkLock is a mutex that counts how long it was held.
+type bulkLock struct {
+	mu    sync.Mutex
+	since time.Time
+	busy  atomic.Int64 // ns held, in all
+}
+
+func (b *bulkLock) Lock() {
+	b.mu.Lock()
+	b.since = time.Now()
+}
+
+func (b *bulkLock) Unlock() {
+	b.busy.Add(int64(time.Since(b.since)))
+	b.mu.Unlock()
 }
 
 // routing is the published table with what requests need from it.
@@ -243,6 +262,9 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	s.mu.retired = map[string]string{}
 	s.areas.Store(&areaTable{})
 	s.m = newMetrics()
+	s.m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
+		Name: "copy_seconds_total", Help: "Time spent taking and restoring bucket copies (one at a time)."},
+		func() float64 { return time.Duration(s.bulkMu.busy.Load()).Seconds() }))
 	s.applyHooks(nil) // the defaults until the configserver says otherwise
 	return s, nil
 }

@@ -12,7 +12,8 @@
 // export it, the same count is computed from the table (a bucket is under
 // replicated while its serving row has fewer than the copy count of
 // entries on live nodes, or a move of it runs). Detection: the first
-// table in which the killed node holds no serving copy.
+// table in which the killed node masters no bucket (with a handoff
+// window it stays in its rows as a slave meanwhile).
 package main
 
 import (
@@ -120,8 +121,11 @@ func main() {
 	}
 	defer func() { close(stop); wg.Wait() }()
 	time.Sleep(time.Second) // warm up
+	procs := cpuProcs(nodes, victim, *pidsFlag)
 	phases.next("before")
+	cpuB := cpuTimes(procs)
 	time.Sleep(*before)
+	cpuB1 := cpuTimes(procs)
 
 	// 3. Kill the victim; follow the table and the gauge.
 	hasGauge := false
@@ -132,8 +136,9 @@ func main() {
 	if err != nil {
 		fail("table: %v", err)
 	}
-	procs := cpuProcs(nodes, victim, *pidsFlag)
 	cpu0 := cpuTimes(procs)
+	copy0 := copySeconds(ctx, nodes, victim)
+	hb0 := metricsWith(ctx, *csHTTP, "tair_configserver_heartbeats_total")[""]
 	retries0 := metricsWith(ctx, *proxyHTTP, "tair_proxy_retries_total")
 	phases.next("failover")
 	phases.span("during")
@@ -166,8 +171,9 @@ func main() {
 			}
 			profWG.Add(2)
 			go func() {
+				// From about when the moves start.
 				defer profWG.Done()
-				time.Sleep(2 * time.Second)
+				time.Sleep(time.Until(tKill.Add(1500 * time.Millisecond)))
 				profile(nd, *profDir, *profSecs)
 			}()
 			go func() {
@@ -232,6 +238,8 @@ func main() {
 	phases.next("after")
 	during := phases.span("")
 	cpu1 := cpuTimes(procs)
+	copy1 := copySeconds(ctx, nodes, victim)
+	hb1 := metricsWith(ctx, *csHTTP, "tair_configserver_heartbeats_total")[""]
 	if *profDir != "" {
 		for _, nd := range nodes {
 			if nd.addr != victim.addr && nd.http != "" {
@@ -266,8 +274,9 @@ func main() {
 	fmt.Printf("failover: %s\n", phases.get("failover"))
 	fmt.Printf("rebuild: %s\n", phases.get("rebuild"))
 	fmt.Printf("after: %s\n", afterSt)
-	fmt.Printf("table: versions %d -> %d, %d recovery moves, at most %d running at once; first move started %.2f s after the kill\n",
-		tb.Version, tw.last.Version, tw.moves, tw.maxRunning, tw.firstMove.Sub(tKill).Seconds())
+	fmt.Printf("table: versions %d -> %d, %d recovery moves, at most %d running at once; the victim masters nothing at %.2f s, is in no row at %s, the first move started at %.2f s (from the kill); %.0f heartbeats\n",
+		tb.Version, tw.last.Version, tw.moves, tw.maxRunning, tw.detected.Sub(tKill).Seconds(), sinceOr(tw.removed, tKill),
+		tw.firstMove.Sub(tKill).Seconds(), hb1-hb0)
 	if hasGauge {
 		fmt.Printf("gauge %s: > 0 at %.2f s, 0 at %.2f s; from the table: restored at %.2f s\n",
 			gaugeName, gaugeUp.Sub(tKill).Seconds(), gaugeDown.Sub(tKill).Seconds(), tw.restoredAt().Sub(tKill).Seconds())
@@ -276,11 +285,22 @@ func main() {
 	}
 	fmt.Printf("key copies on the survivors: %s (+%d; the victim held %d)\n", countsString(nodes, now), rebuilt, counts[victim.addr])
 	var cpuParts []string
-	var cpuSum float64
+	var cpuSum, baseSum float64
 	for _, p := range procs {
 		d := cpu1[p.name] - cpu0[p.name]
+		base := (cpuB1[p.name] - cpuB[p.name]) / before.Seconds() // CPU seconds a second before the kill
 		cpuSum += d
-		cpuParts = append(cpuParts, fmt.Sprintf("%s %.2f", p.name, d))
+		baseSum += base
+		cpuParts = append(cpuParts, fmt.Sprintf("%s %.2f (before: %.2f/s)", p.name, d, base))
+	}
+	var cparts []string
+	for _, nd := range nodes {
+		if v, ok := copy1[nd.addr]; ok {
+			cparts = append(cparts, fmt.Sprintf("%s %.2f", nd.addr, v-copy0[nd.addr]))
+		}
+	}
+	if len(cparts) > 0 {
+		fmt.Printf("seconds each survivor spent copying (snapshots and restores, one at a time), of %.2f: %s\n", took.Seconds(), strings.Join(cparts, ", "))
 	}
 	var rparts []string
 	for _, k := range slices.Sorted(maps.Keys(retries1)) {
@@ -291,8 +311,9 @@ func main() {
 	if len(rparts) > 0 {
 		fmt.Printf("proxy retries during the recovery: %s\n", strings.Join(rparts, ", "))
 	}
-	fmt.Printf("CPU seconds from the kill to the restore (%.2f s, %d cores): %s; all %.2f (%.0f%% of the machine)\n",
-		took.Seconds(), runtime.NumCPU(), strings.Join(cpuParts, ", "), cpuSum, 100*cpuSum/took.Seconds()/float64(runtime.NumCPU()))
+	fmt.Printf("CPU seconds from the kill to the restore (%.2f s, %d cores): %s; all %.2f (%.0f%% of the machine; the steady load's share at the rate before: %.2f, the recovery's: %.2f)\n",
+		took.Seconds(), runtime.NumCPU(), strings.Join(cpuParts, ", "), cpuSum, 100*cpuSum/took.Seconds()/float64(runtime.NumCPU()),
+		baseSum*took.Seconds(), cpuSum-baseSum*took.Seconds())
 	fmt.Println()
 	fmt.Println("| phase | requests | rate/s | p50 ms | p99 ms | p99.9 ms | max ms | service p50 / p99 / max ms | errors |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---|---|")
@@ -310,6 +331,14 @@ func main() {
 	fmt.Printf("\nrecovery: %d key copies of %s restored in **%.2f s** (aim %v: %s; detection %.2f s, rebuild %.2f s); client service p50/p99 before %.1f/%.1f ms, during the rebuild %.1f/%.1f ms (max %.0f ms, %.0f requests/s of %d); errors %s\n",
 		counts[victim.addr], victim.addr, took.Seconds(), *aim, verdict, det.Seconds(), (took - det).Seconds(),
 		ms(phases.get("before").v.p50), ms(phases.get("before").v.p99), ms(rb.v.p50), ms(rb.v.p99), ms(rb.v.max), rb.s.rate, *rate, during.errString())
+}
+
+// sinceOr formats t-from in seconds, or "never".
+func sinceOr(t, from time.Time) string {
+	if t.IsZero() {
+		return "never (so far)"
+	}
+	return fmt.Sprintf("%.2f s", t.Sub(from).Seconds())
 }
 
 func fail(format string, args ...any) {
@@ -354,7 +383,10 @@ func key(i int) string { return fmt.Sprintf("k:%014d", i) } // 16 bytes
 
 func value(i int, gen int) string { return fmt.Sprintf("v%09d-%021d", i, gen) } // 32 bytes
 
-// load SETs keys from..to-1 with pipelines of 1000 on 8 connections.
+// load SETs keys from..to-1 with pipelines of 1000 on 8 connections. A
+// pipeline that fails is sent again (SET is idempotent) for a while: on
+// a machine shared with other work, the cluster may lose its leader for
+// a moment.
 func load(ctx context.Context, addr string, from, to int) error {
 	cl := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 8})
 	defer cl.Close()
@@ -369,11 +401,20 @@ func load(ctx context.Context, addr string, from, to int) error {
 					errc <- nil
 					return
 				}
-				pipe := cl.Pipeline()
-				for j := i; j < min(to, i+1000); j++ {
-					pipe.Set(ctx, key(j), value(j, 0), 0)
+				var err error
+				for try := 0; try < 30; try++ {
+					if try > 0 {
+						time.Sleep(time.Second)
+					}
+					pipe := cl.Pipeline()
+					for j := i; j < min(to, i+1000); j++ {
+						pipe.Set(ctx, key(j), value(j, 0), 0)
+					}
+					if _, err = pipe.Exec(ctx); err == nil || ctx.Err() != nil {
+						break
+					}
 				}
-				if _, err := pipe.Exec(ctx); err != nil {
+				if err != nil {
 					errc <- err
 					return
 				}
@@ -460,6 +501,20 @@ func gauge(ctx context.Context, addr string) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// copySeconds reads each survivor's tair_dataserver_copy_seconds_total.
+func copySeconds(ctx context.Context, nodes []node, victim node) map[string]float64 {
+	out := map[string]float64{}
+	for _, nd := range nodes {
+		if nd.addr == victim.addr || nd.http == "" {
+			continue
+		}
+		if v, ok := metricsWith(ctx, nd.http, "tair_dataserver_copy_seconds_total")[""]; ok {
+			out[nd.addr] = v
+		}
+	}
+	return out
 }
 
 // metricsWith reads the samples of metric name from addr's /metrics, by
@@ -595,7 +650,8 @@ type tableWatch struct {
 
 	mu         sync.Mutex
 	last       *route.Table
-	detected   time.Time // first table without the victim in a serving row
+	detected   time.Time // first table in which the victim masters no bucket (failover)
+	removed    time.Time // first table without the victim in a serving row
 	firstMove  time.Time
 	restored   time.Time // first table with every row full on live nodes and no move
 	moves      int
@@ -616,8 +672,11 @@ func (w *tableWatch) see(t *route.Table, at time.Time) {
 	if at.Equal(w.kill) {
 		return // the table at the kill
 	}
-	if w.detected.IsZero() && !slices.ContainsFunc(t.Serving, func(r []string) bool { return slices.Contains(r, w.victim) }) {
+	if w.detected.IsZero() && !slices.ContainsFunc(t.Serving, func(r []string) bool { return len(r) > 0 && r[0] == w.victim }) {
 		w.detected = at
+	}
+	if w.removed.IsZero() && !slices.ContainsFunc(t.Serving, func(r []string) bool { return slices.Contains(r, w.victim) }) {
+		w.removed = at
 	}
 	for _, mv := range t.Migrating {
 		if !w.seenMoves[mv] {

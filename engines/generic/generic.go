@@ -851,6 +851,11 @@ func (e *Engine) Stats(area uint16) engines.AreaStats {
 	if area > MaxArea {
 		return engines.AreaStats{}
 	}
+	return e.stats1(area, -1)
+}
+
+// stats1 is area's stats; keys >= 0 is its key count, known already.
+func (e *Engine) stats1(area uint16, keys int64) engines.AreaStats {
 	var s engines.AreaStats
 	for i := range e.stats[area] {
 		c := &e.stats[area][i]
@@ -860,18 +865,37 @@ func (e *Engine) Stats(area uint16) engines.AreaStats {
 	}
 	s.Gets = s.Hits + s.Misses
 	if !e.closed.Load() {
-		s.Keys = e.st.Count(area)
+		if s.Keys = keys; keys < 0 {
+			s.Keys = e.st.Count(area)
+		}
 		s.Bytes, s.Evictions = e.st.Usage(area)
 	}
 	return s
+}
+
+// AreaCounter is a Store that counts every area's live keys at once: one
+// reclaim of expired records for all of them, not one per area (AllStats
+// runs at every dataserver heartbeat).
+type AreaCounter interface {
+	// CountAreas sets counts[a] to Count(a) for every area.
+	CountAreas(counts *[MaxArea + 1]int64)
 }
 
 // AllStats returns the stats of every area that holds data or has seen an
 // operation.
 func (e *Engine) AllStats() map[uint16]engines.AreaStats {
 	out := map[uint16]engines.AreaStats{}
+	var counts *[MaxArea + 1]int64
+	if ac, ok := e.st.(AreaCounter); ok && !e.closed.Load() {
+		counts = new([MaxArea + 1]int64)
+		ac.CountAreas(counts)
+	}
 	for a := uint16(0); a <= MaxArea; a++ {
-		s := e.Stats(a)
+		keys := int64(-1)
+		if counts != nil {
+			keys = counts[a]
+		}
+		s := e.stats1(a, keys)
 		if s != (engines.AreaStats{}) {
 			out[a] = s
 		}

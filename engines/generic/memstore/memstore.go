@@ -838,6 +838,14 @@ func (s *Store) Count(area uint16) int64 {
 	return s.areas[area].keys.Load()
 }
 
+// CountAreas implements generic.AreaCounter.
+func (s *Store) CountAreas(counts *[generic.MaxArea + 1]int64) {
+	s.reclaimExpired()
+	for a := range counts {
+		counts[a] = s.areas[a].keys.Load()
+	}
+}
+
 func (s *Store) Usage(area uint16) (bytes, evictions int64) {
 	a := &s.areas[area]
 	return a.bytes.Load(), a.evictions.Load()
