@@ -510,8 +510,12 @@ func (s *Server) settle(t *route.Table, alive func(string) bool) {
 			continue
 		}
 		if done {
-			if dest[0] != row[0] && (!alive(dest[0]) || t.IsBehind(row[0], dest[0])) {
-				// Mastership passes only to a live, caught-up copy.
+			if dest[0] != row[0] && (!alive(dest[0]) || slices.ContainsFunc(dest, func(a string) bool {
+				return a != row[0] && t.IsBehind(row[0], a)
+			})) {
+				// Mastership passes only to a live, caught-up copy, and
+				// only while no copy kept is behind the current master
+				// (the mark would not follow the switch).
 				continue
 			}
 			if dropsCaughtUp(t, row, dest, alive) {
@@ -557,6 +561,9 @@ func strip(t *route.Table, addr string, keepLast bool, alive func(string) bool) 
 			j := caughtUp(t, row, alive)
 			if j < 0 && keepLast {
 				continue
+			}
+			if j > 0 {
+				dropBehindOld(t, row, j)
 			}
 			row[0] = ""
 			if j > 0 {
@@ -604,6 +611,7 @@ func handOff(t *route.Table, addr string, alive func(string) bool) bool {
 			if j < 0 {
 				continue
 			}
+			dropBehindOld(t, row, j)
 			row[0], row[j] = row[j], row[0]
 			changed = true
 		}
@@ -616,6 +624,24 @@ func handOff(t *route.Table, addr string, alive func(string) bool) bool {
 		changed = true
 	}
 	return changed
+}
+
+// dropBehindOld empties the slots of the row's slaves marked behind its
+// master, which the slave at j is about to replace: they may lack writes
+// the old master acknowledged and the new master holds, and the marks
+// (kept per master) would go with the old master, so they would pass for
+// caught up with the new one, which has no backlog to bring them over.
+// Their copies are rebuilt instead (a recovery move). Seen in the chaos
+// suite: a slave cut off was marked behind, came back, and its master was
+// cut off before the backlog reached it; the promoted slave's row called
+// it caught up, and it later became master without 50 acknowledged
+// writes.
+func dropBehindOld(t *route.Table, row []string, j int) {
+	for i := 1; i < len(row); i++ {
+		if i != j && row[i] != "" && t.IsBehind(row[0], row[i]) {
+			row[i] = ""
+		}
+	}
 }
 
 // endMoves drops the moves from or to addr; true when there were some.
@@ -746,10 +772,7 @@ func tableEqual(a, b *route.Table) bool {
 func recordIncarnations(t *route.Table, m *meta) {
 	for addr, nm := range m.Nodes {
 		if nm.Removed {
-			if _, ok := t.Incarnations[addr]; ok {
-				delete(t.Incarnations, addr)
-			}
-			continue
+			continue // holds nothing; named again when added back
 		}
 		if got, ok := t.Incarnations[addr]; !ok || got != nm.Incarnation {
 			if t.Incarnations == nil {

@@ -491,3 +491,40 @@ func TestRestartedNodeKnownOnlyOnceStripped(t *testing.T) {
 		}
 	}
 }
+
+// TestHandOffDropsSlavesBehindTheOldMaster: the master of a row goes
+// away while another slave is behind it (it came back from being cut off
+// and its backlog had not reached it): the caught-up slave takes over,
+// the away master stays behind it, and the slave behind the old master
+// leaves the row (its copy is rebuilt) instead of passing for caught up
+// with the new master. Settle does not switch a master while a copy kept
+// is behind the current one.
+func TestHandOffDropsSlavesBehindTheOldMaster(t *testing.T) {
+	tb := &route.Table{
+		Buckets: 1, Copies: 3,
+		Serving: [][]string{{"a", "b", "c"}},
+		Behind:  map[string][]string{"a": {"b"}},
+	}
+	alive := func(n string) bool { return n != "a" }
+	handOff(tb, "a", alive)
+	if want := [][]string{{"c", "", "a"}}; !rowsEqual(tb.Serving, want) || !tb.IsBehind("c", "a") {
+		t.Fatalf("serving %v behind %v, want %v with a behind c", tb.Serving, tb.Behind, want)
+	}
+
+	s := quietServer()
+	tb = &route.Table{
+		Buckets: 1, Copies: 3,
+		Serving:     [][]string{{"a", "b", "c"}},
+		Destination: [][]string{{"c", "b", "a"}},
+		Behind:      map[string][]string{"a": {"b"}},
+	}
+	s.settle(tb, allAlive)
+	if want := [][]string{{"a", "b", "c"}}; !rowsEqual(tb.Serving, want) {
+		t.Fatalf("serving %v: the master switched while b is behind it", tb.Serving)
+	}
+	tb.Behind = nil
+	s.settle(tb, allAlive)
+	if want := [][]string{{"c", "b", "a"}}; !rowsEqual(tb.Serving, want) {
+		t.Fatalf("serving %v, want %v once b caught up", tb.Serving, want)
+	}
+}
