@@ -615,7 +615,7 @@ func cmdAppend(c *Ctx) {
 		} else if cur.Type != engines.TypeString {
 			return cur, engines.Keep, errs.ErrWrongType
 		}
-		if err := checkStringSize(c, int64(len(cur.Value))+int64(len(c.Args[2]))); err != nil {
+		if err := checkStringSize(c, int64(len(cur.Value)), int64(len(c.Args[2]))); err != nil {
 			return cur, engines.Keep, err
 		}
 		v := make([]byte, 0, len(cur.Value)+len(c.Args[2]))
@@ -724,7 +724,7 @@ func cmdSetRange(c *Ctx) {
 			n = len(cur.Value)
 			return cur, engines.Keep, nil
 		}
-		if err := checkStringSize(c, off+int64(len(val))); err != nil {
+		if err := checkStringSize(c, off, int64(len(val))); err != nil {
 			return cur, engines.Keep, err
 		}
 		end := int(off) + len(val)
@@ -885,9 +885,13 @@ func cmdLCS(c *Ctx) {
 // checkStringSize refuses a string that APPEND or SETRANGE would grow to
 // n bytes: past Redis's proto-max-bulk-len with Redis's error, past the
 // value limit (SPEC §2) with VALUETOOLONG.
-func checkStringSize(c *Ctx, n int64) error {
+// checkStringSize checks a string of size bytes grown by add, as Redis's
+// checkStringLength: the sum is checked for overflow too (SETRANGE's
+// offset is the client's, up to MaxInt64).
+func checkStringSize(c *Ctx, size, add int64) error {
+	n := int64(uint64(size) + uint64(add))
 	switch {
-	case n > protoMaxBulkLen:
+	case n > protoMaxBulkLen || n < size || n < add:
 		return ReplyError(ErrTextStringTooLong)
 	case n > int64(c.MaxValueSize()):
 		return errs.ErrValueTooLong
