@@ -156,13 +156,7 @@ func parseExOpts(c *Ctx, from int, allow int) (exOpts, bool) {
 			return o, false
 		}
 		o.hasExp = true
-		if e > (1<<62)/expUnit {
-			e = (1 << 62) / expUnit
-		}
-		o.expAt = e * expUnit
-		if !expAbs {
-			o.expAt += c.NowMs()
-		}
+		o.expAt = clampExpireAt(e, expUnit, !expAbs, c.NowMs())
 	}
 	if verP != nil {
 		v, ok := ParseInt(verP)
@@ -572,16 +566,7 @@ func exhExpire(c *Ctx, unit int64, relative bool) {
 		return
 	}
 	now := c.NowMs()
-	at := t
-	if at > (1<<62)/unit {
-		at = (1 << 62) / unit
-	} else if at < -(1<<62)/unit {
-		at = -(1 << 62) / unit
-	}
-	at *= unit
-	if relative {
-		at += now
-	}
+	at := clampExpireAt(t, unit, relative, now)
 	field := string(c.Args[2])
 	res := int64(0)
 	deleted := false
@@ -879,4 +864,27 @@ func cmdExHScan(c *Ctx) {
 	for _, s := range items {
 		c.BulkString(s)
 	}
+}
+
+// maxFieldExpireAt bounds a field's expiry (unix ms, about 146 million
+// years): a client's time may be up to MaxInt64 seconds.
+const maxFieldExpireAt = 1 << 62
+
+// clampExpireAt is t (in units of unit ms, from now when relative) as an
+// absolute unix-ms expiry within ±maxFieldExpireAt. The bound is applied
+// to the result, not to t: the slave is sent the result as PXAT and
+// clamps it again, so a bound on t alone (before now is added) left the
+// master with a later expiry than its slaves.
+func clampExpireAt(t, unit int64, relative bool, now int64) int64 {
+	const lim = maxFieldExpireAt
+	if t > lim/unit {
+		t = lim / unit
+	} else if t < -lim/unit {
+		t = -lim / unit
+	}
+	at := t * unit
+	if relative {
+		at += now
+	}
+	return min(max(at, -lim), lim)
 }

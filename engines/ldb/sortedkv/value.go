@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/internal/errs"
@@ -74,7 +75,10 @@ func decodeValue(v []byte) (record, error) {
 		}
 		vals[i], p = x, p[n:]
 	}
-	if vals[0] > 1<<62 || vals[1] > 1<<62 || vals[2] > 1<<32-1 {
+	// Versions and expiry times are any non-negative int64 (a client may
+	// set a version of MaxInt64 with EXSET ABS); a bound below that made
+	// such a record unreadable once written.
+	if vals[0] > math.MaxInt64 || vals[1] > math.MaxInt64 || vals[2] > math.MaxUint32 {
 		return record{}, errCorrupt
 	}
 	r.version, r.expireAt, r.flags = int64(vals[0]), int64(vals[1]), uint32(vals[2])

@@ -1,0 +1,217 @@
+package exec
+
+// Go native fuzz targets for command execution, one per engine, without a
+// network: FuzzExecRDB, FuzzExecMDB, FuzzExecLDB, FuzzExecKDB.
+//
+// An input is a script: lines of space-separated arguments. A first word
+// that names no command picks one by its first byte (so mutations keep
+// reaching real handlers), and words of the form ~N stand for adversarial
+// values (int64 bounds, NaN, star-heavy patterns, ...: see fuzzWords).
+// Each input runs on an empty bucket as a master would (the executor on
+// the engine), and every command it must propagate is replayed on a second
+// engine as its slave would (replica=true). What must hold:
+//   - no panic and no hang (the fuzz engine reports both);
+//   - exactly one well-formed reply per command;
+//   - the slave ends with the same records as the master: a command whose
+//     propagation differs from what it did would make replicas diverge.
+//
+// `make test` runs each target for an execution budget (-fuzztime Nx);
+// `make fuzz` as long as asked (FUZZTIME).
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/vfs"
+
+	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/engines/kdb"
+	"github.com/tairkv/tair/engines/ldb"
+	"github.com/tairkv/tair/engines/mdb"
+	"github.com/tairkv/tair/engines/rdb"
+	"github.com/tairkv/tair/resp"
+)
+
+// fuzzWords are the values ~0 .. ~9, ~a .. ~z stand for.
+var fuzzWords = []string{
+	"9223372036854775807", "-9223372036854775808", "9223372036854775808", "-1", "0",
+	"nan", "inf", "-inf", "1e308", "1e309",
+	"", "4294967296", "2147483648", "-2147483649", strings.Repeat("a*", 24) + "b",
+	strings.Repeat("a", 64), "\x00\xff\r\n", "1.5", "+1", " 1",
+	"-0", "0x10", "1e-320", "17976931348623157e292", "(1", "[a",
+	"-", "+", "+inf", "-nan", "536870912", "1048577",
+	"*", "?*[", "\\", "withscores",
+}
+
+// fuzzCommands is every command the executor registers, sorted: a first
+// word that names none picks one of these by its first byte.
+// (Lazily: the package's init functions register them after package
+// variables are initialised.)
+var fuzzCommands = sync.OnceValue(func() []string {
+	var names []string
+	for name, r := range commands {
+		if r.spec != nil {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+})
+
+// fuzzScript turns an input into at most 32 commands of at most 12
+// arguments.
+func fuzzScript(data []byte) [][][]byte {
+	var script [][][]byte
+	for _, line := range bytes.Split(data, []byte{'\n'}) {
+		if len(script) == 32 {
+			break
+		}
+		words := bytes.Fields(line)
+		if len(words) == 0 {
+			continue
+		}
+		if len(words) > 12 {
+			words = words[:12]
+		}
+		args := make([][]byte, len(words))
+		for i, w := range words {
+			if len(w) == 2 && w[0] == '~' {
+				idx := int(w[1]-'0') % len(fuzzWords)
+				if w[1] >= 'a' {
+					idx = (10 + int(w[1]-'a')) % len(fuzzWords)
+				}
+				w = []byte(fuzzWords[idx])
+			}
+			args[i] = w
+		}
+		if _, ok := lookup(args[0]); !ok {
+			names := fuzzCommands()
+			args[0] = []byte(names[int(args[0][0])%len(names)])
+		}
+		script = append(script, args)
+	}
+	return script
+}
+
+// fuzzSeeds are scripts over every family, edges included.
+var fuzzSeeds = []string{
+	"SET {t}k v\nGET {t}k\nAPPEND {t}k ~f\nSETRANGE {t}k ~0 x\nGETRANGE {t}k ~1 ~0\nINCR {t}k",
+	"SET {t}n 10\nINCRBY {t}n ~0\nDECRBY {t}n ~1\nINCRBYFLOAT {t}n ~5\nINCRBYFLOAT {t}n ~9\nSETEX {t}e ~0 v\nEXPIRE {t}n ~1",
+	"RPUSH {t}l a b c d\nLRANGE {t}l ~1 ~0\nLINDEX {t}l ~0\nLSET {t}l ~1 x\nLPOS {t}l a RANK ~1\nLTRIM {t}l ~0 ~1\nLPOP {t}l ~0\nLINSERT {t}l BEFORE a z",
+	"SADD {t}s a b c\nSRANDMEMBER {t}s ~1\nSPOP {t}s ~0\nSMOVE {t}s {t}s2 a\nSINTERCARD 2 {t}s {t}s2 LIMIT ~3\nSSCAN {t}s 0 MATCH ~e COUNT ~0",
+	"ZADD {t}z 1 a 2 b ~5 c\nZRANGE {t}z ~1 ~0 BYSCORE\nZRANGEBYSCORE {t}z ~7 ~6 LIMIT ~0 ~3\nZINCRBY {t}z ~6 a\nZRANGEBYLEX {t}z ~p ~q\nZRANDMEMBER {t}z ~1 WITHSCORES",
+	"HSET {t}h f v g 1\nHINCRBY {t}h g ~0\nHINCRBYFLOAT {t}h g ~5\nHRANDFIELD {t}h ~1\nHSCAN {t}h 0 MATCH ~e\nHGETALL {t}h",
+	"SET {t}a 1\nRENAME {t}a {t}b\nCOPY {t}b {t}c\nKEYS ~e\nEXPIREAT {t}c ~0\nPEXPIRE {t}b ~1\nTTL {t}b\nLCS {t}b {t}c IDX MINMATCHLEN ~0",
+	"EXHSET {t}x f v EX ~0\nEXHINCRBY {t}x g ~0\nEXHGET {t}x f\nEXSET {t}y v ABS ~0\nEXINCRBY {t}y ~1\nEXGET {t}y",
+	"MSET {t}a 1 {t}b 2\nMGET {t}a {t}b {t}c\nDEL {t}a {t}b\nSORT {t}l LIMIT ~1 ~0\nOBJECT ENCODING {t}a\nTYPE {t}l",
+}
+
+// fuzzEngineOptions: values up to 1 MiB, so that growing one is refused
+// long before it costs the fuzzer its memory.
+var fuzzEngineOptions = engines.Options{MaxValueSize: 1 << 20}
+
+func fuzzExec(f *testing.F, open func(t testing.TB) engines.Engine) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	master, slave := open(f), open(f)
+	f.Cleanup(func() { master.Close(); slave.Close() })
+	clock := time.Unix(1_800_000_000, 0)
+	opts := Options{Buckets: 1, MaxValueSize: 1 << 20, Now: func() time.Time { return clock }}
+	mx, sx := New(master, opts), New(slave, opts)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, e := range []engines.Engine{master, slave} {
+			if err := e.DeleteBucket(0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, args := range fuzzScript(data) {
+			out, prop := mx.Exec(0, 2, false, args, nil)
+			n, _, err := resp.ScanReply(out, resp.Limits{})
+			if err != nil || n != len(out) {
+				t.Fatalf("%q: reply %q is not one RESP reply (%v)", args, out, err)
+			}
+			for _, p := range prop {
+				if rep, _ := sx.Exec(0, 2, true, p, nil); len(rep) > 0 && rep[0] == '-' {
+					t.Fatalf("%q: the slave refused its propagation %q: %q", args, p, rep)
+				}
+			}
+		}
+		if m, s := dumpBucket(t, master), dumpBucket(t, slave); m != s {
+			t.Fatalf("the slave diverged from the master\nmaster: %s\nslave:  %s", m, s)
+		}
+	})
+}
+
+// dumpBucket renders bucket 0 as text, objects by their encoding; the
+// bytes of an unordered object's encoding are sorted.
+func dumpBucket(t *testing.T, e engines.Engine) string {
+	var recs []string
+	err := e.ForEach(0, func(r *engines.Record) error {
+		val := r.Entry.Value
+		if r.Entry.Object != nil {
+			b, err := r.Entry.Object.MarshalBinary()
+			if err != nil {
+				return err
+			}
+			if b2, _ := r.Entry.Object.MarshalBinary(); !bytes.Equal(b, b2) || unordered(r.Entry.Type) {
+				b = slices.Clone(b)
+				slices.Sort(b)
+			}
+			val = b
+		}
+		recs = append(recs, fmt.Sprintf("%d/%q type=%v ver=%d exp=%d hid=%v flags=%d val=%q prefix=%d",
+			r.Area, r.Key, r.Entry.Type, r.Entry.Version, r.Entry.ExpireAt, r.Entry.Hidden, r.Entry.Flags, val, len(r.Prefix)))
+		for _, kv := range r.Prefix {
+			recs = append(recs, fmt.Sprintf("  %q=%q ver=%d exp=%d", kv.Key, kv.Entry.Value, kv.Entry.Version, kv.Entry.ExpireAt))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(recs)
+	return strings.Join(recs, "\n")
+}
+
+func FuzzExecRDB(f *testing.F) {
+	fuzzExec(f, func(testing.TB) engines.Engine { return rdb.Open(fuzzEngineOptions) })
+}
+
+func FuzzExecMDB(f *testing.F) {
+	fuzzExec(f, func(testing.TB) engines.Engine { return mdb.Open(fuzzEngineOptions) })
+}
+
+func FuzzExecLDB(f *testing.F) {
+	fuzzExec(f, func(t testing.TB) engines.Engine {
+		e, err := ldb.OpenFS(fuzzEngineOptions, vfs.NewMem())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	})
+}
+
+func FuzzExecKDB(f *testing.F) {
+	fuzzExec(f, func(t testing.TB) engines.Engine {
+		o := fuzzEngineOptions
+		o.Dir = t.TempDir()
+		e, err := kdb.Open(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	})
+}
+
+// unordered: every object type but lists and sorted sets is encoded in
+// map order.
+func unordered(t engines.ValueType) bool {
+	return t != engines.TypeList && t != engines.TypeZSet
+}
