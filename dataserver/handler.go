@@ -106,7 +106,7 @@ func (s *Server) runBatch(cmds []resp.Command, owned bool, peer net.Addr) *batch
 			args = resp.CloneArgs(args)
 		}
 		b.ps[i].start = len(b.out)
-		b.out = s.handle(b.out, args, &b.ps[i], peer)
+		b.out = s.handleContained(b.out, args, &b.ps[i], peer)
 		b.ps[i].end = len(b.out)
 		if s.isQuit(args) {
 			b.ps = b.ps[:i+1]
@@ -531,10 +531,24 @@ func (s *Server) checkOwner(t *route.Table, b uint32, write bool, env envelope) 
 
 // execWrite runs a write as bucket b's master: under the bucket's lock,
 // exec then append to the replication streams; p collects the waits.
-func (s *Server) execWrite(out []byte, env envelope, b uint32, args [][]byte, p *pending) []byte {
+//
+// A panic under the lock (contain.go) answers the write with an error,
+// releases the lock and has the bucket's slaves resynced in full: exec
+// may have changed the engine without the change being replicated.
+func (s *Server) execWrite(out []byte, env envelope, b uint32, args [][]byte, p *pending) (res []byte) {
 	bk := s.bucket(b)
 	bk.mu.Lock()
-	defer bk.mu.Unlock()
+	start := len(out)
+	defer func() {
+		v := recover()
+		if v != nil {
+			res = s.writePanicked(bk, out[:start], args, p, v)
+		}
+		bk.mu.Unlock()
+		if v != nil {
+			s.resyncAfterPanic()
+		}
+	}()
 	if bk.frozen.Load() {
 		return resp.AppendErr(out, errTryAgain(b))
 	}
@@ -544,6 +558,9 @@ func (s *Server) execWrite(out []byte, env envelope, b uint32, args [][]byte, p 
 		return resp.AppendErr(out, errNotMaster(b, rt.t.Version))
 	}
 	out, prop := s.x.Load().Exec(env.area, env.proto, false, args, out)
+	if testHook.Load() != nil {
+		runTestHook("applied", commandName(args))
+	}
 	p.write, p.bucket = true, b
 	if len(prop) == 0 {
 		return out

@@ -24,6 +24,7 @@ type metrics struct {
 	replApplyErrors prometheus.Counter
 	forwarded       prometheus.Counter
 	flowLimited     prometheus.Counter
+	panics          prometheus.Counter
 	areaCommands    *prometheus.CounterVec
 	// fullCopies and fullCopyRecords count the whole buckets this node
 	// sent to another node, by reason (fullCopy).
@@ -44,13 +45,14 @@ func newMetrics() *metrics {
 		replApplyErrors: c("replication_apply_errors_total", "Incoming replication items that failed to apply."),
 		forwarded:       c("forwarded_total", "Requests forwarded to a bucket's new master."),
 		flowLimited:     c("flow_limited_total", "Requests refused by an area's flow limit."),
+		panics:          c("panics_total", "Commands that panicked (a bug): answered with an error, the node serves on."),
 		areaCommands: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
 			Name: "area_commands_total", Help: "Commands by area, kind (read/write) and result (ok/error) (stats hook)."}, []string{"area", "kind", "result"}),
 		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
 			Name: "heartbeats_total", Help: "Heartbeats by result."}, []string{"result"}),
 	}
 	m.reg.MustRegister(m.requests, m.leaseRefusals, m.replTimeouts, m.replEntries, m.replRefused,
-		m.replApplyErrors, m.forwarded, m.flowLimited, m.heartbeats, m.areaCommands,
+		m.replApplyErrors, m.forwarded, m.flowLimited, m.panics, m.heartbeats, m.areaCommands,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.fullCopies = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
 		Name: "full_copies_total", Help: "Whole-bucket copies this node started sending to another node, by reason (migration, resync, resync_master, replace_stream)."}, []string{"reason"})

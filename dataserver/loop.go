@@ -88,6 +88,7 @@ func (fe *frontEnd) OnClose(c gnet.Conn, _ error) gnet.Action {
 }
 
 func (fe *frontEnd) OnTraffic(c gnet.Conn) gnet.Action {
+	defer fe.s.loopRecover(c)
 	dc, ok := c.Context().(*dsConn)
 	data, _ := c.Next(-1)
 	if !ok || dc.closing {
@@ -104,6 +105,19 @@ func (fe *frontEnd) OnTraffic(c gnet.Conn) gnet.Action {
 	}
 	dc.process()
 	return gnet.None
+}
+
+// loopRecover is the loop's last resort: a panic outside a command
+// (each runs under recover, contain.go) closes its connection, whose
+// state is unknown, rather than the process.
+func (s *Server) loopRecover(c gnet.Conn) {
+	if v := recover(); v != nil {
+		s.panicked("connection", v)
+		if dc, ok := c.Context().(*dsConn); ok {
+			dc.closing = true
+		}
+		_ = c.Close()
+	}
 }
 
 // process runs the complete batches received, until the connection

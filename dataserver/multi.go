@@ -108,13 +108,25 @@ func (s *Server) multiExec(out []byte, env envelope, args [][]byte, p *pending, 
 
 // multiExecRun runs a checked transaction of bucket's keys within the
 // area's limits.
-func (s *Server) multiExecRun(out []byte, env envelope, args [][]byte, p *pending, cmds [][][]byte, watch [][2][]byte, bucket uint32, write bool) []byte {
+//
+// A panic under the lock is handled as execWrite's (contain.go).
+func (s *Server) multiExecRun(out []byte, env envelope, args [][]byte, p *pending, cmds [][][]byte, watch [][2][]byte, bucket uint32, write bool) (res []byte) {
 	if err := s.checkArea(env.area, write, args); err != nil {
 		return resp.AppendErr(out, err)
 	}
 	bk := s.bucket(bucket)
 	bk.mu.Lock()
-	defer bk.mu.Unlock()
+	start := len(out)
+	defer func() {
+		v := recover()
+		if v != nil {
+			res = s.writePanicked(bk, out[:start], args, p, v)
+		}
+		bk.mu.Unlock()
+		if v != nil {
+			s.resyncAfterPanic()
+		}
+	}()
 	if bk.frozen.Load() {
 		return resp.AppendErr(out, errTryAgain(bucket))
 	}

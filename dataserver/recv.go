@@ -245,14 +245,7 @@ func (s *Server) replApply(out []byte, args [][]byte) []byte {
 		var e *entry
 		var mig *migration
 		var applied bool
-		bulk := it.kind != kindCmds // a copy's records (or its start): one at a time (Server.bulkMu)
-		if bulk {
-			s.bulkMu.Lock()
-		}
-		scratch, e, mig, applied = s.applyItem(it, from, session, ver, scratch)
-		if bulk {
-			s.bulkMu.Unlock()
-		}
+		scratch, e, mig, applied = s.applyItemContained(it, from, session, ver, scratch)
 		if !applied {
 			refused = append(refused, strconv.FormatUint(it.seq, 10))
 			s.m.replRefused.Inc()
@@ -297,6 +290,30 @@ func (s *Server) replApply(out []byte, args [][]byte) []byte {
 		st = "1"
 	}
 	return resp.AppendStatus(out, "ACK "+strconv.FormatUint(rs.last, 10)+" "+st+" "+ref)
+}
+
+// applyItemContained is applyItem, a copy's records (or its start) one
+// at a time (Server.bulkMu), under recover: an item whose apply panicked
+// is refused (its write is not acknowledged to the master's client) and
+// the copy is marked diverged, so this slave asks its master for a full
+// copy (contain.go).
+func (s *Server) applyItemContained(it item, from, session string, ver uint64, scratch []byte) (_ []byte, e *entry, mig *migration, ok bool) {
+	bulk := it.kind != kindCmds
+	if bulk {
+		s.bulkMu.Lock()
+	}
+	defer func() {
+		v := recover()
+		if bulk {
+			s.bulkMu.Unlock()
+		}
+		if v != nil {
+			s.panicked("tair.repl", v)
+			e, mig, ok = nil, nil, false
+			s.markDiverged(it.bucket)
+		}
+	}()
+	return s.applyItem(it, from, session, ver, scratch)
 }
 
 type chainWait struct {

@@ -1,0 +1,151 @@
+package dataserver
+
+import (
+	"bytes"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/testutil"
+)
+
+// setTestHook installs fn as the package's test hook until the test ends.
+func setTestHook(t *testing.T, fn func(point, cmd string)) {
+	t.Helper()
+	testHook.Store(&fn)
+	t.Cleanup(func() { testHook.Store(nil) })
+}
+
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var d dto.Metric
+	if err := c.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	return d.GetCounter().GetValue()
+}
+
+// bucketRecords lists bucket b's records on s as key=value strings.
+func bucketRecords(t *testing.T, s *Server, b uint32) []string {
+	t.Helper()
+	var out []string
+	err := s.Engine().ForEach(b, func(r *engines.Record) error {
+		out = append(out, string(r.Key)+"="+string(r.Entry.Value))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A command that panics is answered with an error; the connection, the
+// node and the bucket's lock serve the next commands; the panic is
+// counted.
+func TestPanicInCommandIsContained(t *testing.T) {
+	_, nodes := cluster2(t, nil)
+	a := nodes[0]
+	var armed atomic.Bool
+	setTestHook(t, func(point, cmd string) {
+		if point == "run" && cmd == "get" && armed.CompareAndSwap(true, false) {
+			var m map[string]int
+			m["x"]++ // a nil map write: a runtime error, as a bug would be
+		}
+	})
+	ca := dial(t, a.Addr())
+	k := keyIn("panic", 0, q, 0)
+	if got := ca.do(x(1, "SET", k, "v1")...); got != "+OK" {
+		t.Fatalf("SET: %q", got)
+	}
+	armed.Store(true)
+	if got, want := ca.do(x(1, "GET", k)...), "-ERR internal error while running 'get'"; got != want {
+		t.Fatalf("panicking GET: %q, want %q", got, want)
+	}
+	if got := ca.do(x(1, "GET", k)...); got != "$2\r\nv1" {
+		t.Fatalf("GET after the panic on the same connection: %q", got)
+	}
+	// In a pipeline: only the panicking command fails, in its place.
+	armed.Store(true)
+	replies := ca.pipeline([][]string{x(1, "SET", k, "v2"), x(1, "GET", k), {"PING"}})
+	want := []string{"+OK", "-ERR internal error while running 'get'", "+PONG"}
+	for i := range want {
+		if replies[i] != want[i] {
+			t.Fatalf("pipeline reply %d: %q, want %q", i, replies[i], want[i])
+		}
+	}
+	if got := counterValue(t, a.m.panics); got != 2 {
+		t.Fatalf("tair_dataserver_panics_total %v, want 2", got)
+	}
+	if got := dial(t, a.Addr()).do(x(1, "GET", k)...); got != "$2\r\nv2" {
+		t.Fatalf("GET on another connection: %q", got)
+	}
+}
+
+// A write that panics after it changed the master's engine, before it
+// was replicated: the client gets an error, the bucket's lock is
+// released (the next write to the bucket succeeds), and the slave is
+// resynced until it equals the master.
+func TestPanicInWriteResyncsSlave(t *testing.T) {
+	_, nodes := cluster2(t, nil)
+	a, b := nodes[0], nodes[1] // bucket 0: master a, slave b
+	var armed atomic.Bool
+	setTestHook(t, func(point, cmd string) {
+		if point == "applied" && cmd == "set" && armed.CompareAndSwap(true, false) {
+			panic("injected")
+		}
+	})
+	ca := dial(t, a.Addr())
+	k, k2 := keyIn("wpanic", 0, q, 0), keyIn("wpanic", 0, q, 1)
+	if got := ca.do(x(1, "SET", k, "v1")...); got != "+OK" {
+		t.Fatalf("SET: %q", got)
+	}
+	armed.Store(true)
+	if got, want := ca.do(x(1, "SET", k, "v2")...), "-ERR internal error while running 'set'"; got != want {
+		t.Fatalf("panicking SET: %q, want %q", got, want)
+	}
+	// The master applied it, its slave never received it.
+	if v, _ := engineGet(a, k); v != "v2" {
+		t.Fatalf("master holds %q, want the panicked write's v2", v)
+	}
+	// The bucket's lock was released: another write to the bucket
+	// succeeds at once, on the same connection.
+	done := make(chan string, 1)
+	go func() {
+		r, _ := ca.doErr(x(1, "SET", k2, "w")...)
+		done <- r
+	}()
+	select {
+	case got := <-done:
+		if got != "+OK" {
+			t.Fatalf("second write to the bucket: %q", got)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the second write to the bucket did not finish: its lock is held")
+	}
+	if got := counterValue(t, a.m.panics); got != 1 {
+		t.Fatalf("tair_dataserver_panics_total %v, want 1", got)
+	}
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		ma, sb := bucketRecords(t, a, 0), bucketRecords(t, b, 0)
+		return len(ma) == 2 && bytes.Equal([]byte(joinLines(ma)), []byte(joinLines(sb)))
+	}, "the slave's bucket 0 does not equal the master's")
+	if v, _ := engineGet(b, k); v != "v2" {
+		t.Fatalf("slave holds %q after the resync, want v2", v)
+	}
+	if a.bucket(0).diverged.Load() {
+		t.Fatal("bucket 0 still marked diverged on the master")
+	}
+}
+
+func joinLines(s []string) string {
+	var b bytes.Buffer
+	for _, x := range s {
+		b.WriteString(x)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
