@@ -3,6 +3,7 @@ package resp
 import (
 	"errors"
 	"io"
+	"math"
 )
 
 // Errors of the reply reader and of ScanReply.
@@ -154,6 +155,9 @@ func indexCRLF(b []byte, from int) int {
 	return -1
 }
 
+// parseInt64 parses a RESP integer: every int64, -9223372036854775808
+// included (a valid reply, INCRBY's or EXINCRBY's at the bound, that a
+// parser negating a positive int64 refused as a protocol error).
 func parseInt64(b []byte) (int64, bool) {
 	if len(b) == 0 || len(b) > 20 {
 		return 0, false
@@ -166,21 +170,25 @@ func parseInt64(b []byte) (int64, bool) {
 			return 0, false
 		}
 	}
-	var n int64
+	limit := uint64(math.MaxInt64)
+	if neg {
+		limit++
+	}
+	var n uint64
 	for _, c := range b {
 		if c < '0' || c > '9' {
 			return 0, false
 		}
-		d := int64(c - '0')
-		if n > (1<<63-1-d)/10 {
+		d := uint64(c - '0')
+		if n > (limit-d)/10 {
 			return 0, false
 		}
 		n = n*10 + d
 	}
 	if neg {
-		n = -n
+		return -int64(n), true // n == 1<<63 wraps to MinInt64
 	}
-	return n, true
+	return int64(n), true
 }
 
 // ReplyReader reads whole replies from a backend connection. Each

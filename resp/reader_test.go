@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -275,5 +276,30 @@ func TestCopyArgs(t *testing.T) {
 	}
 	if c := CloneArgs(src); string(c[1]) != "x" || len(c) != 3 {
 		t.Fatalf("CloneArgs = %q", c)
+	}
+}
+
+// Integer replies take every int64, the two bounds included, and nothing
+// beyond.
+func TestScanReplyIntegerBounds(t *testing.T) {
+	for _, c := range []struct {
+		in string
+		ok bool
+	}{
+		{":9223372036854775807\r\n", true},
+		{":-9223372036854775808\r\n", true},
+		{":9223372036854775808\r\n", false},
+		{":-9223372036854775809\r\n", false},
+		{":-\r\n", false},
+		{"*-1\r\n", true},
+		{"$-9223372036854775808\r\n", false},
+	} {
+		n, _, err := ScanReply([]byte(c.in), Limits{})
+		if ok := err == nil && n == len(c.in); ok != c.ok {
+			t.Errorf("ScanReply(%q) = %d, %v; want ok %v", c.in, n, err, c.ok)
+		}
+	}
+	if v, ok := parseInt64([]byte("-9223372036854775808")); !ok || v != math.MinInt64 {
+		t.Errorf("parseInt64(MinInt64) = %d, %v", v, ok)
 	}
 }
