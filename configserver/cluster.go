@@ -98,10 +98,24 @@ func (c *cluster) resume(floor time.Time, grace []string, m *meta) {
 // heartbeat records hb and reports whether the leader loop should look at
 // the cluster now rather than at its next tick: a node joined or came
 // back, restarted, or a move finished or failed.
+//
+// A heartbeat that says the node is unhealthy (wire.Heartbeat.Unhealthy:
+// it heartbeats but does not serve, an event loop or a bucket lock
+// stalled) counts as a missed one: the node's last-seen time is not
+// renewed, so it is down after downAfter and its buckets fail over as a
+// dead node's (it does not renew its own master lease either). Only its
+// health is recorded. Its first healthy heartbeat brings it back as a
+// node that returns.
 func (c *cluster) heartbeat(hb *wire.Heartbeat, now time.Time, downAfter time.Duration) (urgent bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.mu.nodes[hb.Addr]
+	if hb.Unhealthy != "" {
+		if st != nil {
+			st.hb.Health, st.hb.Unhealthy = hb.Health, hb.Unhealthy
+		}
+		return false
+	}
 	if st == nil {
 		st = &nodeState{reports: map[moveKey]report{}}
 		c.mu.nodes[hb.Addr] = st

@@ -46,6 +46,12 @@ type Config struct {
 	// must be shorter than the configserver's down detection (4 heartbeat
 	// intervals). Default 1.5s.
 	LeaseTimeout time.Duration
+	// StallTimeout: a batch of one connection, or a bucket's lock, that
+	// makes no progress for this long makes the node report itself
+	// unhealthy (watchdog.go). Default 10 heartbeat intervals, and at
+	// least 4 replication timeouts (a batch may wait 3 of them for a
+	// forwarded request).
+	StallTimeout time.Duration
 
 	// ReplicationMode is "strict" or "degraded" (default).
 	ReplicationMode string
@@ -136,6 +142,9 @@ func (c *Config) Adjust() {
 	}
 	if c.ReplicationTimeout <= 0 {
 		c.ReplicationTimeout = d.ReplicationTimeout
+	}
+	if c.StallTimeout <= 0 {
+		c.StallTimeout = max(10*c.HeartbeatInterval, 4*c.ReplicationTimeout)
 	}
 	if c.ReplicationBacklog <= 0 {
 		c.ReplicationBacklog = d.ReplicationBacklog

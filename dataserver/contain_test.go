@@ -2,6 +2,9 @@ package dataserver
 
 import (
 	"bytes"
+	"io"
+	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -148,4 +151,98 @@ func joinLines(s []string) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+func healthz(t *testing.T, s *Server) (int, string) {
+	t.Helper()
+	r, err := http.Get("http://" + s.HTTPAddr() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	body, _ := io.ReadAll(r.Body)
+	return r.StatusCode, strings.TrimSpace(string(body))
+}
+
+// An event loop wedged in a command makes the node unhealthy: /healthz
+// answers 503 with the reason, its heartbeats say "unhealthy" and no
+// longer renew its lease; once the command ends it is healthy again.
+func TestWedgedLoopReportsUnhealthy(t *testing.T) {
+	cs, nodes := cluster2(t, func(i int, c *Config) {
+		c.StallTimeout = 800 * time.Millisecond
+	})
+	a := nodes[0]
+	release := make(chan struct{})
+	var armed atomic.Bool
+	setTestHook(t, func(point, cmd string) {
+		if point == "run" && cmd == "get" && armed.CompareAndSwap(true, false) {
+			<-release
+		}
+	})
+	if code, body := healthz(t, a); code != 200 || body != "ok" {
+		t.Fatalf("healthz before: %d %q", code, body)
+	}
+	armed.Store(true)
+	ca := dial(t, a.Addr())
+	got := make(chan string, 1)
+	go func() {
+		r, _ := ca.doErr(x(1, "GET", keyIn("wedge", 0, q, 0))...)
+		got <- r
+	}()
+	const reason = "stalled: a connection's batch has run for "
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		code, body := healthz(t, a)
+		return code == http.StatusServiceUnavailable && strings.HasPrefix(body, "unhealthy: "+reason)
+	}, "healthz did not report the wedged loop")
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		hb := cs.lastHB(a.Addr())
+		return hb.Health == "unhealthy" && strings.HasPrefix(hb.Unhealthy, reason)
+	}, "the heartbeat did not report the wedged loop")
+	// Its heartbeats renew its master lease no more.
+	testutil.Eventually(t, 5*time.Second, func() bool { return !a.leaseOK() }, "the lease of an unhealthy node did not lapse")
+	if got := counterValue(t, a.m.stalls); got != 1 {
+		t.Fatalf("tair_dataserver_stalls_total %v, want 1", got)
+	}
+	close(release)
+	select {
+	case <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the wedged command did not end")
+	}
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		code, _ := healthz(t, a)
+		return code == 200 && cs.lastHB(a.Addr()).Health == "ok" && cs.lastHB(a.Addr()).Unhealthy == "" && a.leaseOK()
+	}, "the node did not become healthy again")
+	if got := ca.do(x(1, "SET", keyIn("wedge", 0, q, 0), "v")...); got != "+OK" {
+		t.Fatalf("SET once healthy again: %q", got)
+	}
+}
+
+// A bucket lock held without progress makes the node unhealthy too.
+func TestStuckBucketLockReportsUnhealthy(t *testing.T) {
+	cs, nodes := cluster2(t, func(i int, c *Config) {
+		c.StallTimeout = 800 * time.Millisecond
+	})
+	a := nodes[0]
+	bk := a.bucket(3)
+	bk.lock()
+	locked := true
+	defer func() {
+		if locked {
+			bk.unlock()
+		}
+	}()
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		code, body := healthz(t, a)
+		return code == http.StatusServiceUnavailable && strings.HasPrefix(body, "unhealthy: stalled: bucket 3's lock has been held for ")
+	}, "healthz did not report the stuck lock")
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		return strings.HasPrefix(cs.lastHB(a.Addr()).Unhealthy, "stalled: bucket 3's lock has been held for ")
+	}, "the heartbeat did not report the stuck lock")
+	bk.unlock()
+	locked = false
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		code, _ := healthz(t, a)
+		return code == 200 && cs.lastHB(a.Addr()).Health == "ok"
+	}, "the node did not become healthy again")
 }

@@ -537,14 +537,14 @@ func (s *Server) checkOwner(t *route.Table, b uint32, write bool, env envelope) 
 // may have changed the engine without the change being replicated.
 func (s *Server) execWrite(out []byte, env envelope, b uint32, args [][]byte, p *pending) (res []byte) {
 	bk := s.bucket(b)
-	bk.mu.Lock()
+	bk.lock()
 	start := len(out)
 	defer func() {
 		v := recover()
 		if v != nil {
 			res = s.writePanicked(bk, out[:start], args, p, v)
 		}
-		bk.mu.Unlock()
+		bk.unlock()
 		if v != nil {
 			s.resyncAfterPanic()
 		}

@@ -95,7 +95,10 @@ func (s *Server) heartbeat(ctx context.Context) error {
 	sent := time.Now()
 	unreachable, epochs := s.unreachableSlaves()
 	health := "ok"
+	stalled := s.stallReason()
 	switch {
+	case stalled != "":
+		health = "unhealthy"
 	case s.leaseFrom.Load() != 0 && !s.leaseOK():
 		health = "lease-lapsed"
 	case len(unreachable) > 0:
@@ -120,6 +123,7 @@ func (s *Server) heartbeat(ctx context.Context) error {
 		MasterBuckets:     masters,
 		SlaveBuckets:      slaves,
 		Health:            health,
+		Unhealthy:         stalled,
 		Stats:             s.areaStats(),
 		Load:              s.load(sent),
 	}
@@ -136,7 +140,7 @@ func (s *Server) heartbeat(ctx context.Context) error {
 		// before it judges any node down, so the next heartbeat reaches it
 		// in time. A configserver that is reachable but does not answer (a
 		// partition, a pause) lets the lease run out.
-		if s.leaseOK() && (errors.Is(err, wire.ErrNoLeader) || s.configServersRefuse()) {
+		if stalled == "" && s.leaseOK() && (errors.Is(err, wire.ErrNoLeader) || s.configServersRefuse()) {
 			s.renewLease(sent)
 			if !s.csDown.Swap(true) {
 				s.log.Warn("no configserver running; serving on the last table", "table_version", s.TableVersion())
@@ -150,6 +154,11 @@ func (s *Server) heartbeat(ctx context.Context) error {
 	}
 	s.applyHooks(reply.Hooks)
 	s.applyAreas(reply.Areas)
+	if stalled != "" {
+		// An unhealthy node's heartbeats count as missed ones: it lets
+		// its lease run out as a node cut off would (watchdog.go).
+		return nil
+	}
 	s.renewLease(sent)
 	return nil
 }
@@ -332,7 +341,7 @@ func (s *Server) applyTable(t *route.Table) {
 			}
 			completed := t.IsMaster(mv.Bucket, mv.To) || t.IsSlave(mv.Bucket, mv.To)
 			bk := s.bucket(mv.Bucket)
-			bk.mu.Lock()
+			bk.lock()
 			held = append(held, bk)
 			if completed && old.IsMaster(mv.Bucket, me) && !t.IsMaster(mv.Bucket, me) {
 				bk.handedOff.Store(true)
@@ -350,11 +359,11 @@ func (s *Server) applyTable(t *route.Table) {
 					m.st = nil // the relay owns the stream now
 					bk.relay = &relay{st: st, master: master, switchVer: t.Version}
 					time.AfterFunc(s.cfg.ForwardGrace, func() {
-						bk.mu.Lock()
+						bk.lock()
 						if bk.relay != nil && bk.relay.st == st {
 							bk.relay = nil
 						}
-						bk.mu.Unlock()
+						bk.unlock()
 						st.close(s.cfg.ReplicationTimeout)
 					})
 				}
@@ -387,7 +396,7 @@ func (s *Server) applyTable(t *route.Table) {
 			}
 			bk := s.bucket(b)
 			if !slices.Contains(held, bk) {
-				bk.mu.Lock()
+				bk.lock()
 				held = append(held, bk)
 			}
 			for _, st := range leaving {
@@ -397,7 +406,7 @@ func (s *Server) applyTable(t *route.Table) {
 	}
 	s.rt.Store(rt)
 	for _, bk := range held {
-		bk.mu.Unlock()
+		bk.unlock()
 	}
 	s.closeUnusedStreams(rt)
 	s.resyncDiverged(t)
@@ -422,22 +431,22 @@ const takeoverWindow = 150 * time.Millisecond
 // still applies what the old master from sent on a table older than ver,
 // and the new master (freeze) takes no write meanwhile.
 func (s *Server) beginTakeover(bk *bucket, from string, ver uint64, freeze bool) {
-	bk.mu.Lock()
+	bk.lock()
 	to := &takeover{from: from, switchVer: ver}
 	bk.takeover = to
 	if freeze {
 		bk.frozen.Store(true)
 	}
-	bk.mu.Unlock()
+	bk.unlock()
 	time.AfterFunc(takeoverWindow, func() {
-		bk.mu.Lock()
+		bk.lock()
 		if bk.takeover == to {
 			bk.takeover = nil
 			if freeze && bk.mig == nil {
 				bk.frozen.Store(false)
 			}
 		}
-		bk.mu.Unlock()
+		bk.unlock()
 	})
 }
 
@@ -495,9 +504,9 @@ func (s *Server) dropLeftBuckets() {
 			continue
 		}
 		bk := s.bucket(b)
-		bk.mu.Lock()
+		bk.lock()
 		err := s.eng.DeleteBucket(b)
-		bk.mu.Unlock()
+		bk.unlock()
 		if err != nil {
 			s.log.Error("dropping a bucket copy", "bucket", b, "err", err)
 			continue

@@ -64,19 +64,25 @@ type dsConn struct {
 	out     []byte
 	writer  chan *batchOut      // to the writer goroutine (started on need)
 	runner  chan []resp.Command // to the runner goroutine (started on need)
+	// runs is odd while a batch of the connection runs (the watchdog's
+	// stamp; read by it from another goroutine).
+	runs progress
 }
 
 func (fe *frontEnd) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	if fe.s.closing.Load() {
 		return nil, gnet.Close
 	}
-	c.SetContext(&dsConn{s: fe.s, c: c, peer: c.RemoteAddr(), rd: resp.NewRequestReader(nil, dsRequestLimits)})
+	dc := &dsConn{s: fe.s, c: c, peer: c.RemoteAddr(), rd: resp.NewRequestReader(nil, dsRequestLimits)}
+	c.SetContext(dc)
+	fe.s.wd.add(dc)
 	return nil, gnet.None
 }
 
 func (fe *frontEnd) OnClose(c gnet.Conn, _ error) gnet.Action {
 	if dc, ok := c.Context().(*dsConn); ok {
 		dc.closing = true
+		fe.s.wd.remove(dc)
 		if dc.writer != nil {
 			close(dc.writer)
 		}
@@ -127,7 +133,10 @@ func (dc *dsConn) process() {
 		cmds, err := dc.rd.Parse(maxBatch)
 		if len(cmds) > 0 {
 			if dc.onLoop(cmds) {
-				dc.deliver(dc.s.runBatch(cmds, false, dc.peer))
+				dc.runs.enter()
+				b := dc.s.runBatch(cmds, false, dc.peer)
+				dc.runs.leave()
+				dc.deliver(b)
 			} else {
 				dc.runOffLoop(cmds)
 			}
@@ -187,7 +196,9 @@ func (dc *dsConn) runOffLoop(cmds []resp.Command) {
 func (dc *dsConn) runLoop() {
 	defer dc.s.connWG.Done()
 	for cmds := range dc.runner {
+		dc.runs.enter()
 		b := dc.s.runBatch(cmds, true, dc.peer)
+		dc.runs.leave()
 		dc.post(func() {
 			dc.busy = false
 			if dc.closing {

@@ -159,14 +159,14 @@ func (m *migration) run() {
 // detach removes the stream from the bucket and closes it.
 func (m *migration) detach() {
 	bk := m.s.bucket(m.move.Bucket)
-	bk.mu.Lock()
+	bk.lock()
 	st := m.st
 	if bk.mig == m {
 		bk.mig = nil
 	}
 	bk.frozen.Store(false)
 	m.synced = false
-	bk.mu.Unlock()
+	bk.unlock()
 	m.done.Store(false)
 	if st != nil {
 		// Nothing to wait for: a table switch drained the stream under
@@ -185,10 +185,10 @@ func (m *migration) attempt() error {
 
 	// 1. Snapshot and attach, atomically with respect to the bucket's writes.
 	s.bulkMu.Lock()
-	bk.mu.Lock()
+	bk.lock()
 	t := s.Table()
 	if t == nil || !holds(t, b, s.addr) {
-		bk.mu.Unlock()
+		bk.unlock()
 		s.bulkMu.Unlock()
 		go st.close(0)
 		return fmt.Errorf("this node holds no copy of bucket %d", b)
@@ -196,14 +196,14 @@ func (m *migration) attempt() error {
 	recs, err := s.pushSnapshotLocked(st, b, "migration")
 	n := int64(recs)
 	if err != nil {
-		bk.mu.Unlock()
+		bk.unlock()
 		s.bulkMu.Unlock()
 		go st.close(0)
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	m.st, m.synced = st, false
 	bk.mig = m
-	bk.mu.Unlock()
+	bk.unlock()
 	s.bulkMu.Unlock()
 	m.log.Info("migration started", "records", n)
 	snapped := time.Now()
@@ -222,10 +222,10 @@ func (m *migration) attempt() error {
 	if !t.IsMaster(b, s.addr) {
 		// A slave copy: the master's writes reach it through this node's
 		// replication stream, which then waits for the destination.
-		bk.mu.Lock()
+		bk.lock()
 		m.synced = true
 		mark := st.lastSeq()
-		bk.mu.Unlock()
+		bk.unlock()
 		if err := m.await(st, func() bool { return st.ackedSeq() >= mark }, time.Time{}, false); err != nil {
 			return err
 		}
@@ -233,8 +233,8 @@ func (m *migration) attempt() error {
 	}
 	for {
 		bk.frozen.Store(true)
-		bk.mu.Lock() // barrier: writes that passed the frozen check are queued
-		bk.mu.Unlock()
+		bk.lock() // barrier: writes that passed the frozen check are queued
+		bk.unlock()
 		err := m.await(st, func() bool { return st.pending() == 0 && !m.slavesPending() },
 			time.Now().Add(2*time.Second), true)
 		if err == nil {
@@ -257,9 +257,9 @@ func (m *migration) attempt() error {
 	// the slaves that learn of the switch first. inSync lets writes
 	// through again (synchronously to the destination) if the switch is
 	// slow to come.
-	bk.mu.Lock()
+	bk.lock()
 	m.synced = true
-	bk.mu.Unlock()
+	bk.unlock()
 	return m.inSync(st, n, start, snapped, drained)
 }
 

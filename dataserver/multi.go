@@ -115,14 +115,14 @@ func (s *Server) multiExecRun(out []byte, env envelope, args [][]byte, p *pendin
 		return resp.AppendErr(out, err)
 	}
 	bk := s.bucket(bucket)
-	bk.mu.Lock()
+	bk.lock()
 	start := len(out)
 	defer func() {
 		v := recover()
 		if v != nil {
 			res = s.writePanicked(bk, out[:start], args, p, v)
 		}
-		bk.mu.Unlock()
+		bk.unlock()
 		if v != nil {
 			s.resyncAfterPanic()
 		}

@@ -88,8 +88,8 @@ func (s *Server) continuesMove(t *route.Table, it item, session string) bool {
 	if bk == nil {
 		return false
 	}
-	bk.mu.Lock()
-	defer bk.mu.Unlock()
+	bk.lock()
+	defer bk.unlock()
 	return s.continuesMoveLocked(bk, t, it, session)
 }
 
@@ -105,8 +105,8 @@ func (s *Server) relays(b uint32, from string, ver uint64) bool {
 	if bk == nil {
 		return false
 	}
-	bk.mu.Lock()
-	defer bk.mu.Unlock()
+	bk.lock()
+	defer bk.unlock()
 	rl := bk.relay
 	return (rl != nil && rl.master == from && ver < rl.switchVer) || takesOver(bk, from, ver)
 }
@@ -332,8 +332,8 @@ type chainWait struct {
 // attempt still in flight must not land on the new copy.
 func (s *Server) applyItem(it item, from, session string, ver uint64, scratch []byte) (_ []byte, _ *entry, _ *migration, ok bool) {
 	bk := s.bucket(it.bucket)
-	bk.mu.Lock()
-	defer bk.mu.Unlock()
+	bk.lock()
+	defer bk.unlock()
 	// Check again under the lock: a table applied since the batch began
 	// (a move ending here is published under this lock) wins.
 	var rl *relay

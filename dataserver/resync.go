@@ -52,7 +52,7 @@ func (s *Server) resyncDiverged(t *route.Table) {
 		}
 		if t.IsMaster(bk.id, s.addr) {
 			s.bulkMu.Lock()
-			bk.mu.Lock()
+			bk.lock()
 			if rt.t.IsMaster(bk.id, s.addr) && bk.diverged.Load() {
 				for _, st := range rt.slaves[bk.id] {
 					if _, err := s.pushSnapshotLocked(st, bk.id, "resync_master"); err != nil {
@@ -62,7 +62,7 @@ func (s *Server) resyncDiverged(t *route.Table) {
 				bk.diverged.Store(false)
 				s.log.Info("sent slaves a full copy of a diverged bucket", "bucket", bk.id)
 			}
-			bk.mu.Unlock()
+			bk.unlock()
 			s.bulkMu.Unlock()
 			continue
 		}
@@ -121,8 +121,8 @@ func (s *Server) resyncRequest(out []byte, args [][]byte) []byte {
 	bk := s.bucket(b)
 	s.bulkMu.Lock()
 	defer s.bulkMu.Unlock()
-	bk.mu.Lock()
-	defer bk.mu.Unlock()
+	bk.lock()
+	defer bk.unlock()
 	rt = s.rt.Load()
 	var st *stream
 	if rt.t.IsMaster(b, s.addr) {
@@ -222,9 +222,9 @@ func (s *Server) replaceStream(old *stream) {
 	for _, b := range buckets {
 		bk := s.bucket(b)
 		s.bulkMu.Lock()
-		bk.mu.Lock()
+		bk.lock()
 		_, err := s.pushSnapshotLocked(st, b, "replace_stream")
-		bk.mu.Unlock()
+		bk.unlock()
 		s.bulkMu.Unlock()
 		if err != nil {
 			s.log.Error("resyncing a slave", "slave", st.to, "bucket", b, "err", err)

@@ -148,6 +148,9 @@ type Server struct {
 	pace   *pacer // the outgoing copies' rate (pace.go)
 	pool   connPool
 	m      *metrics
+	// wd watches the connections' batches and the buckets' locks
+	// (watchdog.go).
+	wd watchdog
 }
 
 // bulkLock is a mutex that counts how long it was held.
@@ -178,8 +181,11 @@ type routing struct {
 // bucket is this node's state of one bucket.
 type bucket struct {
 	id uint32
-	// mu orders the bucket's writes with their replication appends.
-	mu sync.Mutex
+	// mu orders the bucket's writes with their replication appends;
+	// taken with lock and released with unlock, which stamp held for the
+	// watchdog (watchdog.go).
+	mu   sync.Mutex
+	held progress
 	// frozen: the final step of an outgoing migration (TRYAGAIN).
 	frozen atomic.Bool
 	// mig is the outgoing migration in progress (guarded by mu).
@@ -326,6 +332,11 @@ func (s *Server) Start() error {
 		defer close(s.hbDone)
 		s.heartbeatLoop(hbCtx)
 		<-tableDone
+	}()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.watchdogLoop(s.ctx.Done())
 	}()
 	s.log.Info("dataserver started", "engine", eng.Name(), "http", s.HTTPAddr(), "replication", s.cfg.ReplicationMode)
 	return nil

@@ -54,8 +54,13 @@ type Heartbeat struct {
 	// Health is "ok"; "degraded" while a slave is unreachable (writes
 	// go on without it once the table marks it behind); "lease-lapsed"
 	// while the node's master lease has run out (it acknowledges no
-	// write as a master).
+	// write as a master); "unhealthy" while Unhealthy is set.
 	Health string `json:"health,omitempty"`
+	// Unhealthy, when set, says why the node does not serve although it
+	// heartbeats (an event loop or a bucket lock without progress for the
+	// stall timeout). The configserver takes such a heartbeat for a
+	// missed one: the node counts as down and its buckets fail over.
+	Unhealthy string `json:"unhealthy,omitempty"`
 	// Stats are per-area counters.
 	Stats map[uint16]AreaStats `json:"stats,omitempty"`
 	// Load is requests per second over the last interval.
