@@ -34,6 +34,7 @@ package engines
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -137,6 +138,17 @@ const (
 type Expire struct {
 	Mode ExpireMode
 	At   int64 // unix ms, with ExpireAt
+}
+
+// NextVersion is the version a write gives a record at version v: v+1,
+// wrapping from MaxInt64 to 1 (Tair's versions wrap and skip 0, which
+// means "any version"), so that a record a client set to MaxInt64 (EXSET
+// ABS) is not written at a negative version its slaves refuse to take.
+func NextVersion(v int64) int64 {
+	if v == math.MaxInt64 {
+		return 1
+	}
+	return v + 1
 }
 
 // TairExpire resolves Tair's expire argument (seconds) at now: 0 never,

@@ -195,7 +195,7 @@ func (o *exOpts) newVer(f *ds.ExField) int64 {
 	if f == nil {
 		return 1
 	}
-	return f.Version + 1
+	return engines.NextVersion(f.Version)
 }
 
 // newExpire is the expiry a written field gets.
@@ -357,7 +357,7 @@ func cmdExHMSet(c *Ctx) {
 			f := h.Get(string(c.Args[i]), now)
 			nf := ds.ExField{Value: string(c.Args[i+1]), Version: 1}
 			if f != nil {
-				nf.Version, nf.ExpireAt = f.Version+1, f.ExpireAt
+				nf.Version, nf.ExpireAt = engines.NextVersion(f.Version), f.ExpireAt
 			}
 			h.Set(string(c.Args[i]), nf)
 		}

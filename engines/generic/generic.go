@@ -271,7 +271,7 @@ func (op *updateOp) apply(cur engines.Entry, exists bool) (engines.Entry, engine
 				return engines.Entry{}, engines.Keep, err
 			}
 		}
-		next.Version = cur.Version + 1 // cur is zero when missing
+		next.Version = engines.NextVersion(cur.Version) // cur is zero when missing
 		op.out = next
 		return next, engines.Store, nil
 	case engines.Delete:
