@@ -6,7 +6,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -96,24 +96,54 @@ func splitList(s []string) []string {
 	return out
 }
 
-// untilSignal returns a context cancelled by SIGINT or SIGTERM.
-func untilSignal() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-}
-
 type closer interface{ Close() error }
 
-// runUntilSignal waits for a signal, then closes the parts in order.
+// shutdownGrace bounds a clean stop: a role's Close waits for its event
+// loops and connections, and a loop wedged in a command (a bug, a stuck
+// engine) would hold it for ever. Past the grace the process exits
+// anyway, as if killed: nothing unacknowledged is lost (a persistent
+// engine restarts as after a crash), and whoever sent SIGTERM (an
+// orchestrator, `tair up`'s user) gets the process gone within 5 s.
+var shutdownGrace = 4 * time.Second
+
+// runUntilSignal waits for SIGINT or SIGTERM, then closes the parts in
+// order. A second signal exits at once; a stop that takes longer than
+// shutdownGrace exits too (status 1).
 func runUntilSignal(log *slog.Logger, parts ...closer) error {
-	ctx, cancel := untilSignal()
-	defer cancel()
-	<-ctx.Done()
-	log.Info("stopping")
-	var errList []error
-	for _, p := range parts {
-		if err := p.Close(); err != nil {
-			errList = append(errList, err)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	sig := <-sigs
+	log.Info("stopping", "signal", sig.String(), "grace", shutdownGrace)
+	done := make(chan error, 1)
+	go func() {
+		var errList []error
+		for _, p := range parts {
+			if err := p.Close(); err != nil {
+				errList = append(errList, err)
+			}
 		}
+		done <- errors.Join(errList...)
+	}()
+	grace := time.NewTimer(shutdownGrace)
+	defer grace.Stop()
+	select {
+	case err := <-done:
+		return err
+	case sig := <-sigs:
+		log.Warn("second signal: exiting at once", "signal", sig.String())
+		os.Exit(exitStatus(sig))
+	case <-grace.C:
+		log.Error("the stop did not finish within its grace period; exiting", "grace", shutdownGrace)
+		os.Exit(1)
 	}
-	return errors.Join(errList...)
+	return nil
+}
+
+// exitStatus is a shell's status for a process killed by sig.
+func exitStatus(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 1
 }
