@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -24,16 +26,28 @@ func (ss *session) blockingPop(r *request) {
 			return
 		}
 	}
-	t, err := strconv.ParseFloat(string(r.args[ti]), 64)
-	if err != nil || math.IsNaN(t) || math.IsInf(t, 0) {
-		r.setError("ERR timeout is not a float or out of range")
-		return
-	}
-	if t < 0 {
-		r.setError("ERR timeout is negative")
-		return
-	}
 	keys := r.spec.KeyIndexes(r.args)
+	t, terr := parseTimeout(r.args[ti])
+	if terr != "" {
+		if len(keys) > 0 && (r.spec.Name == "blmpop" || r.spec.Name == "bzmpop") {
+			// Redis parses their timeout after the direction and COUNT;
+			// the dataserver checks them in that order, and its one
+			// attempt refuses the timeout too.
+			p := ss.part(r, r.args)
+			p.spec = r.spec
+			ss.route(p, keys)
+			if !p.local {
+				ss.finish(p)
+				ss.account(p)
+			}
+			if len(p.reply) > 0 && p.reply[0] == '-' {
+				r.raw(p.reply)
+				return
+			}
+		}
+		r.setError(terr)
+		return
+	}
 	if len(keys) == 0 {
 		r.setError("ERR syntax error")
 		return
@@ -86,6 +100,34 @@ func (ss *session) blockingPop(r *request) {
 			}
 		}
 	}
+}
+
+// parseTimeout reads a blocking command's timeout (seconds) as Redis's
+// getTimeoutFromObjectOrReply does with strtold: hex floats, no digit
+// separators or leading space; it returns Redis's error text when it is
+// not a usable timeout. Beyond what a long long of milliseconds holds it
+// is Redis 7.2's "timeout is out of range" (7.0 casts unchecked and says
+// "timeout is negative").
+func parseTimeout(b []byte) (float64, string) {
+	const notFloat = "ERR timeout is not a float or out of range"
+	s := string(b)
+	if s == "" || strings.ContainsAny(s[:1], " \t\r\n\v\f") || strings.IndexByte(s, '_') >= 0 {
+		return 0, notFloat
+	}
+	if h := strings.TrimLeft(s, "+-"); len(h) > 2 && h[0] == '0' && (h[1] == 'x' || h[1] == 'X') && !strings.ContainsAny(h, "pP") {
+		s += "p0"
+	}
+	t, err := strconv.ParseFloat(s, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsNaN(t) {
+		return 0, notFloat
+	}
+	if t < 0 {
+		return 0, "ERR timeout is negative"
+	}
+	if t*1000 >= math.MaxInt64 {
+		return 0, "ERR timeout is out of range"
+	}
+	return t, ""
 }
 
 // clientGone reports whether the client closed its connection (its

@@ -7,6 +7,9 @@ package exec
 // client talking to a dataserver directly never hangs.
 
 import (
+	"bytes"
+	"errors"
+	"math"
 	"slices"
 	"strconv"
 
@@ -606,15 +609,28 @@ func cmdRPopLPush(c *Ctx) {
 // timeoutArg validates a blocking command's timeout (seconds, float).
 func timeoutArg(c *Ctx, i int) bool {
 	f, ok := ParseFloat(c.Args[i])
-	if !ok {
+	if !ok && !isRangeFloat(c.Args[i]) {
 		c.Error("ERR timeout is not a float or out of range")
 		return false
 	}
-	if f < 0 {
+	if f < 0 || !ok && c.Args[i][0] == '-' {
 		c.Error("ERR timeout is negative")
 		return false
 	}
+	// Redis 7.2's check; 7.0 casts the milliseconds to long long
+	// unchecked and says "timeout is negative".
+	if !ok || f*1000 >= math.MaxInt64 {
+		c.Error("ERR timeout is out of range")
+		return false
+	}
 	return true
+}
+
+// isRangeFloat: b is a float too large for a double (1e309), which
+// strtold, Redis's timeout parser, still reads.
+func isRangeFloat(b []byte) bool {
+	_, err := strconv.ParseFloat(string(b), 64)
+	return err != nil && errors.Is(err, strconv.ErrRange) && bytes.IndexByte(b, '_') < 0 && !isSpace(b[0])
 }
 
 func cmdBLMove(c *Ctx) {
@@ -690,9 +706,6 @@ func cmdBPop(c *Ctx, left bool) {
 // parseMinMax (MIN|MAX), then the keys' bucket. It returns the keys'
 // indexes, where's value and the count; ok false: the reply is written.
 func mpopArgs(c *Ctx, nk int, blocking bool, where func(c *Ctx, i int) (bool, bool)) (keys []int, dir bool, count int, ok bool) {
-	if blocking && !timeoutArg(c, 1) {
-		return nil, false, 0, false
-	}
 	n, ok := dsNumKeys(c, nk, false)
 	if !ok {
 		return nil, false, 0, false
@@ -719,6 +732,10 @@ func mpopArgs(c *Ctx, nk int, blocking bool, where func(c *Ctx, i int) (bool, bo
 			return nil, false, 0, false
 		}
 		count = int(min(v, 1<<31))
+	}
+	// Redis parses the timeout last (lmpopGenericCommand, bzmpop too).
+	if blocking && !timeoutArg(c, 1) {
+		return nil, false, 0, false
 	}
 	keys = dsRange(nk+1, nk+1+n)
 	if !c.SameBucket(keys...) {

@@ -485,11 +485,8 @@ func interCardArgs(c *Ctx, n int) (keys []int, limit int64, ok bool) {
 			return nil, 0, false
 		}
 		v, ok := ParseInt(rest[i+1])
-		if !ok {
-			c.Error(ErrTextNotInt)
-			return nil, 0, false
-		}
-		if v < 0 {
+		if !ok || v < 0 {
+			// Redis's getPositiveLongFromObjectOrReply: one text for both
 			c.Error("ERR LIMIT can't be negative")
 			return nil, 0, false
 		}

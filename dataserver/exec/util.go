@@ -11,6 +11,7 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"strings"
 
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/internal/errs"
@@ -117,11 +118,43 @@ func ParseFloat(b []byte) (float64, bool) {
 	if len(b) == 0 || isSpace(b[0]) {
 		return 0, false
 	}
-	f, err := strconv.ParseFloat(string(b), 64)
+	if bytes.IndexByte(b, '_') >= 0 {
+		return 0, false // Go takes digit separators, strtod does not
+	}
+	s := string(b)
+	hex := false
+	if h := strings.TrimLeft(s, "+-"); len(h) > 2 && h[0] == '0' && (h[1] == 'x' || h[1] == 'X') {
+		hex = true
+		if !strings.ContainsAny(h, "pP") {
+			s += "p0" // strtod takes a hex float without an exponent, Go does not
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(f) {
 		return 0, false // includes ERANGE, which string2d rejects
 	}
+	if f == 0 && nonZeroMantissa(s, hex) {
+		return 0, false // underflow to zero: ERANGE too
+	}
 	return f, true
+}
+
+// nonZeroMantissa reports whether the mantissa of a float's text has a
+// non-zero digit (so that a zero result is an underflow).
+func nonZeroMantissa(s string, hex bool) bool {
+	if hex {
+		s = strings.TrimLeft(s, "+-")[2:]
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case !hex && (c == 'e' || c == 'E'), hex && (c == 'p' || c == 'P'):
+			return false
+		case c >= '1' && c <= '9', hex && (c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'):
+			return true
+		}
+	}
+	return false
 }
 
 // FloatArg parses args[i] as a float, replying Redis's error when it is

@@ -851,6 +851,20 @@ func zsetOp(c *Ctx, op setOpKind, store bool) {
 		return
 	}
 	keys := dsRange(nk+1, nk+1+int(n))
+	all := keys
+	if store {
+		all = append([]int{1}, keys...)
+	}
+	if !c.SameBucket(all...) {
+		return
+	}
+	// Redis reads the sources (WRONGTYPE) before it parses the options
+	// (syntax errors, weights).
+	maps, lists, err := zload(c, keys)
+	if err != nil {
+		dsFail(c, err)
+		return
+	}
 	weights := make([]float64, n)
 	for i := range weights {
 		weights[i] = 1
@@ -891,18 +905,7 @@ func zsetOp(c *Ctx, op setOpKind, store bool) {
 			return
 		}
 	}
-	all := keys
-	if store {
-		all = append([]int{1}, keys...)
-	}
-	if !c.SameBucket(all...) {
-		return
-	}
-	res, err := zcompute(c, keys, weights, agg, op)
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
+	res := zcombine(maps, lists, weights, agg, op)
 	if store {
 		if err := storeObject(c, 1, engines.TypeZSet, func() engines.Object { return zsetOf(res) }); err != nil {
 			dsFail(c, err)
@@ -930,15 +933,29 @@ func weighted(s, w float64) float64 {
 }
 
 func zcompute(c *Ctx, keys []int, weights []float64, agg int, op setOpKind) ([]zitem, error) {
+	maps, lists, err := zload(c, keys)
+	if err != nil {
+		return nil, err
+	}
+	return zcombine(maps, lists, weights, agg, op), nil
+}
+
+// zload reads the sources of a Z{UNION,INTER,DIFF}: WRONGTYPE unless
+// each is a sorted set, a set or missing.
+func zload(c *Ctx, keys []int) ([]map[string]float64, [][]zitem, error) {
 	maps := make([]map[string]float64, len(keys))
 	lists := make([][]zitem, len(keys))
 	for i, k := range keys {
 		m, items, _, err := zsource(c, k)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		maps[i], lists[i] = m, items
 	}
+	return maps, lists, nil
+}
+
+func zcombine(maps []map[string]float64, lists [][]zitem, weights []float64, agg int, op setOpKind) []zitem {
 	var res []zitem
 	switch op {
 	case opUnion:
@@ -982,7 +999,7 @@ func zcompute(c *Ctx, keys []int, weights []float64, agg int, op setOpKind) ([]z
 			res = append(res, it)
 		}
 	}
-	return res, nil
+	return res
 }
 
 // zNumKeys parses numkeys as ZUNION and friends do.

@@ -1,0 +1,458 @@
+package difffuzz
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tairkv/tair/internal/command"
+	"github.com/tairkv/tair/internal/testutil"
+)
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// --- the cluster -----------------------------------------------------------
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// tairBin is TAIR_DIFFFUZZ_BIN, or the tair binary built once into a
+// temporary directory.
+func tairBin(t testing.TB) string {
+	if p := os.Getenv("TAIR_DIFFFUZZ_BIN"); p != "" {
+		return p
+	}
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "difffuzz-bin")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "tair")
+		cmd := exec.Command("go", "build", "-o", binPath, "github.com/tairkv/tair/cmd/tair")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// tairUp is a `tair up` child process.
+type tairUp struct {
+	engine string
+	addr   string
+	cmd    *exec.Cmd
+	log    *testutil.LogBuffer
+	done   chan struct{}
+}
+
+func startTair(t testing.TB, engine string) *tairUp {
+	t.Helper()
+	port := testutil.FreePort(t)
+	dir := t.TempDir()
+	u := &tairUp{engine: engine, addr: "127.0.0.1:" + itoa(port), log: &testutil.LogBuffer{}, done: make(chan struct{})}
+	u.cmd = exec.Command(tairBin(t), "up", "--engine", engine, "--port", itoa(port), "--dataservers", "2",
+		"--copies", "1", "--buckets", "64", "--dir", dir, "--log-level", "warn")
+	u.cmd.Stdout = u.log
+	u.cmd.Stderr = u.log
+	if err := u.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = u.cmd.Wait(); close(u.done) }()
+	t.Cleanup(u.stop)
+	testutil.Eventually(t, 60*time.Second, func() bool {
+		if u.exited() {
+			t.Fatalf("tair up (%s) exited:\n%s", engine, u.log.String())
+		}
+		c, err := dial("tair", u.addr)
+		if err != nil {
+			return false
+		}
+		defer c.close()
+		r, err := c.do([]string{"SET", "{t}probe", "1"})
+		return err == nil && r == "+OK\r\n"
+	}, "tair up (%s) did not become ready:\n%s", engine, u.log)
+	return u
+}
+
+func (u *tairUp) exited() bool {
+	select {
+	case <-u.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (u *tairUp) stop() {
+	if u.exited() {
+		return
+	}
+	_ = u.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-u.done:
+	case <-time.After(15 * time.Second):
+		_ = u.cmd.Process.Kill()
+		<-u.done
+	}
+}
+
+// --- running a sequence ----------------------------------------------------
+
+// diff is the first difference of a sequence.
+type diff struct {
+	step         int // index into the sequence
+	cmd          []string
+	redis, tair  string // the compared views
+	broken       bool   // tair's connection failed (crash or hang): fatal
+	detail       string
+	accepted     []string // normalisation reasons used
+	normalisedAt []int
+}
+
+func (d *diff) String() string {
+	if d.broken {
+		return fmt.Sprintf("step %d %s: tair broke: %s", d.step, formatCmd(d.cmd), d.detail)
+	}
+	return fmt.Sprintf("step %d %s:\n  redis: %s\n  tair:  %s", d.step, formatCmd(d.cmd), d.redis, d.tair)
+}
+
+// pair is one redis-server connection and one tair proxy connection.
+type pair struct {
+	engine string
+	redis  *conn
+	tair   *conn
+	up     *tairUp
+}
+
+// reset empties both sides.
+func (p *pair) reset() error {
+	for _, c := range []*conn{p.redis, p.tair} {
+		r, err := c.do([]string{"FLUSHALL"})
+		if err != nil {
+			return err
+		}
+		if r != "+OK\r\n" {
+			return fmt.Errorf("%s: FLUSHALL: %q", c.name, r)
+		}
+	}
+	return nil
+}
+
+// doMode runs one command on c, following every SCAN page for the scan
+// modes.
+func doMode(c *conn, cmd []string, m mode) (node, error) {
+	raw, err := c.do(cmd)
+	if err != nil {
+		return node{}, err
+	}
+	n, _ := parse(raw)
+	if (m != scanAll && m != scanPairs) || n.isErr() || len(n.kids) != 2 || cmd[cursorAt(cmd)] != "0" {
+		return n, nil
+	}
+	all := node{kind: '*', kids: []node{}}
+	for i := 0; ; i++ {
+		all.kids = append(all.kids, n.kids[1].kids...)
+		cur := n.kids[0].s
+		if cur == "0" {
+			return all, nil
+		}
+		if i > 10000 {
+			return node{kind: '-', s: "difffuzz: scan did not end"}, nil
+		}
+		next := append([]string(nil), cmd...)
+		next[cursorAt(cmd)] = cur
+		raw, err := c.do(next)
+		if err != nil {
+			return node{}, err
+		}
+		n, _ = parse(raw)
+		if n.isErr() || len(n.kids) != 2 {
+			return n, nil
+		}
+	}
+}
+
+func cursorAt(cmd []string) int {
+	if strings.EqualFold(cmd[0], "scan") {
+		return 1
+	}
+	if len(cmd) < 3 {
+		return 0
+	}
+	return 2
+}
+
+// run runs seq on both sides from empty and returns the first difference
+// not accepted by the normalisation table (nil: none).
+func (p *pair) run(seq [][]string) (*diff, error) {
+	if err := p.reset(); err != nil {
+		return nil, err
+	}
+	var acc []string
+	var at []int
+	for i, cmd := range seq {
+		m := modeOf(cmd)
+		if len(cmd) > 0 && m != exact && (m == scanAll || m == scanPairs) && cursorAt(cmd) == 0 {
+			m = exact
+		}
+		rn, err := doMode(p.redis, cmd, m)
+		if err != nil {
+			return nil, fmt.Errorf("redis-server: %v", err)
+		}
+		tn, err := doMode(p.tair, cmd, m)
+		if err != nil {
+			detail := err.Error()
+			if p.up != nil && p.up.exited() {
+				detail += "\n tair up exited:\n" + p.up.log.String()
+			}
+			return &diff{step: i, cmd: cmd, broken: true, detail: detail}, nil
+		}
+		rv, tv := view(m, rn), view(m, tn)
+		if rv == tv {
+			continue
+		}
+		ok, why, resync := normalise(cmd, p.engine, rn, tn)
+		if !ok {
+			return &diff{step: i, cmd: cmd, redis: rv, tair: tv, accepted: acc, normalisedAt: at}, nil
+		}
+		acc = append(acc, why)
+		at = append(at, i)
+		if resync {
+			del := append([]string{"DEL"}, allKeys...)
+			if _, err := p.redis.do(del); err != nil {
+				return nil, err
+			}
+			if _, err := p.tair.do(del); err != nil {
+				return &diff{step: i, cmd: del, broken: true, detail: err.Error()}, nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// --- shrinking ---------------------------------------------------------------
+
+// shrink reduces a failing sequence (delta debugging: drop chunks of
+// commands, then single commands, then simplify arguments) while it still
+// fails at a command of the same name.
+func (p *pair) shrink(seq [][]string, d *diff, budget time.Duration) ([][]string, *diff) {
+	deadline := time.Now().Add(budget)
+	sig := d.signature()
+	fails := func(s [][]string) *diff {
+		if time.Now().After(deadline) {
+			return nil
+		}
+		nd, err := p.run(s)
+		if err != nil || nd == nil || nd.broken || nd.signature() != sig {
+			return nil
+		}
+		return nd
+	}
+	seq = seq[:d.step+1]
+	// ddmin over commands
+	for n := 2; len(seq) >= 2; {
+		chunk := (len(seq) + n - 1) / n
+		reduced := false
+		for start := 0; start < len(seq); start += chunk {
+			end := min(start+chunk, len(seq))
+			cand := append(append([][]string(nil), seq[:start]...), seq[end:]...)
+			if len(cand) == 0 {
+				continue
+			}
+			if nd := fails(cand); nd != nil {
+				seq, d = cand[:nd.step+1], nd
+				n = max(n-1, 2)
+				reduced = true
+				break
+			}
+		}
+		if !reduced {
+			if chunk == 1 {
+				break
+			}
+			n = min(n*2, len(seq))
+		}
+	}
+	// simplify arguments: drop each (past the name), then replace by short values
+	for i := 0; i < len(seq); i++ {
+		for j := len(seq[i]) - 1; j >= 1; j-- {
+			cand := cloneSeq(seq)
+			cand[i] = append(append([]string(nil), cand[i][:j]...), cand[i][j+1:]...)
+			if nd := fails(cand); nd != nil {
+				seq, d = cand[:nd.step+1], nd
+			}
+		}
+		keys := map[int]bool{}
+		if spec := command.Lookup([]byte(seq[i][0])); spec != nil {
+			for _, k := range spec.KeyIndexes(toBytes(seq[i])) {
+				keys[k] = true
+			}
+		}
+		for j := 1; j < len(seq[i]); j++ {
+			simples := []string{"0", "1", "a"}
+			if keys[j] {
+				simples = []string{"{t}a"}
+			}
+			for _, simple := range simples {
+				if seq[i][j] == simple || len(seq[i][j]) <= len(simple) && seq[i][j] < simple {
+					continue
+				}
+				cand := cloneSeq(seq)
+				cand[i][j] = simple
+				if nd := fails(cand); nd != nil {
+					seq, d = cand[:nd.step+1], nd
+					break
+				}
+			}
+		}
+	}
+	return seq, d
+}
+
+func toBytes(s []string) [][]byte {
+	out := make([][]byte, len(s))
+	for i, a := range s {
+		out[i] = []byte(a)
+	}
+	return out
+}
+
+// signature is what a shrunk sequence must keep: the command's name and
+// the kind of both replies (an error's first word).
+func (d *diff) signature() string {
+	first := func(v string) string {
+		if i := strings.IndexAny(v, " ["); i >= 0 {
+			return v[:i]
+		}
+		return v
+	}
+	return strings.ToLower(d.cmd[0]) + "|" + first(d.redis) + "|" + first(d.tair)
+}
+
+func cloneSeq(s [][]string) [][]string {
+	out := make([][]string, len(s))
+	for i, c := range s {
+		out[i] = append([]string(nil), c...)
+	}
+	return out
+}
+
+// --- the regression format -------------------------------------------------
+
+// formatCmd writes one command: bare words when safe, else Go-quoted.
+func formatCmd(cmd []string) string {
+	parts := make([]string, len(cmd))
+	for i, a := range cmd {
+		if a != "" && !strings.ContainsAny(a, " \"\\#") && strconv.CanBackquote(a) && !strings.ContainsAny(a, "`") && isPrint(a) {
+			parts[i] = a
+		} else {
+			parts[i] = strconv.Quote(a)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func isPrint(s string) bool {
+	for _, c := range []byte(s) {
+		if c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func formatSeq(engine string, seq [][]string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# engine: %s\n", engine)
+	for _, c := range seq {
+		b.WriteString(formatCmd(c))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// parseLine splits one line of the regression format.
+func parseLine(l string) ([]string, error) {
+	var out []string
+	for {
+		l = strings.TrimLeft(l, " \t")
+		if l == "" {
+			return out, nil
+		}
+		if l[0] == '"' {
+			end := 1
+			for ; end < len(l); end++ {
+				if l[end] == '\\' {
+					end++
+					continue
+				}
+				if l[end] == '"' {
+					break
+				}
+			}
+			if end >= len(l) {
+				return nil, fmt.Errorf("unterminated quote")
+			}
+			s, err := strconv.Unquote(l[:end+1])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, s)
+			l = l[end+1:]
+			continue
+		}
+		sp := strings.IndexAny(l, " \t")
+		if sp < 0 {
+			sp = len(l)
+		}
+		out = append(out, l[:sp])
+		l = l[sp:]
+	}
+}
+
+// readRegress reads a regression file: its engines (none: all) and its
+// commands.
+func readRegress(path string) (engines []string, seq [][]string, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(l, "# engine:") {
+			for _, e := range strings.Split(strings.TrimPrefix(l, "# engine:"), ",") {
+				if e = strings.TrimSpace(e); e != "" {
+					engines = append(engines, e)
+				}
+			}
+			continue
+		}
+		if l == "" || l[0] == '#' {
+			continue
+		}
+		cmd, err := parseLine(l)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %q: %v", path, l, err)
+		}
+		seq = append(seq, cmd)
+	}
+	return engines, seq, sc.Err()
+}
