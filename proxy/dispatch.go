@@ -116,14 +116,14 @@ func (ss *session) handleBatch(cmds []resp.Command, start time.Time) {
 		}
 		r := ss.newReq()
 		r.start = start
-		ss.prepare(r, cmds[i].Args)
+		r = ss.prepareContained(r, cmds[i].Args)
 		if r.barrier != nil {
 			ss.drain()
 			if ss.quit {
 				break
 			}
 			r.start = time.Now()
-			r.barrier(r)
+			r = ss.barrierContained(r)
 			r.local = true
 			ss.pending = append(ss.pending, r)
 			ss.drain()

@@ -54,6 +54,9 @@ type loopState struct {
 	flushing  bool           // a flush task is queued
 	flushTask gnet.Runnable  // runs flush (built once: one per round)
 	free      []*request
+	// runs is odd while the loop runs an event or a task (the
+	// watchdog's stamp, read off the loop; contain.go).
+	runs progress
 }
 
 // loopOf returns the state of c's event loop.
@@ -111,8 +114,12 @@ func (fe *frontEnd) OnClose(c gnet.Conn, err error) gnet.Action {
 func (fe *frontEnd) OnTraffic(c gnet.Conn) gnet.Action {
 	switch x := c.Context().(type) {
 	case *session:
+		x.ls.runs.enter()
+		defer fe.trafficDone(c, x.ls)
 		x.onTraffic()
 	case *loopBackend:
+		x.ls.runs.enter()
+		defer fe.trafficDone(c, x.ls)
 		x.onTraffic()
 	default:
 		_, _ = c.Discard(-1)
@@ -120,13 +127,40 @@ func (fe *frontEnd) OnTraffic(c gnet.Conn) gnet.Action {
 	return gnet.None
 }
 
+// trafficDone ends an event: the loop's stamp moves on, and a panic
+// outside a command's fast path (contained itself) closes the
+// connection, whose state is unknown; the loop serves on.
+func (fe *frontEnd) trafficDone(c gnet.Conn, ls *loopState) {
+	ls.runs.leave()
+	if v := recover(); v != nil {
+		fe.s.panicked("connection", v)
+		if ss, ok := c.Context().(*session); ok {
+			ss.closing = true
+		}
+		_ = c.Close()
+	}
+}
+
 // post runs fn on the loop; false once the engine is shutting down.
 func (ls *loopState) post(fn func()) bool {
 	err := ls.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-		fn()
+		ls.runTask(fn)
 		return nil
 	}))
 	return err == nil
+}
+
+// runTask runs fn on the loop, stamped for the watchdog; a panic is
+// logged, counted and dropped, and the loop serves on.
+func (ls *loopState) runTask(fn func()) {
+	ls.runs.enter()
+	defer func() {
+		ls.runs.leave()
+		if v := recover(); v != nil {
+			ls.fe.s.panicked("loop task", v)
+		}
+	}()
+	fn()
 }
 
 // scheduleFlush writes the queued requests and replies once the loop
@@ -139,7 +173,7 @@ func (ls *loopState) scheduleFlush() {
 	ls.flushing = true
 	if ls.flushTask == nil {
 		ls.flushTask = gnet.RunnableFunc(func(context.Context) error {
-			ls.flush()
+			ls.runTask(ls.flush)
 			return nil
 		})
 	}
@@ -239,11 +273,13 @@ func (fe *frontEnd) tickLoop() {
 	defer fe.s.wg.Done()
 	t := time.NewTicker(tickEvery)
 	defer t.Stop()
+	seen := map[*loopState]loopSeen{}
 	for {
 		select {
 		case <-fe.s.ctx.Done():
 			return
-		case <-t.C:
+		case now := <-t.C:
+			fe.checkStalls(now, seen)
 			fe.loops.Range(func(_, v any) bool {
 				ls := v.(*loopState)
 				ls.post(ls.tick)
@@ -291,7 +327,7 @@ func (ss *session) process() {
 		}
 		cmds, err := ss.rd.Parse(1)
 		if len(cmds) == 1 {
-			if ss.tryFast(cmds[0].Args) {
+			if ss.tryFastContained(cmds[0].Args) {
 				if ss.localDone {
 					// Answered from the hot-key cache: out at the end of
 					// the round, behind what came before it.

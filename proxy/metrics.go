@@ -84,7 +84,8 @@ type metrics struct {
 	backendConns     prometheus.Gauge
 	authFailures     prometheus.Counter
 	clientEvictions  prometheus.Counter
-	panics           prometheus.Counter
+	panics           prometheus.Counter // every panic, contained or not
+	sessionPanics    prometheus.Counter // those that ended a session
 
 	statsMu sync.Mutex
 	stats   atomic.Pointer[map[string]*cmdStat] // copy-on-write
@@ -108,7 +109,8 @@ func newMetrics(s *Server) *metrics {
 	m.backendConns = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tair_proxy_backend_connections", Help: "Open dataserver connections."})
 	m.authFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "tair_proxy_auth_failures_total", Help: "Failed AUTH/HELLO AUTH attempts."})
 	m.clientEvictions = prometheus.NewCounter(prometheus.CounterOpts{Name: "tair_proxy_client_output_evictions_total", Help: "Clients closed for not reading their replies."})
-	m.panics = prometheus.NewCounter(prometheus.CounterOpts{Name: "tair_proxy_session_panics_total", Help: "Client sessions ended by an internal error (a bug)."})
+	m.panics = prometheus.NewCounter(prometheus.CounterOpts{Name: "tair_proxy_panics_total", Help: "Panics while handling commands (a bug): each command's is answered with an error and the proxy serves on."})
+	m.sessionPanics = prometheus.NewCounter(prometheus.CounterOpts{Name: "tair_proxy_session_panics_total", Help: "Client sessions ended by an internal error (a bug)."})
 	empty := map[string]*cmdStat{}
 	m.stats.Store(&empty)
 	loopFwd := prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -119,7 +121,7 @@ func newMetrics(s *Server) *metrics {
 	}, func() float64 { return float64(s.stats.batches.Load()) })
 	m.reg.MustRegister(loopFwd, batches)
 	m.reg.MustRegister(m.latency, m.backendErrors, m.retries, m.tableVersion, m.tableFetchErrors,
-		m.clients, m.backendConns, m.authFailures, m.clientEvictions, m.panics, &cmdCollector{m: m},
+		m.clients, m.backendConns, m.authFailures, m.clientEvictions, m.panics, m.sessionPanics, &cmdCollector{m: m},
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -197,6 +199,10 @@ func (s *Server) httpHandler() http.Handler {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if s.r.load() == nil {
 			http.Error(w, "no table yet", http.StatusServiceUnavailable)
+			return
+		}
+		if r := s.unhealthy.Load(); r != nil {
+			http.Error(w, "unhealthy: "+*r, http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok\n"))

@@ -71,6 +71,11 @@ type Server struct {
 	// hotCache serves GETs of hot keys (nil: Config.HotCacheTTL is 0).
 	hotCache *hotkey.Cache
 	dyn      dynConfig
+
+	// stallAfter (ns): an event loop without progress this long makes
+	// the proxy unhealthy; unhealthy is why ("" healthy, contain.go).
+	stallAfter atomic.Int64
+	unhealthy  atomic.Pointer[string]
 }
 
 // serverStats are INFO stats counters.
@@ -110,6 +115,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if cfg.HotCacheTTL > 0 {
 		s.hotCache = hotkey.NewCache(cfg.HotCacheTTL, cfg.HotCacheKeys, cfg.HotCacheBytes, nil)
 	}
+	s.stallAfter.Store(int64(defaultStallTimeout))
 	s.m = newMetrics(s)
 	s.unknown = &cmdEntry{stat: s.m.stat("unknown")}
 	cmds := map[string]*cmdEntry{}

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"runtime/debug"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -138,8 +137,9 @@ func (ss *session) runBatch(b *slowBatch) (ok bool) {
 	s := ss.srv
 	defer func() {
 		if v := recover(); v != nil {
-			s.log.Error("session panic", "client", ss.addr, "panic", v, "stack", string(debug.Stack()))
-			s.m.panics.Inc()
+			s.m.sessionPanics.Inc()
+			s.panicked("session", v)
+			s.log.Error("session panic: closing the connection", "client", ss.addr)
 			_ = ss.conn.Close()
 			ok = false
 		}
