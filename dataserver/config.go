@@ -46,10 +46,10 @@ type Config struct {
 	// must be shorter than the configserver's down detection (4 heartbeat
 	// intervals). Default 1.5s.
 	LeaseTimeout time.Duration
-	// StallTimeout: a batch of one connection, or a bucket's lock, that
+	// StallTimeout: a command of one connection, or a bucket's lock, that
 	// makes no progress for this long makes the node report itself
 	// unhealthy (watchdog.go). Default 10 heartbeat intervals, and at
-	// least 4 replication timeouts (a batch may wait 3 of them for a
+	// least 4 replication timeouts (a command may wait 3 of them for a
 	// forwarded request).
 	StallTimeout time.Duration
 

@@ -189,7 +189,7 @@ func TestWedgedLoopReportsUnhealthy(t *testing.T) {
 		r, _ := ca.doErr(x(1, "GET", keyIn("wedge", 0, q, 0))...)
 		got <- r
 	}()
-	const reason = "stalled: a connection's batch has run for "
+	const reason = "stalled: a connection's command has run for "
 	testutil.Eventually(t, 5*time.Second, func() bool {
 		code, body := healthz(t, a)
 		return code == http.StatusServiceUnavailable && strings.HasPrefix(body, "unhealthy: "+reason)

@@ -81,8 +81,10 @@ func isEnvelope(name []byte) bool {
 // they are, since exec and the engines copy whatever they keep; every
 // other command (replication, migration, admin) runs on its own copy,
 // so that code which keeps a slice of its arguments stays correct. peer
-// is the connection's remote address (for hooks; may be nil).
-func (s *Server) runBatch(cmds []resp.Command, owned bool, peer net.Addr) *batchOut {
+// is the connection's remote address (for hooks; may be nil). pr, the
+// connection's watchdog stamp (odd while the batch runs), moves on with
+// each command run.
+func (s *Server) runBatch(cmds []resp.Command, owned bool, peer net.Addr, pr *progress) *batchOut {
 	b := batchPool.Get().(*batchOut)
 	if cap(b.ps) >= len(cmds) {
 		b.ps = b.ps[:len(cmds)]
@@ -108,6 +110,7 @@ func (s *Server) runBatch(cmds []resp.Command, owned bool, peer net.Addr) *batch
 		b.ps[i].start = len(b.out)
 		b.out = s.handleContained(b.out, args, &b.ps[i], peer)
 		b.ps[i].end = len(b.out)
+		pr.step()
 		if s.isQuit(args) {
 			b.ps = b.ps[:i+1]
 			b.quit = true

@@ -134,7 +134,7 @@ func (dc *dsConn) process() {
 		if len(cmds) > 0 {
 			if dc.onLoop(cmds) {
 				dc.runs.enter()
-				b := dc.s.runBatch(cmds, false, dc.peer)
+				b := dc.s.runBatch(cmds, false, dc.peer, &dc.runs)
 				dc.runs.leave()
 				dc.deliver(b)
 			} else {
@@ -197,7 +197,7 @@ func (dc *dsConn) runLoop() {
 	defer dc.s.connWG.Done()
 	for cmds := range dc.runner {
 		dc.runs.enter()
-		b := dc.s.runBatch(cmds, true, dc.peer)
+		b := dc.s.runBatch(cmds, true, dc.peer, &dc.runs)
 		dc.runs.leave()
 		dc.post(func() {
 			dc.busy = false

@@ -15,14 +15,14 @@ import (
 // which run on their own goroutine. So the work that serves stamps its
 // progress, and a watchdog goroutine looks at the stamps:
 //
-//   - each connection's batch: the loop (or the connection's runner
-//     goroutine) moves the connection's stamp on entering runBatch and
-//     again on leaving it;
+//   - each connection's batches: the loop (or the connection's runner
+//     goroutine) moves the connection's stamp on entering runBatch, after
+//     each command, and on leaving it;
 //   - each bucket's lock: bucket.lock and bucket.unlock move the bucket's
 //     stamp.
 //
 // A stamp is odd while its work runs. One that stays odd and unchanged
-// for StallTimeout (several heartbeat periods) is a stall: a batch that
+// for StallTimeout (several heartbeat periods) is a stall: a command that
 // does not end, a lock that is not released. While one lasts the node is
 // unhealthy: its heartbeats say so (wire.Heartbeat.Unhealthy, Health
 // "unhealthy") and no longer renew its master lease, so it acknowledges
@@ -37,6 +37,9 @@ type progress struct{ n atomic.Uint64 }
 
 func (p *progress) enter() { p.n.Add(1) }
 func (p *progress) leave() { p.n.Add(1) }
+
+// step records progress within the work (the stamp stays odd).
+func (p *progress) step() { p.n.Add(2) }
 
 // lock takes the bucket's lock, stamping its progress.
 func (bk *bucket) lock() {
@@ -130,7 +133,7 @@ func (s *Server) checkStalls(now time.Time) {
 		}
 	}
 	for dc := range w.conns {
-		look(&dc.runs, func() string { return "a connection's batch has run" })
+		look(&dc.runs, func() string { return "a connection's command has run" })
 	}
 	for _, bk := range s.buckets() {
 		look(&bk.held, func() string { return fmt.Sprintf("bucket %d's lock has been held", bk.id) })

@@ -118,7 +118,7 @@ func dataserverFlags(cmd *cobra.Command) {
 	f.Int64("replication-backlog", d.ReplicationBacklog, "bytes of writes kept for one unreachable slave (the handoff backlog) before it is given up and copied in full on return")
 	f.Duration("lease", d.LeaseTimeout, "master lease: no write is acknowledged this long after the last configserver contact")
 	f.Duration("heartbeat-interval", d.HeartbeatInterval, "heartbeat interval")
-	f.Duration("stall-timeout", 0, "an event loop's batch or a bucket lock without progress this long makes the node report itself unhealthy, and the configserver moves its buckets away (0: 10 heartbeat intervals, at least 4 replication timeouts)")
+	f.Duration("stall-timeout", 0, "a command on an event loop or a bucket lock without progress this long makes the node report itself unhealthy, and the configserver moves its buckets away (0: 10 heartbeat intervals, at least 4 replication timeouts)")
 	f.Int64("memory-limit", d.MemoryLimit, "bytes an in-memory engine may hold (0 = no limit)")
 	f.Int64("migrate-bytes-per-sec", d.MigrateBytesPerSec, "cap of each bucket move's copy rate (0: none)")
 	f.Int64("migrate-min-bytes-per-sec", d.MigrateMinBytesPerSec, "floor of this node's adaptive copy rate, all its moves together (it halves down to this while clients are slow, grows up to 16 times it while they are fast); negative: no pacing")
