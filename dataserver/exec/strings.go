@@ -196,10 +196,24 @@ func setGeneric(c *Ctx, flags int, at int64) {
 	if c.bound.set == nil {
 		c.bound.set = c.applySet
 	}
+	if flags&(optNX|optXX) != 0 {
+		// a prefix-stored hash (persistent engines) is the key too
+		if pk, _ := c.hasPkey(c.Key(1)); pk {
+			if flags&optNX != 0 {
+				c.NoPropagate()
+				c.Null()
+				return
+			}
+			s.pkey = true
+		}
+	}
 	_, err := c.UpdateVisible(1, c.bound.set)
 	if err != nil {
 		c.Fail(err)
 		return
+	}
+	if !s.aborted && !s.existed {
+		c.dropPkey(1)
 	}
 	switch {
 	case s.aborted:
@@ -230,11 +244,28 @@ type setState struct {
 	old     []byte // the previous value, with optGet
 	hadOld  bool
 	aborted bool // NX/XX did not hold
+	existed bool // a plain record held the key
+	pkey    bool // a prefix-stored hash holds the key (persistent engines)
+}
+
+// dropPkey deletes the prefix-stored hash (persistent engines) that a
+// plain write to args[i] has just replaced, as Redis's SET replaces a
+// key of any type: it would else be counted and scanned beside the new
+// value, and come back when that is deleted. Callers check that no plain
+// record held the key before (a key is one or the other).
+func (c *Ctx) dropPkey(i int) {
+	if pk, _ := c.hasPkey(c.Key(i)); pk {
+		_, _ = c.Eng.PrefixRemoveAll(c.Key(i))
+	}
 }
 
 // applySet is setGeneric's UpdateFunc on c.set.
 func (c *Ctx) applySet(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
 	s := &c.set
+	s.existed = exists
+	if s.pkey {
+		exists = true
+	}
 	if s.flags&optGet != 0 && exists {
 		if cur.Type != engines.TypeString {
 			return cur, engines.Keep, errs.ErrWrongType
@@ -454,6 +485,9 @@ func msetPairs(c *Ctx) bool {
 		// A plain SET of the pair (no flags: store, no expiry).
 		c.set = setState{val: bytes.Clone(c.Args[i+1])}
 		_, err := c.UpdateVisible(i, c.bound.set)
+		if err == nil && !c.set.existed {
+			c.dropPkey(i)
+		}
 		if err != nil {
 			if i > 1 {
 				c.propagateCmd(append([][]byte{[]byte("MSET")}, c.Args[1:i]...))

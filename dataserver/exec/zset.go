@@ -816,6 +816,9 @@ func zsource(c *Ctx, i int) (map[string]float64, []zitem, bool, error) {
 		}
 		return cur, engines.Keep, nil
 	})
+	if err == nil && !found && c.Eng.Persistent() && dsHasPkey(c, c.Key(i)) {
+		err = ReplyError(ErrTextWrongType) // a prefix-stored hash
+	}
 	if err != nil {
 		return nil, nil, false, err
 	}

@@ -30,8 +30,10 @@ var (
 // temporary directory.
 func tairBin(t testing.TB) string {
 	if p := os.Getenv("TAIR_DIFFFUZZ_BIN"); p != "" {
+		_, _ = os.Stat(p) // go test's cache then keys on the binary
 		return p
 	}
+	trackSources()
 	binOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "difffuzz-bin")
 		if err != nil {
@@ -49,6 +51,25 @@ func tairBin(t testing.TB) string {
 		t.Fatal(binErr)
 	}
 	return binPath
+}
+
+// trackSources stats every Go source of the module: go test caches a
+// result by the files the test opened or statted, and the binary this
+// test builds and runs is not among its imports, so that a change to
+// dataserver/exec would else leave a cached PASS.
+func trackSources() {
+	_ = filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && (strings.HasSuffix(path, ".go") || d.Name() == "go.mod" || d.Name() == "go.sum") {
+			_, _ = os.Stat(path)
+		}
+		return nil
+	})
 }
 
 // tairUp is a `tair up` child process.
