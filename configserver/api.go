@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"mime"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/tairkv/tair/configserver/console"
 	"github.com/tairkv/tair/configserver/schedule"
 	"github.com/tairkv/tair/internal/pprofhttp"
 	"github.com/tairkv/tair/internal/route"
@@ -32,6 +36,8 @@ func (s *Server) apiHandler() http.Handler {
 	mux.HandleFunc("POST /v1/admin", s.leaderOnly(s.handleAdmin))
 	mux.HandleFunc("POST /v1/invalid", s.leaderOnly(s.handleInvalid))
 	mux.HandleFunc("POST /v1/proxies", s.leaderOnly(s.handleProxyBeat))
+	mux.HandleFunc("GET /v1/proxies", s.leaderOnly(s.handleProxies))
+	mux.HandleFunc("GET /v1/events", s.leaderOnly(s.handleEvents))
 	// The status endpoints answer here too, for tools given only --listen.
 	mux.HandleFunc("GET /status", s.handleStatus)
 	mux.HandleFunc("GET /healthz", s.handleHealthz)
@@ -39,14 +45,66 @@ func (s *Server) apiHandler() http.Handler {
 }
 
 // httpHandler serves /metrics, /healthz, /status and /debug/pprof/ on
-// --http.
+// --http, and the web console at / with the part of the API it uses,
+// answered as the leader sees it (consoleAPI).
 func (s *Server) httpHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", s.handleHealthz)
 	mux.HandleFunc("GET /status", s.handleStatus)
 	pprofhttp.Register(mux)
+	api := s.consoleAPI(s.apiHandler())
+	for _, p := range []string{"/v1/table", "/v1/nodes", "/v1/migrations", "/v1/areas", "/v1/hooks",
+		"/v1/stats", "/v1/proxies", "/v1/events"} {
+		mux.Handle("GET "+p, api)
+	}
+	mux.Handle("POST /v1/admin", jsonOnly(api))
+	mux.Handle("/", console.Handler())
 	return mux
+}
+
+// forwardedHeader marks a console API request a standby forwarded, so
+// it is never forwarded twice.
+const forwardedHeader = "X-Tair-Forwarded-By"
+
+// consoleAPI answers the console's API calls on --http: the leader with
+// api itself, a standby by forwarding them to the leader's --listen
+// address, so every configserver's console shows the leader's view.
+func (s *Server) consoleAPI(api http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leader := s.Leader()
+		switch {
+		case s.IsLeader():
+			api.ServeHTTP(w, r)
+		case leader == "" || leader == s.Addr() || r.Header.Get(forwardedHeader) != "":
+			writeJSON(w, http.StatusServiceUnavailable, wire.NotLeader{Leader: leader})
+		default:
+			proxy := &httputil.ReverseProxy{
+				Rewrite: func(pr *httputil.ProxyRequest) {
+					pr.SetURL(&url.URL{Scheme: "http", Host: leader})
+					pr.Out.Header.Set(forwardedHeader, s.Addr())
+				},
+				ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+					http.Error(w, "leader unreachable: "+err.Error(), http.StatusBadGateway)
+				},
+			}
+			proxy.ServeHTTP(w, r)
+		}
+	})
+}
+
+// jsonOnly refuses a POST whose body is not declared JSON: a page of
+// another origin cannot send that without a CORS preflight, which this
+// server never grants, so no other web site can drive admin operations
+// through an operator's browser.
+func jsonOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
+			http.Error(w, "Content-Type must be application/json", http.StatusUnsupportedMediaType)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // leaderOnly answers 421 + NotLeader on a standby, so wire.Client moves

@@ -109,6 +109,7 @@ func (s *Server) lead(ctx context.Context, f fence) error {
 	}
 	ls.members = s.members(ls.meta, func(addr string) bool { return slices.Contains(grace, addr) })
 	s.setMeta(m)
+	s.events.newTerm()
 	s.leader.Store(true)
 	s.metrics.leader.Set(1)
 	defer func() {
@@ -202,6 +203,15 @@ func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
 		t = ls.table.Clone()
 	}
 	dirty := ls.dirty
+	s.events.liveness(view)
+	// why says what changed the table; events are recorded once the
+	// change is committed.
+	var why []string
+	var events []Event
+	note := func(kind, node, msg string) {
+		events = append(events, Event{Kind: kind, Node: node, Message: msg})
+		why = append(why, msg)
+	}
 
 	// 1. Heartbeats -> meta.
 	for _, addr := range sortedKeys(view) {
@@ -214,6 +224,7 @@ func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
 			m.Nodes[addr] = &nodeMeta{Zone: v.hb.Zone, Rack: v.hb.Rack, Incarnation: v.hb.Incarnation, Persistent: v.hb.Persistent}
 			metaChanged = true
 			s.log.Info("dataserver joined", "node", addr, "zone", v.hb.Zone, "rack", v.hb.Rack)
+			note(EventNodeJoined, addr, addr+" joined")
 			continue
 		}
 		if nm.Incarnation != v.hb.Incarnation {
@@ -221,6 +232,7 @@ func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
 				s.log.Warn("dataserver restarted without its data; its copies are lost", "node", addr,
 					"old_incarnation", nm.Incarnation, "incarnation", v.hb.Incarnation)
 				dirty = true
+				note(EventNodeRestarted, addr, addr+" restarted without its data")
 			}
 			nm.Incarnation = v.hb.Incarnation
 			metaChanged = true
@@ -254,11 +266,13 @@ func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
 					s.log.Warn("dataserver down; caught-up slaves promoted, its copies kept for the handoff window",
 						"node", addr, "last_heartbeat", view[addr].lastSeen, "window", s.cfg.HandoffWindow)
 					dirty = true
+					note(EventFailover, addr, addr+" away: caught-up slaves promoted, its copies kept for the handoff window")
 				}
 			default:
 				if strip(t, addr, true, alive) {
 					s.log.Warn("dataserver down; slaves promoted", "node", addr, "last_heartbeat", view[addr].lastSeen)
 					dirty = true
+					note(EventFailover, addr, addr+" down: slaves promoted, its copies given up")
 				}
 			}
 		}
@@ -284,6 +298,7 @@ func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
 		t = &route.Table{Buckets: s.cfg.Buckets, Copies: s.cfg.Copies, Serving: rows, Destination: cloneRows(rows)}
 		builtFor = members
 		s.log.Info("first table built", "nodes", members, "buckets", t.Buckets, "copies", t.Copies)
+		why = append(why, fmt.Sprintf("first table: %d nodes", len(members)))
 	case dirty || !slices.Equal(members, ls.members):
 		if len(members) == 0 {
 			if ls.buildErr != errNoMembers {
@@ -303,13 +318,23 @@ func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
 		dirty = false
 		m.PlanDone = 0
 		metaChanged = true
-		s.log.Info("destination rebuilt", "members", members, "moves", len(schedule.Diff(t.Serving, t.Destination)))
+		moves := len(schedule.Diff(t.Serving, t.Destination))
+		s.log.Info("destination rebuilt", "members", members, "moves", moves)
+		if moves > 0 {
+			note(EventPlan, "", fmt.Sprintf("migrations planned: %d moves for %d members", moves, len(members)))
+		}
 	}
 
 	if t != nil && t.Destination != nil {
 		// 4. Reports.
-		if s.applyReports(t, m, view, ls, now) > 0 {
+		running := len(t.Migrating)
+		done := s.applyReports(t, m, view, ls, now)
+		if done > 0 {
 			metaChanged = true // Completed
+			why = append(why, fmt.Sprintf("%d moves done", done))
+		}
+		if dropped := running - done - len(t.Migrating); dropped > 0 {
+			note(EventMoveFailed, "", fmt.Sprintf("%d moves failed, stalled or cancelled; retried later", dropped))
 		}
 		// 5. Settle.
 		s.settle(t, alive)
@@ -318,7 +343,11 @@ func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
 		s.retarget(t, members, alive, ls)
 		s.reinforce(t, members, alive)
 		if !m.Paused {
+			running := len(t.Migrating)
 			s.startMoves(t, ls, now, alive)
+			if n := len(t.Migrating) - running; n > 0 {
+				why = append(why, fmt.Sprintf("%d moves started", n))
+			}
 		}
 	}
 
@@ -366,10 +395,15 @@ func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
 	ls.members = builtFor
 	ls.meta = m
 	s.setMeta(m)
+	for _, e := range events {
+		s.events.add(e)
+	}
 	if tableChanged {
+		old := ls.table
 		ls.table = t
 		s.publish(t)
 		s.log.Info("table committed", "table_version", t.Version, "migrating", len(t.Migrating))
+		s.tableEvents(old, t, why)
 	}
 	s.observe(ls.table, m, view)
 	s.trackRecovery(ls, ls.table, alive, live, now)
@@ -881,6 +915,10 @@ func (s *Server) applyAdmin(ctx context.Context, ls *leaderState, req wire.Admin
 		s.publish(saveT)
 	}
 	s.log.Info("admin request applied", "op", req.Op, "node", req.Node, "area", req.Area)
+	s.events.add(Event{Kind: EventAdmin, Node: req.Node, Message: adminSummary(req)})
+	if saveT != nil {
+		s.events.add(Event{Kind: EventTable, TableVersion: saveT.Version, Message: "admin " + req.Op})
+	}
 	// Act on it now (rebuild, start moves) rather than at the next tick.
 	if err := s.reconcile(ctx, ls); err != nil && !errors.Is(err, context.Canceled) {
 		s.log.Warn("reconcile after admin request failed", "err", err)

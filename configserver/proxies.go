@@ -44,6 +44,25 @@ func (p *proxySet) beat(addr string, now time.Time) []string {
 	return out
 }
 
+// live returns the proxies heard from within proxyTTL, sorted.
+func (p *proxySet) live(now time.Time) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, 0, len(p.seen))
+	for a, t := range p.seen {
+		if now.Sub(t) <= proxyTTL {
+			out = append(out, a)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// handleProxies serves the live proxies (wire.ProxyList) for the console.
+func (s *Server) handleProxies(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, wire.ProxyList{Proxies: s.proxies.live(time.Now())})
+}
+
 func (s *Server) handleProxyBeat(w http.ResponseWriter, r *http.Request) {
 	var b wire.ProxyBeat
 	if err := json.NewDecoder(r.Body).Decode(&b); err != nil || b.Addr == "" {

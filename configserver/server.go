@@ -97,6 +97,8 @@ type Server struct {
 
 	kick    chan struct{}
 	proxies proxySet
+	// events are the leader's recent events (GET /v1/events).
+	events eventLog
 	// invalidKicks wake the invalid sender of each peer (InvalidPeers
 	// order) when an entry is queued.
 	invalidKicks []chan struct{}
