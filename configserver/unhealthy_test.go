@@ -1,11 +1,13 @@
 package configserver
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/internal/wire"
 )
 
 // A dataserver that heartbeats but reports itself unhealthy (its
@@ -39,6 +41,22 @@ func TestUnhealthyHeartbeatFailsOver(t *testing.T) {
 	// The node kept heartbeating all along: it was its health that counted.
 	if err := dss[2].err(); err != nil {
 		t.Fatalf("the unhealthy node's heartbeats failed: %v", err)
+	}
+	var nodes []wire.NodeStatus
+	if err := wire.NewClient(s.Addr()).Get(context.Background(), "/v1/nodes", &nodes); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, n := range nodes {
+		if n.Addr == sick {
+			found = true
+			if n.Alive || n.Health != "unhealthy" {
+				t.Fatalf("the unhealthy node's status: %+v", n)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("the unhealthy node is not in /v1/nodes: %+v", nodes)
 	}
 
 	// Healthy again: it gets copies again.

@@ -160,6 +160,8 @@ type NodeStatus struct {
 	Load          float64 `json:"load"`
 	// Health and the bucket copies the node reports it holds (its last
 	// heartbeat), beside Masters and Slaves from the configserver's table.
+	// Health is "down" for a node not alive, unless it reports itself
+	// "unhealthy" (it heartbeats but does not serve).
 	Health      string `json:"health,omitempty"`
 	HeldMasters int    `json:"held_masters"`
 	HeldSlaves  int    `json:"held_slaves"`
