@@ -25,7 +25,8 @@ run: build tools
 
 # Debian packages the tests and benchmarks drive (redis-cli, redis-benchmark,
 # redis-server and twemproxy as anchors; nft for the chaos suite's network
-# partitions). Installed only when missing.
+# partitions; headless chromium for the console's browser test). Installed
+# only when missing.
 tools:
 	@command -v redis-cli >/dev/null && command -v redis-benchmark >/dev/null && \
 	  command -v redis-server >/dev/null && command -v nutcracker >/dev/null && command -v etcd >/dev/null && \
@@ -33,6 +34,10 @@ tools:
 	  echo "installing redis-tools, redis-server, nutcracker, etcd-server, nftables"; \
 	  (apt-get update -qq || true) >/dev/null; \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-tools redis-server nutcracker etcd-server nftables >/dev/null; systemctl disable --now etcd >/dev/null 2>&1 || true; }
+	@command -v chromium >/dev/null || { \
+	  echo "installing chromium (the configserver console's browser test)"; \
+	  (apt-get update -qq || true) >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 # Every test: vet, unit tests with the race detector, integration and fault
 # tests on real processes, and a short bounded fuzz run.
