@@ -742,7 +742,12 @@ func (lb *loopBackend) onTraffic() {
 		off += n
 		r.ss.onReply(r)
 	}
-	_, _ = lb.c.Discard(off)
+	if off > 0 {
+		// gnet's Discard(0) discards everything: a reply longer than
+		// one read (64 KiB) lost its first part and the connection
+		// stalled until the request timed out.
+		_, _ = lb.c.Discard(off)
+	}
 	if lb.head == len(lb.flight) {
 		lb.flight, lb.head, lb.sent = lb.flight[:0], 0, 0
 	}
