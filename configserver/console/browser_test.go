@@ -52,7 +52,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	began := time.Now()
 	c := testcluster.New(t, testcluster.Options{Options: cluster.Options{
 		ConfigServers: 2, DataServers: 3, Buckets: testBuckets, Zones: []string{"zone-a", "zone-b", "zone-c"},
-		ConfigServer: func(_ int, cfg *configserver.Config) { cfg.MovesPerNode = 32 },
+		ConfigServer: func(_ int, cfg *configserver.Config) { cfg.MovesPerNode = 8 },
 	}})
 	var dsAddrs []string
 	for _, ds := range c.DataServers {

@@ -187,7 +187,9 @@ function renderSummary() {
 }
 
 function healthBadge(n) {
-  const h = n.alive ? (n.health || 'ok') : 'down';
+  // A node not alive is "down", or "unhealthy" when it heartbeats but
+  // reports it does not serve.
+  const h = n.alive ? (n.health || 'ok') : (n.health === 'unhealthy' ? 'unhealthy' : 'down');
   const cls = h === 'ok' ? 'ok' : (h === 'down' || h === 'unhealthy' ? 'bad' : 'warn');
   let s = `<span class="badge ${cls}">${esc(h)}</span>`;
   if (n.draining) s += ' <span class="badge warn">draining</span>';
@@ -313,7 +315,8 @@ function renderMigrations() {
   state.lastPoll = now;
   state.moveKeys = seen;
   $('mig-speed').textContent = running.length || movesPerSec
-    ? `speed: ${(movesPerSec * 60).toFixed(1)} moves/min, ${fmtNum(state.keysPerSec)} keys/s`
+    ? `speed: ${(movesPerSec * 60).toFixed(1)} moves/min` +
+      (state.keysPerSec >= 1 ? `, ${fmtNum(state.keysPerSec)} keys/s copied by the running moves` : '')
     : '';
   const rec = [];
   if (m.under_replicated) rec.push(`${m.under_replicated} buckets below their copy count for ${m.under_replicated_seconds.toFixed(0)} s`);
@@ -333,8 +336,36 @@ function renderMigrations() {
   $('moves-more').textContent = running.length > shown.length ? `and ${running.length - shown.length} more running` : '';
 }
 
+// MOVES_ONLY matches a table event that only moved buckets ("8 moves
+// done; 8 moves started"): a rebalance makes one per finished round, so
+// runs of them are shown as one line.
+const MOVES_ONLY = /^(\d+ moves (done|started)(; )?)+$/;
+
+function groupEvents(events) {
+  const out = [];
+  for (const e of events) {
+    const last = out[out.length - 1];
+    if (e.kind === 'table' && MOVES_ONLY.test(e.message) && last && last.group) {
+      last.group.push(e);
+      continue;
+    }
+    out.push(e.kind === 'table' && MOVES_ONLY.test(e.message) ? { ...e, group: [e] } : e);
+  }
+  return out.map((e) => {
+    if (!e.group || e.group.length === 1) return e;
+    let done = 0, started = 0;
+    for (const g of e.group) {
+      done += +((/(\d+) moves done/.exec(g.message) || [0, 0])[1]);
+      started += +((/(\d+) moves started/.exec(g.message) || [0, 0])[1]);
+    }
+    const newest = e.group[0], oldest = e.group[e.group.length - 1];
+    return { ...newest, table_version: 0,
+      message: `v${oldest.table_version}–v${newest.table_version}: ${done} moves done, ${started} started (${e.group.length} table versions)` };
+  });
+}
+
 function renderEvents() {
-  const items = state.events.slice().reverse().slice(0, 200);
+  const items = groupEvents(state.events.slice().reverse()).slice(0, 200);
   const html = items.map((e) => {
     const cls = /down|failover|failed/.test(e.kind) ? 'bad' : (e.kind === 'admin' || /planned/.test(e.kind) ? 'warn' : 'ok');
     return `<li data-kind="${esc(e.kind)}"><span class="time">${clock(e.at_ms)}</span> <span class="badge ${cls}">${esc(e.kind)}</span>` +
