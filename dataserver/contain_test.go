@@ -246,3 +246,29 @@ func TestStuckBucketLockReportsUnhealthy(t *testing.T) {
 		return code == 200 && cs.lastHB(a.Addr()).Health == "ok"
 	}, "the node did not become healthy again")
 }
+
+// Close returns although an event loop stays wedged in a command (its
+// connections are never closed).
+func TestCloseWithWedgedLoop(t *testing.T) {
+	_, nodes := cluster2(t, nil)
+	a := nodes[0]
+	release := make(chan struct{})
+	defer close(release)
+	setTestHook(t, func(point, cmd string) {
+		if point == "run" && cmd == "echo" {
+			<-release
+		}
+	})
+	ca := dial(t, a.Addr())
+	go func() { _, _ = ca.doErr("ECHO", "x") }()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- a.Close() }()
+	select {
+	case <-done:
+		t.Logf("closed in %v", time.Since(start))
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close did not return while a loop is wedged")
+	}
+}

@@ -391,7 +391,11 @@ func (s *Server) Close() error {
 	// goroutines; replies waiting for replication finish first, the
 	// streams still run.
 	s.stopFrontEnd()
-	s.connWG.Wait()
+	if !waitFor(&s.connWG, closeWait) {
+		// An event loop wedged in a command (the watchdog's stall)
+		// never closes its connections: stop without them.
+		s.log.Error("connection goroutines did not stop; stopping without them", "waited", closeWait)
+	}
 
 	// Stop heartbeats first: no table applied from now on starts
 	// migrations or streams.

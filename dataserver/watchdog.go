@@ -32,6 +32,28 @@ import (
 // reason. When the stall ends the node is healthy again and rejoins as a
 // node that came back.
 
+// closeWait bounds Close's wait for the connections' goroutines after
+// the event loops were stopped (gnetx waits up to 5 s for those): the
+// connections of a wedged loop are never closed.
+const closeWait = 5 * time.Second
+
+// waitFor waits for wg up to d; false when it timed out.
+func waitFor(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
 // progress is one worker's stamp: odd while its work runs.
 type progress struct{ n atomic.Uint64 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -161,6 +162,28 @@ func (ss *session) tryFastContained(args [][]byte) (ok bool) {
 }
 
 // --- watchdog ---
+
+// closeWait bounds Close's wait for the proxy's goroutines after the
+// event loops were stopped (gnetx waits up to 5 s for those): the
+// sessions of a wedged loop are never closed.
+const closeWait = 5 * time.Second
+
+// waitFor waits for wg up to d; false when it timed out.
+func waitFor(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
 
 // progress is a loop's stamp: odd while it runs an event or a task.
 type progress struct{ n atomic.Uint64 }

@@ -130,3 +130,32 @@ func TestWedgedLoopMakesProxyUnhealthy(t *testing.T) {
 		return code == 200
 	}, "healthz did not recover")
 }
+
+// Close returns although an event loop stays wedged in a command.
+func TestCloseWithWedgedLoop(t *testing.T) {
+	e := newEnv(t, 1, false)
+	release := make(chan struct{})
+	defer close(release)
+	setTestHook(t, func(point, cmd string) {
+		if point == "loop" && cmd == "get" {
+			<-release
+		}
+	})
+	rc := e.raw()
+	// A command of the session goroutine first: the goroutine waits for
+	// the connection's next batch, which the wedged loop never closes.
+	if got := rc.do("ECHO", "a"); got != "$1\r\na\r\n" {
+		t.Fatalf("ECHO: %q", got)
+	}
+	rc.send("GET", "k")
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- e.p.Close() }()
+	select {
+	case <-done:
+		t.Logf("closed in %v", time.Since(start))
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close did not return while a loop is wedged")
+	}
+}
