@@ -24,8 +24,11 @@
 //
 // --listen serves the wire API (package wire): heartbeats, the table long
 // poll, nodes, migrations, areas, admin, plus GET /v1/stats (per-node area
-// counters from the last heartbeats). --http serves /metrics, /healthz
-// (200 while etcd answers) and /status.
+// counters from the last heartbeats), GET /v1/proxies (the live proxies)
+// and GET /v1/events (the leader's events of the last hour, events.go).
+// --http serves /metrics, /healthz (200 while etcd answers), /status, and
+// the web console (package console) at / with the read API it polls and
+// POST /v1/admin (JSON only); a standby forwards those to the leader.
 //
 // # Migrations
 //

@@ -200,5 +200,29 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("no %s event on the page: %v", k, events)
 		}
 	}
+
+	// Pause and resume migrations, and set an area's limits through the
+	// form: each confirmed, each seen by the leader.
+	admin := func(what, click, reply string) {
+		t.Helper()
+		run(what, chromedp.Click(chromedp.CSS(click)), chromedp.WaitVisible(chromedp.CSS(`#confirm[open] #confirm-ok`)),
+			chromedp.Click(chromedp.CSS(`#confirm-ok`)))
+		wait(what+"'s reply", fmt.Sprintf(`document.getElementById('flash').textContent.startsWith(%q)`, reply), 10*time.Second)
+	}
+	admin("pause", `button[data-op="migrations-pause"]`, "migrations-pause: done")
+	wait("the paused badge", `!document.getElementById('paused').hidden`, 5*time.Second)
+	admin("resume", `button[data-op="migrations-resume"]`, "migrations-resume: done")
+	wait("no paused badge", `document.getElementById('paused').hidden`, 5*time.Second)
+	run("fill the area form", chromedp.SetValue(chromedp.CSS(`#area-n`), "7"), chromedp.SetValue(chromedp.CSS(`#area-quota`), "64MiB"),
+		chromedp.SetValue(chromedp.CSS(`#area-ops`), "1000"), chromedp.SetValue(chromedp.CSS(`#area-bytes`), "2k"))
+	admin("area-set", `#area-form button[type=submit]`, "area-set 7: done")
+	var areas map[uint16]wire.AreaConfig
+	if err := wire.NewClient(leader.Addr()).Get(ctx, "/v1/areas", &areas); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := areas[7], (wire.AreaConfig{QuotaBytes: 64 << 20, OpsLimit: 1000, BytesLimit: 2048}); got != want {
+		t.Errorf("area 7 after the form: %+v, want %+v", got, want)
+	}
+	wait("area 7 on the page", `document.querySelector('#areas tr[data-key="7"]') !== null`, 5*time.Second)
 	t.Logf("done in %v", time.Since(began).Round(time.Millisecond))
 }
