@@ -3,6 +3,7 @@ package configserver
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -182,6 +183,12 @@ func TestConsoleOnHTTP(t *testing.T) {
 		if events[i].AtMS < events[i-1].AtMS {
 			t.Fatalf("events out of order at %d: %+v", i, events)
 		}
+	}
+	last := events[len(events)-1].AtMS
+	var newer []Event
+	if httpGet(t, fmt.Sprintf("%s/v1/events?since=%d", leaderURL, last), &newer); len(newer) == 0 ||
+		slices.ContainsFunc(newer, func(e Event) bool { return e.AtMS < last }) {
+		t.Fatalf("events since %d: %+v", last, newer)
 	}
 
 	// A node that stops heartbeating is a node-down event.

@@ -6,7 +6,10 @@ const POLL_MS = 1000;
 const $ = (id) => document.getElementById(id);
 
 const state = {
-  status: null, nodes: [], stats: {}, mig: null, areas: {}, proxies: [], events: [],
+  status: null, nodes: [], stats: {}, mig: null, areas: {}, proxies: [],
+  // events: the last hour's, oldest first, fetched incrementally
+  // (?since= the newest one's time) and kept across a change of leader.
+  events: [], eventKeys: new Set(), eventsSince: 0,
   table: null, tableVersion: 0,
   colors: new Map(), focus: '', gridKey: '',
   // Speed: samples of completed moves and of each running move's keys.
@@ -119,9 +122,10 @@ async function refresh() {
   try {
     const [status, nodes, stats, mig, areas, proxies, events, table] = await Promise.all([
       getJSON('/status'), getJSON('/v1/nodes'), getJSON('/v1/stats'), getJSON('/v1/migrations'),
-      getJSON('/v1/areas'), getJSON('/v1/proxies'), getJSON('/v1/events'),
+      getJSON('/v1/areas'), getJSON('/v1/proxies'), getJSON('/v1/events' + (state.eventsSince ? '?since=' + state.eventsSince : '')),
       getJSON('/v1/table?after=' + state.tableVersion)]);
-    Object.assign(state, { status, nodes: nodes || [], stats: stats || {}, mig, areas: areas || {}, events: events || [] });
+    Object.assign(state, { status, nodes: nodes || [], stats: stats || {}, mig, areas: areas || {} });
+    mergeEvents(events || []);
     state.proxies = (proxies && proxies.proxies) || [];
     if (table) { state.table = table; state.tableVersion = table.version; }
     render();
@@ -131,6 +135,25 @@ async function refresh() {
   } finally {
     state.polling = false;
     state.timer = setTimeout(refresh, POLL_MS);
+  }
+}
+
+function mergeEvents(events) {
+  let added = false;
+  for (const e of events) {
+    const k = [e.at_ms, e.kind, e.node || '', e.table_version || 0, e.message].join('|');
+    if (state.eventKeys.has(k)) continue;
+    state.eventKeys.add(k);
+    state.events.push(e);
+    state.eventsSince = Math.max(state.eventsSince, e.at_ms);
+    added = true;
+  }
+  if (!added) return;
+  state.events.sort((a, b) => a.at_ms - b.at_ms);
+  const hourAgo = Date.now() - 3600 * 1000;
+  while (state.events.length && state.events[0].at_ms < hourAgo) {
+    const e = state.events.shift();
+    state.eventKeys.delete([e.at_ms, e.kind, e.node || '', e.table_version || 0, e.message].join('|'));
   }
 }
 
