@@ -65,7 +65,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 
 	// Some data in two areas, and a quota on one, for the areas panel.
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	for area := range 2 {
 		cl := redis.NewClient(&redis.Options{Addr: c.Proxies[0].Addr(), DB: area, MaxRetries: -1})
@@ -120,7 +120,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	url := "http://" + standby.HTTPAddr() + "/"
 	run("load "+url, chromedp.Navigate(url))
 	wait("the nodes and buckets", fmt.Sprintf(`document.querySelectorAll('#nodes tbody tr').length === 3 &&
-		document.querySelectorAll('#buckets .bucket[data-master]:not([data-master=""])').length === %d`, testBuckets), 15*time.Second)
+		document.querySelectorAll('#buckets .bucket[data-master]:not([data-master=""])').length === %d`, testBuckets), 30*time.Second)
 
 	// The page names every dataserver, shows every bucket, and says it is
 	// a standby's view.

@@ -350,6 +350,7 @@ function renderMigrations() {
 
   const from = new Map();
   for (const mv of (state.table && state.table.migrating) || []) from.set(mv.bucket + '>' + mv.to, mv.from);
+  $('moves').hidden = running.length === 0;
   const shown = running.slice(0, 12);
   setRows($('moves').tBodies[0], shown, (p) => p.bucket + '>' + p.to, (p) => {
     const k = p.bucket + '>' + p.to;
