@@ -334,7 +334,7 @@ func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
 			why = append(why, fmt.Sprintf("%d moves done", done))
 		}
 		if dropped := running - done - len(t.Migrating); dropped > 0 {
-			note(EventMoveFailed, "", fmt.Sprintf("%d moves failed, stalled or cancelled; retried later", dropped))
+			note(EventMoveFailed, "", fmt.Sprintf("%d moves ended unfinished (failed or stalled: retried; or no longer planned)", dropped))
 		}
 		// 5. Settle.
 		s.settle(t, alive)
