@@ -44,7 +44,8 @@ import (
 
 // testHook, when set (tests only), is called with a point and the
 // command's name: "run" before each command runs, "applied" in execWrite
-// after exec changed the engine and before the write is replicated.
+// after exec changed the engine and before the write is replicated,
+// "apply" before a slave applies a replication item (cmd "tair.repl").
 // Tests make it panic or block there.
 var testHook atomic.Pointer[func(point, cmd string)]
 

@@ -272,3 +272,40 @@ func TestCloseWithWedgedLoop(t *testing.T) {
 		t.Fatal("Close did not return while a loop is wedged")
 	}
 }
+
+// A slave whose apply of a replicated write panics refuses it (the
+// master's client is not told the write succeeded) and asks its master
+// for a full copy, after which both copies are equal.
+func TestPanicInSlaveApplyResyncs(t *testing.T) {
+	_, nodes := cluster2(t, nil)
+	a, b := nodes[0], nodes[1] // bucket 0: master a, slave b
+	var armed atomic.Bool
+	setTestHook(t, func(point, cmd string) {
+		if point == "apply" && cmd == "tair.repl" && armed.CompareAndSwap(true, false) {
+			panic("injected")
+		}
+	})
+	ca := dial(t, a.Addr())
+	k, k2 := keyIn("apanic", 0, q, 0), keyIn("apanic", 0, q, 1)
+	if got := ca.do(x(1, "SET", k, "v1")...); got != "+OK" {
+		t.Fatalf("SET: %q", got)
+	}
+	armed.Store(true)
+	want := "-TIMEOUT a slave refused the write to bucket 0 (it has a newer table); the write may have applied (tair -3989)"
+	if got := ca.do(x(1, "SET", k, "v2")...); got != want {
+		t.Fatalf("SET whose replication panicked on the slave: %q, want %q", got, want)
+	}
+	if got := counterValue(t, b.m.panics); got != 1 {
+		t.Fatalf("the slave's tair_dataserver_panics_total %v, want 1", got)
+	}
+	if got := ca.do(x(1, "SET", k2, "w")...); got != "+OK" {
+		t.Fatalf("the next write to the bucket: %q", got)
+	}
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		ma, sb := bucketRecords(t, a, 0), bucketRecords(t, b, 0)
+		return len(ma) == 2 && joinLines(ma) == joinLines(sb) && !b.bucket(0).diverged.Load()
+	}, "the slave's bucket 0 does not equal the master's")
+	if v, _ := engineGet(b, k); v != "v2" {
+		t.Fatalf("slave holds %q after the resync, want v2", v)
+	}
+}

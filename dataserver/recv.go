@@ -313,6 +313,9 @@ func (s *Server) applyItemContained(it item, from, session string, ver uint64, s
 			s.markDiverged(it.bucket)
 		}
 	}()
+	if testHook.Load() != nil {
+		runTestHook("apply", "tair.repl")
+	}
 	return s.applyItem(it, from, session, ver, scratch)
 }
 
