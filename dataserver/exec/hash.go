@@ -26,6 +26,7 @@ package exec
 import (
 	"errors"
 	"github.com/tairkv/tair/internal/glob"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -341,11 +342,29 @@ func dsRandCount(c *Ctx, i int) (int64, bool) {
 		c.Error(ErrTextNotInt)
 		return 0, false
 	}
-	if n < -(1<<40) || n > 1<<40 {
+	switch {
+	case n == math.MinInt64: // getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)
+		c.Error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+		return 0, false
+	case n > 1<<40:
+		n = 1 << 40 // distinct elements: all of them either way
+	case n < -(1 << 40):
+		// Tair's limit: -n elements with repeats would be built in full
 		c.Error("ERR value is out of range")
 		return 0, false
 	}
 	return n, true
+}
+
+// dsRandPairsCount: with WITHVALUES/WITHSCORES Redis refuses a count
+// beyond ±LONG_MAX/2 (the reply holds twice as many elements).
+func dsRandPairsCount(c *Ctx, i int) bool {
+	n, _ := ParseInt(c.Args[i])
+	if n < -math.MaxInt64/2 || n > math.MaxInt64/2 {
+		c.Error("ERR value is out of range")
+		return false
+	}
+	return true
 }
 
 // dsRandPick chooses count elements of names as the RAND* commands do:
@@ -731,17 +750,21 @@ func cmdHRandField(c *Ctx) {
 	withValues := false
 	var count int64
 	hasCount := len(c.Args) >= 3
-	if len(c.Args) > 4 || (len(c.Args) == 4 && !EqFold(c.Args[3], "withvalues")) {
-		c.SyntaxErr()
-		return
-	}
 	if hasCount {
+		// Redis parses the count before it looks at WITHVALUES.
 		n, ok := dsRandCount(c, 2)
 		if !ok {
 			return
 		}
 		count = n
 		withValues = len(c.Args) == 4
+	}
+	if len(c.Args) > 4 || (len(c.Args) == 4 && !EqFold(c.Args[3], "withvalues")) {
+		c.SyntaxErr()
+		return
+	}
+	if withValues && !dsRandPairsCount(c, 2) {
+		return
 	}
 	if !hasCount && !c.Eng.Persistent() {
 		// One field: no need to copy the hash.

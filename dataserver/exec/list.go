@@ -12,6 +12,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/engines/ds"
@@ -719,19 +720,24 @@ func mpopArgs(c *Ctx, nk int, blocking bool, where func(c *Ctx, i int) (bool, bo
 	if !ok {
 		return nil, false, 0, false
 	}
-	count = 1
-	rest := c.Args[w+1:]
-	if len(rest) != 0 {
-		if len(rest) != 2 || !EqFold(rest[0], "count") {
+	// Redis reads the options one by one: COUNT once, its value checked
+	// before anything after it.
+	count = -1
+	for j := w + 1; j < len(c.Args); j++ {
+		if count != -1 || !EqFold(c.Args[j], "count") || j+1 >= len(c.Args) {
 			c.SyntaxErr()
 			return nil, false, 0, false
 		}
-		v, ok := ParseInt(rest[1])
+		j++
+		v, ok := ParseInt(c.Args[j])
 		if !ok || v <= 0 {
 			c.Error("ERR count should be greater than 0")
 			return nil, false, 0, false
 		}
 		count = int(min(v, 1<<31))
+	}
+	if count == -1 {
+		count = 1
 	}
 	// Redis parses the timeout last (lmpopGenericCommand, bzmpop too).
 	if blocking && !timeoutArg(c, 1) {
@@ -1024,6 +1030,9 @@ func containsByte(b []byte, x byte) bool {
 
 // sortScore parses a SORT weight as strtod does ("" is 0).
 func sortScore(s string) (float64, bool) {
+	if z := strings.IndexByte(s, 0); z >= 0 {
+		s = s[:z] // Redis's strtod reads a C string: it ends at NUL
+	}
 	i := 0
 	for i < len(s) && isSpace(s[i]) {
 		i++
@@ -1031,7 +1040,14 @@ func sortScore(s string) (float64, bool) {
 	if i == len(s) {
 		return 0, i == 0
 	}
-	f, err := strconv.ParseFloat(s[i:], 64)
+	t := s[i:]
+	if strings.IndexByte(t, '_') >= 0 {
+		return 0, false // Go takes digit separators, strtod does not
+	}
+	if h := strings.TrimLeft(t, "+-"); len(h) > 2 && h[0] == '0' && (h[1] == 'x' || h[1] == 'X') && !strings.ContainsAny(h, "pP") {
+		t += "p0" // strtod's hex float without an exponent
+	}
+	f, err := strconv.ParseFloat(t, 64)
 	if (err != nil && !isRangeErr(err)) || f != f {
 		return 0, false
 	}

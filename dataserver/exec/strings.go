@@ -605,11 +605,8 @@ func numericValue[T any](cur engines.Entry, exists bool, parse func([]byte) (T, 
 }
 
 func cmdIncrByFloat(c *Ctx) {
+	// Redis checks the key's type and value before the increment.
 	incr, ok := ParseLongDouble(c.Args[2])
-	if !ok {
-		c.Error(ErrTextNotFloat)
-		return
-	}
 	if c.pkeyWrongType(1) {
 		return
 	}
@@ -618,6 +615,9 @@ func cmdIncrByFloat(c *Ctx) {
 		base, cur, err := numericValue(cur, exists, ParseLongDouble, new(big.Float), ErrTextNotFloat)
 		if err != nil {
 			return cur, engines.Keep, err
+		}
+		if !ok {
+			return cur, engines.Keep, ReplyError(ErrTextNotFloat)
 		}
 		if LongDoubleInf(base) || LongDoubleInf(incr) {
 			return cur, engines.Keep, ReplyError("ERR increment would produce NaN or Infinity")

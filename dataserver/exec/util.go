@@ -167,6 +167,15 @@ func (c *Ctx) FloatArg(i int) (float64, bool) {
 	return v, ok
 }
 
+// cString is b as Redis's "%s" prints an argument into a message: a C
+// string, ending at the first NUL.
+func cString(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
 func isSpace(b byte) bool {
 	return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\v' || b == '\f'
 }
@@ -181,6 +190,15 @@ const longDoublePrec = 64
 func ParseLongDouble(b []byte) (*big.Float, bool) {
 	if len(b) == 0 || len(b) > 5*1024 || isSpace(b[0]) || bytes.ContainsRune(b, '_') {
 		return nil, false
+	}
+	if h := b; len(h) > 0 && (h[0] == '+' || h[0] == '-') {
+		// strtold's infinities, any case: inf, infinity (big.ParseFloat
+		// takes "Inf" alone)
+		if h = h[1:]; bytes.EqualFold(h, []byte("inf")) || bytes.EqualFold(h, []byte("infinity")) {
+			return new(big.Float).SetInf(b[0] == '-'), true
+		}
+	} else if bytes.EqualFold(h, []byte("inf")) || bytes.EqualFold(h, []byte("infinity")) {
+		return new(big.Float).SetInf(false), true
 	}
 	base := 10
 	if h := bytes.TrimLeft(b, "+-"); len(h) > 2 && h[0] == '0' && (h[1] == 'x' || h[1] == 'X') {

@@ -450,7 +450,7 @@ func (q *zrangeSpec) collect(z *ds.ZSet) []zitem {
 // options after them, as Redis's zrangeGenericCommand does.
 func parseZRange(c *Ctx, at int, kind zrangeKind, rev, legacy, store bool) (*zrangeSpec, bool, bool) {
 	q := &zrangeSpec{kind: kind, rev: rev, limit: -1}
-	withScores, hasLimit := false, false
+	withScores := false
 	revSet := legacy
 	for j := at + 2; j < len(c.Args); j++ {
 		left := len(c.Args) - j - 1
@@ -465,7 +465,7 @@ func parseZRange(c *Ctx, at int, kind zrangeKind, rev, legacy, store bool) (*zra
 				c.Error(ErrTextNotInt)
 				return nil, false, false
 			}
-			q.offset, q.limit, hasLimit = off, lim, true
+			q.offset, q.limit = off, lim
 			j += 2
 		case !revSet && EqFold(a, "rev"):
 			q.rev, revSet = true, true
@@ -481,7 +481,7 @@ func parseZRange(c *Ctx, at int, kind zrangeKind, rev, legacy, store bool) (*zra
 	if q.kind == zrAuto {
 		q.kind = zrRank
 	}
-	if hasLimit && q.kind == zrRank {
+	if q.limit != -1 && q.kind == zrRank { // Redis: opt_limit != -1, so LIMIT o -1 passes
 		c.Error("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
 		return nil, false, false
 	}
@@ -935,14 +935,6 @@ func weighted(s, w float64) float64 {
 	return v
 }
 
-func zcompute(c *Ctx, keys []int, weights []float64, agg int, op setOpKind) ([]zitem, error) {
-	maps, lists, err := zload(c, keys)
-	if err != nil {
-		return nil, err
-	}
-	return zcombine(maps, lists, weights, agg, op), nil
-}
-
 // zload reads the sources of a Z{UNION,INTER,DIFF}: WRONGTYPE unless
 // each is a sorted set, a set or missing.
 func zload(c *Ctx, keys []int) ([]map[string]float64, [][]zitem, error) {
@@ -1028,16 +1020,21 @@ func cmdZInterCard(c *Ctx) {
 	if !ok {
 		return
 	}
-	keys, limit, ok := interCardArgs(c, int(n))
-	if !ok {
+	// Redis reads the sources (WRONGTYPE) before it parses LIMIT.
+	keys := dsRange(2, 2+int(n))
+	if !c.SameBucket(keys...) {
 		return
 	}
-	w := make([]float64, len(keys))
-	res, err := zcompute(c, keys, w, 0, opInter)
+	maps, lists, err := zload(c, keys)
 	if err != nil {
 		dsFail(c, err)
 		return
 	}
+	_, limit, ok := interCardArgs(c, int(n))
+	if !ok {
+		return
+	}
+	res := zcombine(maps, lists, make([]float64, len(keys)), 0, opInter)
 	cnt := int64(len(res))
 	if limit > 0 && cnt > limit {
 		cnt = limit
@@ -1046,19 +1043,23 @@ func cmdZInterCard(c *Ctx) {
 }
 
 func cmdZRandMember(c *Ctx) {
-	if len(c.Args) > 4 || (len(c.Args) == 4 && !EqFold(c.Args[3], "withscores")) {
-		c.SyntaxErr()
-		return
-	}
 	hasCount := len(c.Args) >= 3
 	withScores := len(c.Args) == 4
 	var count int64
 	if hasCount {
+		// Redis parses the count before it looks at WITHSCORES.
 		n, ok := dsRandCount(c, 2)
 		if !ok {
 			return
 		}
 		count = n
+	}
+	if len(c.Args) > 4 || (len(c.Args) == 4 && !EqFold(c.Args[3], "withscores")) {
+		c.SyntaxErr()
+		return
+	}
+	if withScores && !dsRandPairsCount(c, 2) {
+		return
 	}
 	var items, picked []zitem
 	_, err := dsRead(c, 1, engines.TypeZSet, func(o engines.Object) error {

@@ -231,6 +231,14 @@ func (p *pair) run(seq [][]string) (*diff, error) {
 		if len(cmd) > 0 && m != exact && (m == scanAll || m == scanPairs) && cursorAt(cmd) == 0 {
 			m = exact
 		}
+		var pre node
+		if lc := append([]string{strings.ToLower(cmd[0])}, cmd[1:]...); len(cmd) > 1 && lexCommand(lc) {
+			raw, err := p.redis.do([]string{"ZRANGE", lexKey(lc), "0", "-1", "WITHSCORES"})
+			if err != nil {
+				return nil, fmt.Errorf("redis-server: %v", err)
+			}
+			pre, _ = parse(raw)
+		}
 		rn, err := doMode(p.redis, cmd, m)
 		if err != nil {
 			return nil, fmt.Errorf("redis-server: %v", err)
@@ -247,7 +255,15 @@ func (p *pair) run(seq [][]string) (*diff, error) {
 		if rv == tv {
 			continue
 		}
-		ok, why, resync := normalise(cmd, p.engine, rn, tn)
+		ask := func(args ...string) node {
+			raw, err := p.redis.do(args)
+			if err != nil {
+				return node{kind: '-', s: err.Error()}
+			}
+			n, _ := parse(raw)
+			return n
+		}
+		ok, why, resync := normalise(seen{cmd: cmd, engine: p.engine, redis: rn, tair: tn, ask: ask, pre: pre})
 		if !ok {
 			return &diff{step: i, cmd: cmd, redis: rv, tair: tv, accepted: acc, normalisedAt: at}, nil
 		}

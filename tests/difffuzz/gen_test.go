@@ -540,7 +540,7 @@ var gens = map[string]func(g *gen) []string{
 	},
 	"sort_ro": func(g *gen) []string {
 		return cat(g.typedKey(g.pick("list", "set", "zset")), g.opts(3, g.flag("ASC"), g.flag("DESC"), g.flag("ALPHA"),
-			func() []string { return cat(g.kw("LIMIT"), g.int(), g.int()) }))
+			func() []string { return cat(g.kw("LIMIT"), g.int(), g.int()) }, g.with("BY", func() string { return "nosort" })))
 	},
 }
 
