@@ -29,6 +29,12 @@ func (ss *session) blockingPop(r *request) {
 	keys := r.spec.KeyIndexes(r.args)
 	t, terr := parseTimeout(r.args[ti])
 	if terr != "" {
+		if len(keys) == 0 && (r.spec.Name == "blmpop" || r.spec.Name == "bzmpop") {
+			// numkeys runs past the arguments: Redis's syntax error
+			// (no direction) comes before the timeout
+			r.setError("ERR syntax error")
+			return
+		}
 		if len(keys) > 0 && (r.spec.Name == "blmpop" || r.spec.Name == "bzmpop") {
 			// Redis parses their timeout after the direction and COUNT;
 			// the dataserver checks them in that order, and its one

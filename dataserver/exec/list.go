@@ -415,8 +415,14 @@ func cmdLPos(c *Ctx) {
 		n, isInt := ParseInt(c.Args[i+1])
 		switch {
 		case EqFold(c.Args[i], "rank"):
-			if !isInt || n == -1<<63 {
+			if !isInt {
 				c.Error(ErrTextNotInt)
+				return
+			}
+			if n == -1<<63 {
+				// Redis 7.2's getRangeLongFromObjectOrReply(-LONG_MAX,
+				// LONG_MAX); 7.0 negates it unchecked
+				c.Error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
 				return
 			}
 			if n == 0 {

@@ -270,12 +270,11 @@ func (p *pair) run(seq [][]string) (*diff, error) {
 		acc = append(acc, why)
 		at = append(at, i)
 		if resync {
-			del := append([]string{"DEL"}, allKeys...)
-			if _, err := p.redis.do(del); err != nil {
+			if _, err := p.redis.do([]string{"FLUSHALL"}); err != nil {
 				return nil, err
 			}
-			if _, err := p.tair.do(del); err != nil {
-				return &diff{step: i, cmd: del, broken: true, detail: err.Error()}, nil
+			if _, err := p.tair.do([]string{"FLUSHALL"}); err != nil {
+				return &diff{step: i, cmd: []string{"FLUSHALL"}, broken: true, detail: err.Error()}, nil
 			}
 		}
 	}
