@@ -144,7 +144,7 @@ func parseExpireFlags(c *Ctx, from int) (int, bool) {
 		case eqFold(a, "lt"):
 			flags |= expLT
 		default:
-			c.Error("ERR Unsupported option " + cString(a))
+			c.Error(errorFormat("ERR Unsupported option " + cString(a)))
 			return 0, false
 		}
 	}

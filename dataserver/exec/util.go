@@ -176,6 +176,11 @@ func cString(b []byte) string {
 	return string(b)
 }
 
+// errorFormat is what Redis's addReplyErrorFormat does to a message
+// before the newlines inside it become spaces: it trims CR and LF at
+// both ends.
+func errorFormat(msg string) string { return strings.Trim(msg, "\r\n") }
+
 func isSpace(b byte) bool {
 	return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\v' || b == '\f'
 }

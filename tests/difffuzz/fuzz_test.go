@@ -163,6 +163,10 @@ type pair struct {
 // reset empties both sides.
 func (p *pair) reset() error {
 	for _, c := range []*conn{p.redis, p.tair} {
+		// a sequence may have ended inside MULTI (the shrinker drops EXEC)
+		if _, err := c.do([]string{"DISCARD"}); err != nil {
+			return err
+		}
 		r, err := c.do([]string{"FLUSHALL"})
 		if err != nil {
 			return err
@@ -226,13 +230,16 @@ func (p *pair) run(seq [][]string) (*diff, error) {
 	}
 	var acc []string
 	var at []int
+	inMulti := false // redis-server's connection is in MULTI: no probes
+	var queued [][]string
 	for i, cmd := range seq {
 		m := modeOf(cmd)
 		if len(cmd) > 0 && m != exact && (m == scanAll || m == scanPairs) && cursorAt(cmd) == 0 {
 			m = exact
 		}
 		var pre node
-		if lc := append([]string{strings.ToLower(cmd[0])}, cmd[1:]...); len(cmd) > 1 && lexCommand(lc) {
+		lc := append([]string{strings.ToLower(cmd[0])}, cmd[1:]...)
+		if len(cmd) > 1 && lexCommand(lc) && !inMulti {
 			raw, err := p.redis.do([]string{"ZRANGE", lexKey(lc), "0", "-1", "WITHSCORES"})
 			if err != nil {
 				return nil, fmt.Errorf("redis-server: %v", err)
@@ -251,11 +258,27 @@ func (p *pair) run(seq [][]string) (*diff, error) {
 			}
 			return &diff{step: i, cmd: cmd, broken: true, detail: detail}, nil
 		}
+		var txn [][]string // the commands an EXEC ran
+		switch lc[0] {
+		case "multi":
+			if !inMulti && rn.kind == '+' {
+				inMulti, queued = true, nil
+			}
+		case "exec", "discard":
+			inMulti, txn, queued = false, queued, nil
+		default:
+			if inMulti {
+				queued = append(queued, cmd)
+			}
+		}
 		rv, tv := view(m, rn), view(m, tn)
 		if rv == tv {
 			continue
 		}
 		ask := func(args ...string) node {
+			if inMulti {
+				return node{kind: '-', s: "difffuzz: no probe inside MULTI"}
+			}
 			raw, err := p.redis.do(args)
 			if err != nil {
 				return node{kind: '-', s: err.Error()}
@@ -264,21 +287,45 @@ func (p *pair) run(seq [][]string) (*diff, error) {
 			return n
 		}
 		ok, why, resync := normalise(seen{cmd: cmd, engine: p.engine, redis: rn, tair: tn, ask: ask, pre: pre})
+		if !ok && lc[0] == "exec" {
+			ok, why, resync = normaliseExec(txn, p.engine, rn, tn)
+		}
 		if !ok {
 			return &diff{step: i, cmd: cmd, redis: rv, tair: tv, accepted: acc, normalisedAt: at}, nil
 		}
 		acc = append(acc, why)
 		at = append(at, i)
 		if resync {
-			if _, err := p.redis.do([]string{"FLUSHALL"}); err != nil {
-				return nil, err
-			}
-			if _, err := p.tair.do([]string{"FLUSHALL"}); err != nil {
+			if err := p.reset(); err != nil {
 				return &diff{step: i, cmd: []string{"FLUSHALL"}, broken: true, detail: err.Error()}, nil
 			}
+			inMulti = false
 		}
 	}
 	return nil, nil
+}
+
+// normaliseExec accepts an EXEC whose replies differ only as the rules
+// accept for the commands it ran.
+func normaliseExec(txn [][]string, engine string, rn, tn node) (bool, string, bool) {
+	if rn.kind != '*' || tn.kind != '*' || len(rn.kids) != len(txn) || len(tn.kids) != len(txn) {
+		return false, "", false
+	}
+	var whys []string
+	resync := false
+	for k, cmd := range txn {
+		if rn.kids[k].String() == tn.kids[k].String() {
+			continue
+		}
+		ok, why, rs := normalise(seen{cmd: cmd, engine: engine, redis: rn.kids[k], tair: tn.kids[k],
+			ask: func(...string) node { return node{kind: '-', s: "difffuzz: no probe inside EXEC"} }})
+		if !ok {
+			return false, "", false
+		}
+		whys = append(whys, why)
+		resync = resync || rs
+	}
+	return true, strings.Join(whys, "; "), resync
 }
 
 // --- shrinking ---------------------------------------------------------------

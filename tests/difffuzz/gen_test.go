@@ -4,6 +4,8 @@ import (
 	"math/rand"
 	"strconv"
 	"strings"
+
+	"github.com/tairkv/tair/internal/command"
 )
 
 // The key space: one hash tag, so that every multi-key command stays in
@@ -561,6 +563,10 @@ func generate(seed int64, n int) [][]string {
 	ns := names()
 	seq := append([][]string(nil), setup...)
 	for i := 0; i < n; i++ {
+		if g.chance(0.04) {
+			seq = append(seq, g.transaction(ns)...)
+			continue
+		}
 		name := ns[g.r.Intn(len(ns))]
 		args := gens[name](g)
 		cmd := cat(strings.ToUpper(name), args)
@@ -570,10 +576,37 @@ func generate(seed int64, n int) [][]string {
 		switch {
 		case g.chance(0.03) && len(cmd) > 1 && name != "spop": // wrong arity: one short (SPOP key alone is random)
 			cmd = cmd[:len(cmd)-1]
-		case g.chance(0.02): // one too many
+		case g.chance(0.02) && !command.Lookup([]byte(name)).Has(command.Blocking): // one too many (not after a timeout: BLPOP k 0.01 100 waits 100 s)
 			cmd = append(cmd, g.val())
 		}
 		seq = append(seq, cmd)
 	}
 	return seq
+}
+
+// transaction is MULTI, one to three commands compared byte for byte
+// (their replies come in EXEC's array) over the tagged keys, then EXEC
+// or, now and then, DISCARD.
+func (g *gen) transaction(ns []string) [][]string {
+	out := [][]string{{g.kw("MULTI")}}
+	for len(out) < 2+g.r.Intn(3) {
+		name := ns[g.r.Intn(len(ns))]
+		cmd := cat(strings.ToUpper(name), gens[name](g))
+		if modeOf(cmd) != exact || name == "spop" || strings.HasSuffix(name, "scan") {
+			continue
+		}
+		ok := true
+		for _, a := range cmd[1:] {
+			if a == "ua" || a == "ub" {
+				ok = false
+			}
+		}
+		if ok {
+			out = append(out, cmd)
+		}
+	}
+	if g.chance(0.1) {
+		return append(out, []string{"DISCARD"})
+	}
+	return append(out, []string{g.kw("EXEC")})
 }
