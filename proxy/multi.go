@@ -227,7 +227,18 @@ func (ss *session) exec(r *request) {
 	}
 	var sub []byte // the MULTIEXEC reply
 	var subElems [][]byte
-	if len(data) > 0 {
+	if len(data) > 0 && len(keys) == 0 {
+		// Data commands that name no key (ZDIFF 0 ...: each fails its
+		// own way) and no watch: nothing to run atomically, and
+		// MULTIEXEC needs a key to route by (keys[0] panicked here).
+		// Each goes to any master, as outside MULTI.
+		for _, i := range data {
+			q := ss.part(r, tx.cmds[i])
+			q.spec = command.Lookup(tx.cmds[i][0])
+			ss.anyNode(q)
+			subElems = append(subElems, q.reply)
+		}
+	} else if len(data) > 0 {
 		args := [][]byte{[]byte("MULTIEXEC"), strconv.AppendInt(nil, int64(len(data)), 10)}
 		for _, i := range data {
 			c := tx.cmds[i]

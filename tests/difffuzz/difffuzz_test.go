@@ -79,7 +79,7 @@ func TestDiffFuzz(t *testing.T) {
 			p := newPair(t, redisAddr, engine)
 			deadline := time.Now().Add(total / time.Duration(len(engs)))
 			failed := map[string]bool{}
-			normalised := map[string]int{}
+			p.normalised = map[string]int{}
 			runs := 0
 			for seed := first; ; seed++ {
 				if one && seed > first || total == 0 && !one && seed >= first+shortSeeds() ||
@@ -109,8 +109,10 @@ func TestDiffFuzz(t *testing.T) {
 					t.Fatalf("too many differences, stopping")
 				}
 			}
-			_ = normalised
 			t.Logf("%s: %d sequences", engine, runs)
+			for why, n := range p.normalised {
+				t.Logf("normalised %d x: %s", n, why)
+			}
 		})
 	}
 }

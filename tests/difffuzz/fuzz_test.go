@@ -158,6 +158,9 @@ type pair struct {
 	redis  *conn
 	tair   *conn
 	up     *tairUp
+	// normalised counts the differences each rule accepted (nil: not
+	// counted, as while shrinking)
+	normalised map[string]int
 }
 
 // reset empties both sides.
@@ -295,6 +298,9 @@ func (p *pair) run(seq [][]string) (*diff, error) {
 		}
 		acc = append(acc, why)
 		at = append(at, i)
+		if p.normalised != nil {
+			p.normalised[why]++
+		}
 		if resync {
 			if err := p.reset(); err != nil {
 				return &diff{step: i, cmd: []string{"FLUSHALL"}, broken: true, detail: err.Error()}, nil
@@ -335,6 +341,9 @@ func normaliseExec(txn [][]string, engine string, rn, tn node) (bool, string, bo
 // fails at a command of the same name.
 func (p *pair) shrink(seq [][]string, d *diff, budget time.Duration) ([][]string, *diff) {
 	deadline := time.Now().Add(budget)
+	counts := p.normalised
+	p.normalised = nil
+	defer func() { p.normalised = counts }()
 	sig := d.signature()
 	fails := func(s [][]string) *diff {
 		if time.Now().After(deadline) {

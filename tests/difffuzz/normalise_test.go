@@ -164,6 +164,11 @@ var rules = []rule{
 		},
 	},
 	{
+		reason: "SPEC §3: a transaction runs on one bucket's master, so cluster-wide and proxy-local commands (DBSIZE, KEYS, SCAN, RANDOMKEY ...) are refused inside MULTI (and EXEC then aborts)",
+		match:  func(d seen) bool { return strings.HasSuffix(d.tair.s, "is not supported inside MULTI by this cluster") },
+		resync: true,
+	},
+	{
 		reason: "a key is at least one byte in Tair (engines.CheckKey: ERR empty key, tair -3982); Redis takes the empty key",
 		match:  func(d seen) bool { return strings.HasPrefix(d.tair.s, "ERR empty key") },
 		resync: true,
