@@ -170,6 +170,9 @@ func (p *pair) reset() error {
 		if _, err := c.do([]string{"DISCARD"}); err != nil {
 			return err
 		}
+		if _, err := c.do([]string{"HELLO", "2"}); err != nil { // back to RESP2
+			return err
+		}
 		r, err := c.do([]string{"FLUSHALL"})
 		if err != nil {
 			return err
