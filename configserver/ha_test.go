@@ -411,7 +411,7 @@ func TestMovesSurviveLeaderChange(t *testing.T) {
 }
 
 // TestSharedEmbeddedEtcd: a standby can run on the first configserver's
-// embedded etcd (as `tair up` and internal/cluster do): it follows the
+// embedded etcd (as `tair up` and the cluster package do): it follows the
 // table and sends leader-only calls to the leader.
 func TestSharedEmbeddedEtcd(t *testing.T) {
 	a := startServer(t, testConfig())

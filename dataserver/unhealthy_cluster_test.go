@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tairkv/tair/dataserver"
-	"github.com/tairkv/tair/internal/cluster"
+	"github.com/tairkv/tair/cluster"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/testcluster"
 	"github.com/tairkv/tair/internal/testutil"

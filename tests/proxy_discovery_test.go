@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tairkv/tair/internal/cluster"
+	"github.com/tairkv/tair/cluster"
 	"github.com/tairkv/tair/internal/testcluster"
 )
 

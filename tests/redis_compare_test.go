@@ -24,7 +24,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tairkv/tair/internal/cluster"
+	"github.com/tairkv/tair/cluster"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/testcluster"
 	"github.com/tairkv/tair/internal/testutil"

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tairkv/tair/configserver"
-	"github.com/tairkv/tair/internal/cluster"
+	"github.com/tairkv/tair/cluster"
 	"github.com/tairkv/tair/internal/testcluster"
 	"github.com/tairkv/tair/internal/testutil"
 )

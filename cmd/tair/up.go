@@ -10,7 +10,7 @@ import (
 	"github.com/tairkv/tair/configserver"
 	"github.com/tairkv/tair/dataserver"
 	"github.com/tairkv/tair/engines"
-	"github.com/tairkv/tair/internal/cluster"
+	"github.com/tairkv/tair/cluster"
 )
 
 func upCmd() *cobra.Command {
