@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tairkv/tair/dataserver"
 	"github.com/tairkv/tair/cluster"
+	"github.com/tairkv/tair/dataserver"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/testcluster"
 	"github.com/tairkv/tair/internal/testutil"

@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tairkv/tair/configserver"
 	"github.com/tairkv/tair/cluster"
+	"github.com/tairkv/tair/configserver"
 	"github.com/tairkv/tair/internal/testcluster"
 	"github.com/tairkv/tair/internal/testutil"
 	"github.com/tairkv/tair/proxy"

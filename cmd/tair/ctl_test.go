@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tairkv/tair/configserver"
 	"github.com/tairkv/tair/cluster"
+	"github.com/tairkv/tair/configserver"
 	"github.com/tairkv/tair/internal/testcluster"
 	"github.com/tairkv/tair/internal/testutil"
 )

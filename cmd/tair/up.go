@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tairkv/tair/cluster"
 	"github.com/tairkv/tair/configserver"
 	"github.com/tairkv/tair/dataserver"
 	"github.com/tairkv/tair/engines"
-	"github.com/tairkv/tair/cluster"
 )
 
 func upCmd() *cobra.Command {

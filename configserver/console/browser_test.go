@@ -14,8 +14,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tairkv/tair/configserver"
 	"github.com/tairkv/tair/cluster"
+	"github.com/tairkv/tair/configserver"
 	"github.com/tairkv/tair/internal/testcluster"
 	"github.com/tairkv/tair/internal/wire"
 )
