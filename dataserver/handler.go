@@ -14,6 +14,7 @@ import (
 	"github.com/tairkv/tair/internal/command"
 	"github.com/tairkv/tair/internal/errs"
 	"github.com/tairkv/tair/internal/glob"
+	"github.com/tairkv/tair/internal/liveness"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
@@ -84,7 +85,7 @@ func isEnvelope(name []byte) bool {
 // is the connection's remote address (for hooks; may be nil). pr, the
 // connection's watchdog stamp (odd while the batch runs), moves on with
 // each command run.
-func (s *Server) runBatch(cmds []resp.Command, owned bool, peer net.Addr, pr *progress) *batchOut {
+func (s *Server) runBatch(cmds []resp.Command, owned bool, peer net.Addr, pr *liveness.Progress) *batchOut {
 	b := batchPool.Get().(*batchOut)
 	if cap(b.ps) >= len(cmds) {
 		b.ps = b.ps[:len(cmds)]
@@ -110,7 +111,7 @@ func (s *Server) runBatch(cmds []resp.Command, owned bool, peer net.Addr, pr *pr
 		b.ps[i].start = len(b.out)
 		b.out = s.handleContained(b.out, args, &b.ps[i], peer)
 		b.ps[i].end = len(b.out)
-		pr.step()
+		pr.Step()
 		if s.isQuit(args) {
 			b.ps = b.ps[:i+1]
 			b.quit = true

@@ -9,6 +9,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/tairkv/tair/internal/gnetx"
+	"github.com/tairkv/tair/internal/liveness"
 	"github.com/tairkv/tair/resp"
 )
 
@@ -66,7 +67,7 @@ type dsConn struct {
 	runner  chan []resp.Command // to the runner goroutine (started on need)
 	// runs is odd while a batch of the connection runs (the watchdog's
 	// stamp; read by it from another goroutine).
-	runs progress
+	runs liveness.Progress
 }
 
 func (fe *frontEnd) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
@@ -133,9 +134,9 @@ func (dc *dsConn) process() {
 		cmds, err := dc.rd.Parse(maxBatch)
 		if len(cmds) > 0 {
 			if dc.onLoop(cmds) {
-				dc.runs.enter()
+				dc.runs.Enter()
 				b := dc.s.runBatch(cmds, false, dc.peer, &dc.runs)
-				dc.runs.leave()
+				dc.runs.Leave()
 				dc.deliver(b)
 			} else {
 				dc.runOffLoop(cmds)
@@ -196,9 +197,9 @@ func (dc *dsConn) runOffLoop(cmds []resp.Command) {
 func (dc *dsConn) runLoop() {
 	defer dc.s.connWG.Done()
 	for cmds := range dc.runner {
-		dc.runs.enter()
+		dc.runs.Enter()
 		b := dc.s.runBatch(cmds, true, dc.peer, &dc.runs)
-		dc.runs.leave()
+		dc.runs.Leave()
 		dc.post(func() {
 			dc.busy = false
 			if dc.closing {

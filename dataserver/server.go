@@ -65,6 +65,7 @@ import (
 	"github.com/tairkv/tair/dataserver/exec"
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/internal/gnetx"
+	"github.com/tairkv/tair/internal/liveness"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/wire"
 )
@@ -185,7 +186,7 @@ type bucket struct {
 	// taken with lock and released with unlock, which stamp held for the
 	// watchdog (watchdog.go).
 	mu   sync.Mutex
-	held progress
+	held liveness.Progress
 	// frozen: the final step of an outgoing migration (TRYAGAIN).
 	frozen atomic.Bool
 	// mig is the outgoing migration in progress (guarded by mu).
@@ -391,7 +392,7 @@ func (s *Server) Close() error {
 	// goroutines; replies waiting for replication finish first, the
 	// streams still run.
 	s.stopFrontEnd()
-	if !waitFor(&s.connWG, closeWait) {
+	if !liveness.WaitTimeout(&s.connWG, closeWait) {
 		// An event loop wedged in a command (the watchdog's stall)
 		// never closes its connections: stop without them.
 		s.log.Error("connection goroutines did not stop; stopping without them", "waited", closeWait)

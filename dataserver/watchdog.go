@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tairkv/tair/internal/liveness"
 )
 
 // # Watchdog
@@ -37,41 +39,15 @@ import (
 // connections of a wedged loop are never closed.
 const closeWait = 5 * time.Second
 
-// waitFor waits for wg up to d; false when it timed out.
-func waitFor(wg *sync.WaitGroup, d time.Duration) bool {
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
-// progress is one worker's stamp: odd while its work runs.
-type progress struct{ n atomic.Uint64 }
-
-func (p *progress) enter() { p.n.Add(1) }
-func (p *progress) leave() { p.n.Add(1) }
-
-// step records progress within the work (the stamp stays odd).
-func (p *progress) step() { p.n.Add(2) }
-
 // lock takes the bucket's lock, stamping its progress.
 func (bk *bucket) lock() {
 	bk.mu.Lock()
-	bk.held.enter()
+	bk.held.Enter()
 }
 
 // unlock releases the bucket's lock, stamping its progress.
 func (bk *bucket) unlock() {
-	bk.held.leave()
+	bk.held.Leave()
 	bk.mu.Unlock()
 }
 
@@ -80,14 +56,9 @@ func (bk *bucket) unlock() {
 type watchdog struct {
 	mu    sync.Mutex
 	conns map[*dsConn]struct{}
-	seen  map[*progress]stampSeen
+	seen  liveness.Stalls[*liveness.Progress]
 	// unhealthy is the reason the node is unhealthy ("" when healthy).
 	unhealthy atomic.Pointer[string]
-}
-
-type stampSeen struct {
-	n     uint64
-	since time.Time
 }
 
 func (w *watchdog) add(dc *dsConn) {
@@ -133,24 +104,10 @@ func (s *Server) checkStalls(now time.Time) {
 	w := &s.wd
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.seen == nil {
-		w.seen = map[*progress]stampSeen{}
-	}
-	live := make(map[*progress]bool, len(w.seen))
 	var worst time.Duration
 	var what string
-	look := func(p *progress, name func() string) {
-		n := p.n.Load()
-		if n%2 == 0 {
-			return
-		}
-		live[p] = true
-		old, ok := w.seen[p]
-		if !ok || old.n != n {
-			w.seen[p] = stampSeen{n: n, since: now}
-			return
-		}
-		if d := now.Sub(old.since); d > worst {
+	look := func(p *liveness.Progress, name func() string) {
+		if d := w.seen.Look(p, p, now); d > worst {
 			worst, what = d, name()
 		}
 	}
@@ -160,11 +117,7 @@ func (s *Server) checkStalls(now time.Time) {
 	for _, bk := range s.buckets() {
 		look(&bk.held, func() string { return fmt.Sprintf("bucket %d's lock has been held", bk.id) })
 	}
-	for p := range w.seen {
-		if !live[p] {
-			delete(w.seen, p)
-		}
-	}
+	w.seen.Sweep()
 	var reason string
 	if worst >= s.cfg.StallTimeout {
 		reason = fmt.Sprintf("stalled: %s for %v without progress", what, worst.Round(time.Millisecond))

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/tairkv/tair/internal/command"
+	"github.com/tairkv/tair/internal/liveness"
 	"github.com/tairkv/tair/resp"
 )
 
@@ -168,59 +168,21 @@ func (ss *session) tryFastContained(args [][]byte) (ok bool) {
 // sessions of a wedged loop are never closed.
 const closeWait = 5 * time.Second
 
-// waitFor waits for wg up to d; false when it timed out.
-func waitFor(wg *sync.WaitGroup, d time.Duration) bool {
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
-// progress is a loop's stamp: odd while it runs an event or a task.
-type progress struct{ n atomic.Uint64 }
-
-func (p *progress) enter() { p.n.Add(1) }
-func (p *progress) leave() { p.n.Add(1) }
-
 // defaultStallTimeout: an event loop that runs one event or task this
 // long makes the proxy unhealthy (/healthz 503).
 const defaultStallTimeout = 5 * time.Second
 
-// loopSeen is what the watchdog last saw of one loop's stamp.
-type loopSeen struct {
-	n     uint64
-	since time.Time
-}
-
 // checkStalls looks at every loop's stamp (on the tick goroutine, off
 // the loops) and publishes the verdict /healthz reports.
-func (fe *frontEnd) checkStalls(now time.Time, seen map[*loopState]loopSeen) {
+func (fe *frontEnd) checkStalls(now time.Time, seen *liveness.Stalls[*loopState]) {
 	s := fe.s
 	var worst time.Duration
 	fe.loops.Range(func(_, v any) bool {
 		ls := v.(*loopState)
-		n := ls.runs.n.Load()
-		if n%2 == 0 {
-			delete(seen, ls)
-			return true
-		}
-		old, ok := seen[ls]
-		if !ok || old.n != n {
-			seen[ls] = loopSeen{n: n, since: now}
-			return true
-		}
-		worst = max(worst, now.Sub(old.since))
+		worst = max(worst, seen.Look(ls, &ls.runs, now))
 		return true
 	})
+	seen.Sweep()
 	var reason string
 	if limit := time.Duration(s.stallAfter.Load()); worst >= limit {
 		reason = fmt.Sprintf("stalled: an event loop has run one event for %v without progress", worst.Round(time.Millisecond))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tairkv/tair/internal/command"
 	"github.com/tairkv/tair/internal/gnetx"
+	"github.com/tairkv/tair/internal/liveness"
 	"github.com/tairkv/tair/resp"
 )
 
@@ -56,7 +57,7 @@ type loopState struct {
 	free      []*request
 	// runs is odd while the loop runs an event or a task (the
 	// watchdog's stamp, read off the loop; contain.go).
-	runs progress
+	runs liveness.Progress
 }
 
 // loopOf returns the state of c's event loop.
@@ -114,11 +115,11 @@ func (fe *frontEnd) OnClose(c gnet.Conn, err error) gnet.Action {
 func (fe *frontEnd) OnTraffic(c gnet.Conn) gnet.Action {
 	switch x := c.Context().(type) {
 	case *session:
-		x.ls.runs.enter()
+		x.ls.runs.Enter()
 		defer fe.trafficDone(c, x.ls)
 		x.onTraffic()
 	case *loopBackend:
-		x.ls.runs.enter()
+		x.ls.runs.Enter()
 		defer fe.trafficDone(c, x.ls)
 		x.onTraffic()
 	default:
@@ -131,7 +132,7 @@ func (fe *frontEnd) OnTraffic(c gnet.Conn) gnet.Action {
 // outside a command's fast path (contained itself) closes the
 // connection, whose state is unknown; the loop serves on.
 func (fe *frontEnd) trafficDone(c gnet.Conn, ls *loopState) {
-	ls.runs.leave()
+	ls.runs.Leave()
 	if v := recover(); v != nil {
 		fe.s.panicked("connection", v)
 		if ss, ok := c.Context().(*session); ok {
@@ -153,9 +154,9 @@ func (ls *loopState) post(fn func()) bool {
 // runTask runs fn on the loop, stamped for the watchdog; a panic is
 // logged, counted and dropped, and the loop serves on.
 func (ls *loopState) runTask(fn func()) {
-	ls.runs.enter()
+	ls.runs.Enter()
 	defer func() {
-		ls.runs.leave()
+		ls.runs.Leave()
 		if v := recover(); v != nil {
 			ls.fe.s.panicked("loop task", v)
 		}
@@ -273,13 +274,13 @@ func (fe *frontEnd) tickLoop() {
 	defer fe.s.wg.Done()
 	t := time.NewTicker(tickEvery)
 	defer t.Stop()
-	seen := map[*loopState]loopSeen{}
+	var seen liveness.Stalls[*loopState]
 	for {
 		select {
 		case <-fe.s.ctx.Done():
 			return
 		case now := <-t.C:
-			fe.checkStalls(now, seen)
+			fe.checkStalls(now, &seen)
 			fe.loops.Range(func(_, v any) bool {
 				ls := v.(*loopState)
 				ls.post(ls.tick)

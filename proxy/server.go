@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tairkv/tair/hotkey"
+	"github.com/tairkv/tair/internal/liveness"
 	"github.com/tairkv/tair/internal/route"
 )
 
@@ -223,7 +224,7 @@ func (s *Server) Close() error {
 	for _, n := range s.r.allNodes() {
 		n.closeAll()
 	}
-	if !waitFor(&s.wg, closeWait) {
+	if !liveness.WaitTimeout(&s.wg, closeWait) {
 		// An event loop wedged in a command never closes its sessions,
 		// whose goroutines wait for it: stop without them.
 		s.log.Error("goroutines did not stop; stopping without them", "waited", closeWait)
