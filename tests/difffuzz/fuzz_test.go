@@ -84,10 +84,12 @@ type tairUp struct {
 func startTair(t testing.TB, engine string) *tairUp {
 	t.Helper()
 	port := testutil.FreePort(t)
-	dir := t.TempDir()
 	u := &tairUp{engine: engine, addr: "127.0.0.1:" + itoa(port), log: &testutil.LogBuffer{}, done: make(chan struct{})}
+	// No --dir: with one, tair up takes the stable ports from 5100 (to
+	// restart on it), which another cluster on this machine may hold;
+	// without, any free ports and a temporary directory it removes.
 	u.cmd = exec.Command(tairBin(t), "up", "--engine", engine, "--port", itoa(port), "--dataservers", "2",
-		"--copies", "1", "--buckets", "64", "--dir", dir, "--log-level", "warn")
+		"--copies", "1", "--buckets", "64", "--log-level", "warn")
 	u.cmd.Stdout = u.log
 	u.cmd.Stderr = u.log
 	if err := u.cmd.Start(); err != nil {

@@ -172,6 +172,16 @@ var rules = []rule{
 		resync: true,
 	},
 	{
+		reason: "Redis's DBSIZE counts keys that have expired but are not reclaimed yet (SET ... PXAT in the past); tair's counts live keys exactly (SPEC §3): accepted when tair's count is Redis's live keys (KEYS *)",
+		match: func(d seen) bool {
+			if d.cmd[0] != "dbsize" || d.redis.kind != ':' || d.tair.kind != ':' {
+				return false
+			}
+			live := d.ask("KEYS", "*")
+			return live.kind == '*' && itoa(len(live.kids)) == d.tair.s
+		},
+	},
+	{
 		reason: "a key is at least one byte in Tair (engines.CheckKey: ERR empty key, tair -3982); Redis takes the empty key",
 		match:  func(d seen) bool { return strings.HasPrefix(d.tair.s, "ERR empty key") },
 		resync: true,
