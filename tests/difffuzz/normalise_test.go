@@ -182,6 +182,20 @@ var rules = []rule{
 		},
 	},
 	{
+		reason: "Redis's SORT ALPHA compares C strings (strcoll): elements equal up to a NUL (\"\" and \"\\x00\") tie, and ties come in the set's own order: compared up to the first NUL",
+		match: func(d seen) bool {
+			if d.cmd[0] != "sort" && d.cmd[0] != "sort_ro" || d.redis.kind != '*' || len(d.redis.kids) != len(d.tair.kids) {
+				return false
+			}
+			for i := range d.redis.kids {
+				if cStr(d.redis.kids[i].s) != cStr(d.tair.kids[i].s) || d.redis.kids[i].null != d.tair.kids[i].null {
+					return false
+				}
+			}
+			return true
+		},
+	},
+	{
 		reason: "a key is at least one byte in Tair (engines.CheckKey: ERR empty key, tair -3982); Redis takes the empty key",
 		match:  func(d seen) bool { return strings.HasPrefix(d.tair.s, "ERR empty key") },
 		resync: true,
@@ -286,4 +300,12 @@ func sameFloats(a, b node) bool {
 		}
 	}
 	return true
+}
+
+// cStr is s up to its first NUL.
+func cStr(s string) string {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
