@@ -335,6 +335,12 @@ func dsReplyScan(c *Ctx, next uint64, items []string, match []byte, pairs bool) 
 	}
 }
 
+// maxRandRepeats bounds the reply of HRANDFIELD/SRANDMEMBER/ZRANDMEMBER
+// with a negative count (Tair's limit, by design; Redis has none): a
+// client asking for -100000000000 killed the dataserver with an
+// allocation it could not make.
+const maxRandRepeats = 1 << 20
+
 // dsRandCount parses HRANDFIELD/SRANDMEMBER/ZRANDMEMBER's count.
 func dsRandCount(c *Ctx, i int) (int64, bool) {
 	n, ok := ParseInt(c.Args[i])
@@ -348,9 +354,12 @@ func dsRandCount(c *Ctx, i int) (int64, bool) {
 		return 0, false
 	case n > 1<<40:
 		n = 1 << 40 // distinct elements: all of them either way
-	case n < -(1 << 40):
-		// Tair's limit: -n elements with repeats would be built in full
-		c.Error("ERR value is out of range")
+	case n < -maxRandRepeats:
+		// A negative count asks for -n elements with repetitions, built
+		// in full before the reply is sent: Redis would try (and grow its
+		// output buffer until the client is dropped or memory runs out);
+		// here it would be one allocation the runtime cannot survive.
+		c.Error("ERR value is out of range (at most 1048576 elements with repetitions)")
 		return 0, false
 	}
 	return n, true

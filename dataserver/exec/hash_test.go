@@ -10,6 +10,7 @@ import (
 
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/engines/ldb"
+	"github.com/tairkv/tair/engines/rdb"
 	"github.com/tairkv/tair/internal/command"
 )
 
@@ -314,5 +315,25 @@ func TestHashOnPersistentEngine(t *testing.T) {
 		if err != nil || e.ExpireAt == 0 {
 			t.Errorf("field %s: %+v %v", f, e, err)
 		}
+	}
+}
+
+// A negative count asks for that many elements with repetitions: beyond
+// maxRandRepeats it is refused (the reply would be built in full; one of
+// -100000000000 killed the dataserver), at the bound it is served.
+func TestRandCountBounded(t *testing.T) {
+	x := New(rdb.Open(engines.Options{}), Options{Buckets: 1})
+	for _, cmd := range []string{"SADD s a b", "HSET h a 1 b 2", "ZADD z 1 a 2 b"} {
+		x.Exec(0, 2, false, toArgs(splitLine(cmd)), nil)
+	}
+	const refused = "-ERR value is out of range (at most 1048576 elements with repetitions)\r\n"
+	for _, cmd := range []string{"SRANDMEMBER s -100000000000", "HRANDFIELD h -1048577", "HRANDFIELD h -100000000000 WITHVALUES", "ZRANDMEMBER z -100000000000 WITHSCORES"} {
+		if out, _ := x.Exec(0, 2, false, toArgs(splitLine(cmd)), nil); string(out) != refused {
+			t.Errorf("%s: %q", cmd, out)
+		}
+	}
+	out, _ := x.Exec(0, 2, false, toArgs(splitLine("SRANDMEMBER s -1048576")), nil)
+	if !strings.HasPrefix(string(out), "*1048576\r\n") {
+		t.Errorf("SRANDMEMBER s -1048576: %q...", out[:min(len(out), 40)])
 	}
 }

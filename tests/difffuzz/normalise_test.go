@@ -140,10 +140,10 @@ var rules = []rule{
 		},
 	},
 	{
-		reason: "HRANDFIELD/SRANDMEMBER/ZRANDMEMBER with a count below -2^40: tair refuses (-count elements with repeats would be built in full), Redis tries",
+		reason: "HRANDFIELD/SRANDMEMBER/ZRANDMEMBER with a count below -1048576 (dataserver/exec maxRandRepeats): tair refuses (-count elements with repeats would be built in full), Redis tries (7.0 dies on SRANDMEMBER s -9223372036854775807)",
 		match: func(d seen) bool {
 			return (d.cmd[0] == "hrandfield" || d.cmd[0] == "srandmember" || d.cmd[0] == "zrandmember") &&
-				d.tair.s == "ERR value is out of range"
+				d.tair.s == "ERR value is out of range (at most 1048576 elements with repetitions)"
 		},
 	},
 	{
