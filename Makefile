@@ -93,6 +93,8 @@ fuzz: build tools
 	  name=$${t%%:*}; rest=$${t#*:}; pkg=$${rest%%:*}; \
 	  echo "fuzz $$name $$pkg -fuzztime $(FUZZTIME)"; \
 	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; done
+	@echo "difffuzz against redis-server for $(FUZZTIME)"
+	TAIR_DIFFFUZZ_TIME=$(FUZZTIME) $(GO) test -count=1 -timeout 0 -run '^TestDiffFuzz$$' -v ./tests/difffuzz/
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }

@@ -95,6 +95,11 @@ func (s *Server) checkArea(area uint16, write bool, args [][]byte) error {
 
 // typeName is the Redis TYPE name of a record.
 func typeName(r *engines.Record) string {
+	if r.Prefix != nil {
+		// A pkey with its skeys: on persistent engines a hash is stored
+		// so (TYPE says hash, exec's lookupAny); its record is no string.
+		return "hash"
+	}
 	switch r.Entry.Type {
 	case engines.TypeItems:
 		return "string"

@@ -147,20 +147,6 @@ var rules = []rule{
 		},
 	},
 	{
-		reason: "known bug (dataserver/handler.go scanBucket, outside exec/): on persistent engines SCAN's TYPE filter types a prefix-stored hash by its field records (dataserver/area.go typeName), so TYPE string lists a hash",
-		match: func(d seen) bool {
-			if d.cmd[0] != "scan" || d.engine != "ldb" && d.engine != "kdb" {
-				return false
-			}
-			for _, a := range d.cmd {
-				if strings.EqualFold(a, "type") {
-					return true
-				}
-			}
-			return false
-		},
-	},
-	{
 		reason: "LPOS RANK -9223372036854775808: Redis 7.0 negates it unchecked (and answers as RANK -1), tair refuses it with Redis 7.2's range error",
 		match: func(d seen) bool {
 			return d.cmd[0] == "lpos" && strings.HasPrefix(d.tair.s, "ERR value is out of range, value must between")
