@@ -87,6 +87,7 @@ func (s *Server) heartbeatLoop(ctx context.Context) {
 			send()
 		case <-drop.C:
 			s.dropLeftBuckets()
+			copyGC.relax(copyGCIdle)
 		}
 	}
 }

@@ -164,6 +164,7 @@ type bulkLock struct {
 func (b *bulkLock) Lock() {
 	b.mu.Lock()
 	b.since = time.Now()
+	copyGC.touch() // snapshots and restores: collect less often (gcdefer.go)
 }
 
 func (b *bulkLock) Unlock() {
