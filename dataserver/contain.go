@@ -126,6 +126,22 @@ func (s *Server) writePanicked(bk *bucket, out []byte, args [][]byte, p *pending
 	return resp.AppendError(out, "ERR internal error while running '"+name+"'")
 }
 
+// unlockWrite is deferred by a write path that locked bk (execWrite,
+// multiExecRun) with out as it was then: it releases the lock and, if
+// the write panicked, answers it in *res in place of whatever it had
+// appended (writePanicked) and has the bucket's slaves resynced once the
+// lock is released. It calls recover itself, as a deferred function must.
+func (s *Server) unlockWrite(bk *bucket, out []byte, args [][]byte, p *pending, res *[]byte) {
+	v := recover()
+	if v != nil {
+		*res = s.writePanicked(bk, out, args, p, v)
+	}
+	bk.unlock()
+	if v != nil {
+		s.resyncAfterPanic()
+	}
+}
+
 // resyncAfterPanic sends the slaves of the diverged buckets this node
 // masters a full copy (off the caller's goroutine: it takes the copy
 // lock, which comes before a bucket's lock).

@@ -542,17 +542,7 @@ func (s *Server) checkOwner(t *route.Table, b uint32, write bool, env envelope) 
 func (s *Server) execWrite(out []byte, env envelope, b uint32, args [][]byte, p *pending) (res []byte) {
 	bk := s.bucket(b)
 	bk.lock()
-	start := len(out)
-	defer func() {
-		v := recover()
-		if v != nil {
-			res = s.writePanicked(bk, out[:start], args, p, v)
-		}
-		bk.unlock()
-		if v != nil {
-			s.resyncAfterPanic()
-		}
-	}()
+	defer s.unlockWrite(bk, out, args, p, &res)
 	if bk.frozen.Load() {
 		return resp.AppendErr(out, errTryAgain(b))
 	}

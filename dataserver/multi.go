@@ -116,17 +116,7 @@ func (s *Server) multiExecRun(out []byte, env envelope, args [][]byte, p *pendin
 	}
 	bk := s.bucket(bucket)
 	bk.lock()
-	start := len(out)
-	defer func() {
-		v := recover()
-		if v != nil {
-			res = s.writePanicked(bk, out[:start], args, p, v)
-		}
-		bk.unlock()
-		if v != nil {
-			s.resyncAfterPanic()
-		}
-	}()
+	defer s.unlockWrite(bk, out, args, p, &res)
 	if bk.frozen.Load() {
 		return resp.AppendErr(out, errTryAgain(bucket))
 	}
