@@ -4,6 +4,7 @@ package testutil
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"strings"
 	"sync"
@@ -23,18 +24,54 @@ func FreePort(t testing.TB) int {
 }
 
 // Eventually polls cond every 20 ms until it returns true or timeout
-// passes, then fails the test with msg.
+// passes, then fails the test with msg. It is EventuallyErr for a
+// condition that has nothing to say about why it does not hold yet.
 func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msg string, args ...any) {
 	t.Helper()
+	if !poll(timeout, func() error {
+		if cond() {
+			return nil
+		}
+		return errNotYet
+	}, nil) {
+		t.Fatalf("after %v: "+msg, append([]any{timeout}, args...)...)
+	}
+}
+
+// EventuallyErr polls cond every 20 ms until it returns nil, and fails
+// the test with the last error cond returned when timeout passes first:
+// a wait for a condition, instead of a sleep followed by an assertion,
+// that says what was still wrong at the end. The last call of a failing
+// cond begins at the deadline or after it, so nothing is failed on a
+// check made before its time. The bound is the timeout: a test that
+// asserted something after 2 s waits up to 2 s for it.
+func EventuallyErr(t testing.TB, timeout time.Duration, cond func() error) {
+	t.Helper()
+	var last error
+	tries := 0
+	if !poll(timeout, cond, func(err error) { last, tries = err, tries+1 }) {
+		t.Fatalf("after %v (%d tries): %v", timeout, tries, last)
+	}
+}
+
+var errNotYet = errors.New("condition not met")
+
+// poll calls cond every 20 ms until it returns nil (true) or timeout
+// passes (false); failed, when set, sees every error.
+func poll(timeout time.Duration, cond func() error, failed func(error)) bool {
 	deadline := time.Now().Add(timeout)
 	for {
-		if cond() {
-			return
+		err := cond()
+		if err == nil {
+			return true
+		}
+		if failed != nil {
+			failed(err)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after %v: "+msg, append([]any{timeout}, args...)...)
+			return false
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(min(20*time.Millisecond, max(time.Until(deadline), time.Millisecond)))
 	}
 }
 
