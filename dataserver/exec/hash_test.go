@@ -322,7 +322,9 @@ func TestHashOnPersistentEngine(t *testing.T) {
 // maxRandRepeats it is refused (the reply would be built in full; one of
 // -100000000000 killed the dataserver), at the bound it is served.
 func TestRandCountBounded(t *testing.T) {
-	x := New(rdb.Open(engines.Options{}), Options{Buckets: 1})
+	eng := rdb.Open(engines.Options{})
+	t.Cleanup(func() { eng.Close() })
+	x := New(eng, Options{Buckets: 1})
 	for _, cmd := range []string{"SADD s a b", "HSET h a 1 b 2", "ZADD z 1 a 2 b"} {
 		x.Exec(0, 2, false, toArgs(splitLine(cmd)), nil)
 	}
