@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/tairkv/tair/internal/envelope"
 	"github.com/tairkv/tair/internal/command"
 	"github.com/tairkv/tair/resp"
 )
@@ -62,8 +63,8 @@ func commandName(args [][]byte) string {
 	if len(args) == 0 {
 		return "empty"
 	}
-	if isEnvelope(args[0]) && len(args) > 4 {
-		args = args[4:]
+	if isEnvelope(args[0]) && len(args) > envelope.Fields {
+		args = args[envelope.Fields:]
 	}
 	if sp := special(args[0]); sp != "" {
 		return strings.ToLower(sp)

@@ -3,6 +3,7 @@ package dataserver
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -12,21 +13,13 @@ import (
 	"github.com/tairkv/tair/dataserver/exec"
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/internal/command"
+	"github.com/tairkv/tair/internal/envelope"
 	"github.com/tairkv/tair/internal/errs"
 	"github.com/tairkv/tair/internal/glob"
 	"github.com/tairkv/tair/internal/liveness"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
-
-// envelope is the proxy's wrapping of one command.
-type envelope struct {
-	area      uint16
-	version   uint64 // the proxy's table version
-	proto     int
-	slaveOK   bool // TAIR.XR: a read a slave may serve
-	forwarded bool // TAIR.XF: forwarded by a former master; never forward again
-}
 
 // pending is one reply of a pipeline, held until its replication is done.
 type pending struct {
@@ -69,11 +62,8 @@ var batchPool = sync.Pool{New: func() any { return new(batchOut) }}
 // isEnvelope reports whether a command is a proxy's TAIR.X, TAIR.XR or
 // TAIR.XF.
 func isEnvelope(name []byte) bool {
-	switch special(name) {
-	case "TAIR.X", "TAIR.XR", "TAIR.XF":
-		return true
-	}
-	return false
+	_, ok := envelope.KindOf(name)
+	return ok
 }
 
 // runBatch runs a pipeline's commands in order. Unless owned, the
@@ -98,7 +88,7 @@ func (s *Server) runBatch(cmds []resp.Command, owned bool, peer net.Addr, pr *li
 	if s.closing.Load() {
 		// Not run: NOTMASTER makes proxies retry elsewhere once the
 		// table names another master.
-		b.out = resp.AppendErr(nil, errs.Newf(errs.WriteNotOnMaster, "dataserver stopping table %d", s.TableVersion()))
+		b.out = resp.AppendErr(nil, (&envelope.Refusal{Reason: envelope.NotMaster, Table: s.TableVersion(), Note: "dataserver stopping"}).Err())
 		b.ps = []pending{{end: len(b.out)}}
 		b.quit = true
 		return b
@@ -162,7 +152,7 @@ func (s *Server) release(p *pending) error {
 	}
 	if p.write && !s.leaseOK() {
 		s.m.leaseRefusals.Inc()
-		return errs.Newf(errs.Timeout, "lease expired before the write to bucket %d was acknowledged; it may have applied", p.bucket)
+		return envelope.Unsure(fmt.Sprintf("lease expired before the write to bucket %d was acknowledged", p.bucket))
 	}
 	return nil
 }
@@ -249,12 +239,12 @@ func (s *Server) awaitBehind(w waiter) error {
 		case !t.IsMaster(w.e.bucket, s.addr):
 			// Demoted meanwhile: the new master may lack the write.
 			s.markDiverged(w.e.bucket)
-			return errs.Newf(errs.Timeout, "slave %s did not apply the write and this node is no longer the master of bucket %d; the write may have applied", w.st.to, w.e.bucket)
+			return envelope.Unsure(fmt.Sprintf("slave %s did not apply the write and this node is no longer the master of bucket %d", w.st.to, w.e.bucket))
 		case s.behindCovers(t, w.st) || !t.IsSlave(w.e.bucket, w.st.to):
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return errs.Newf(errs.Timeout, "slave %s did not apply the write and the configserver has not marked it behind; the write may have applied", w.st.to)
+			return envelope.Unsure(fmt.Sprintf("slave %s did not apply the write and the configserver has not marked it behind", w.st.to))
 		}
 		select {
 		case <-w.e.done:
@@ -280,7 +270,7 @@ func (s *Server) refusedWrite(p *pending, refused int) error {
 		if t != nil && !t.IsMaster(p.bucket, s.addr) {
 			s.markDiverged(p.bucket)
 			if refused == len(p.waits) && !p.migrating && !s.bucket(p.bucket).handedOff.Load() {
-				return errNotMaster(p.bucket, t.Version)
+				return envelope.NotMasterOf(p.bucket, t.Version).Err()
 			}
 			break
 		}
@@ -289,27 +279,19 @@ func (s *Server) refusedWrite(p *pending, refused int) error {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return errs.Newf(errs.Timeout, "a slave refused the write to bucket %d (it has a newer table); the write may have applied", p.bucket)
+	return envelope.Unsure(fmt.Sprintf("a slave refused the write to bucket %d (it has a newer table)", p.bucket))
 }
 
 // errSlaveRefused is await's word for a slave that refused the write
 // (release turns it into the client's error).
 var errSlaveRefused = errors.New("dataserver: slave refused the write")
 
-func errNotMaster(b uint32, v uint64) error {
-	return errs.Newf(errs.WriteNotOnMaster, "bucket %d table %d", b, v)
-}
-
-func errTryAgain(b uint32) error {
-	return errs.Newf(errs.MigrateBusy, "bucket %d is migrating", b)
-}
-
 func upper(b []byte) string {
 	return strings.ToUpper(string(b))
 }
 
 // specials are the commands the dataserver answers itself.
-var specials = []string{"TAIR.X", "TAIR.XR", "TAIR.XF", "TAIR.REPLHELLO", "TAIR.REPL", "TAIR.TABLE", "TAIR.RESYNC",
+var specials = []string{"TAIR.REPLHELLO", "TAIR.REPL", "TAIR.TABLE", "TAIR.RESYNC",
 	"PING", "ECHO", "QUIT", "DBSIZE", "SCANBUCKET", "FLUSHDB", "FLUSHALL", "MULTIEXEC", "TAIR.KEYVER"}
 
 // special returns the upper-case name of b when it is one of specials,
@@ -361,32 +343,30 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []
 	if len(args) == 0 {
 		return resp.AppendError(out, "ERR empty command")
 	}
-	env := envelope{proto: 2}
+	env := envelope.Header{Proto: 2}
 	name := special(args[0])
-	switch name {
-	case "TAIR.X", "TAIR.XR", "TAIR.XF":
-		if len(args) < 5 {
-			return resp.AppendError(out, "ERR wrong number of arguments for '"+strings.ToLower(name)+"' command")
+	switch {
+	case isEnvelope(args[0]):
+		h, cmd, err := envelope.Parse(args)
+		if err != nil {
+			return resp.AppendError(out, err.Error())
 		}
-		area, ok1 := parseUint(args[1])
-		ver, ok2 := parseUint(args[2])
-		proto, ok3 := parseUint(args[3])
-		if !ok1 || !ok2 || !ok3 || area > route.MaxArea || (proto != 2 && proto != 3) {
-			return resp.AppendError(out, "ERR bad envelope: "+name+" <area> <table-version> <proto> <cmd> ...")
+		env, args = h, cmd
+		// The node's own commands (TAIR.REPL ...) never come enveloped:
+		// inside an envelope they are unknown commands.
+		if name = special(args[0]); strings.HasPrefix(name, "TAIR.") && name != "TAIR.KEYVER" {
+			name = ""
 		}
-		env = envelope{area: uint16(area), version: ver, proto: int(proto), slaveOK: name == "TAIR.XR", forwarded: name == "TAIR.XF"}
-		args = args[4:]
-		name = special(args[0])
-		if ver > s.TableVersion() {
+		if env.Version > s.TableVersion() {
 			s.kickHeartbeat()
 		}
-	case "TAIR.REPLHELLO":
+	case name == "TAIR.REPLHELLO":
 		return s.replHello(out, args)
-	case "TAIR.REPL":
+	case name == "TAIR.REPL":
 		return s.replApply(out, args)
-	case "TAIR.TABLE":
+	case name == "TAIR.TABLE":
 		return s.tableReply(out)
-	case "TAIR.RESYNC":
+	case name == "TAIR.RESYNC":
 		return s.resyncRequest(out, args)
 	}
 	switch name {
@@ -403,17 +383,17 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []
 	case "QUIT":
 		return resp.AppendOK(out)
 	case "DBSIZE":
-		r := hookRequest{area: env.area, cmd: "dbsize", args: args, peer: peer}
+		r := hookRequest{area: env.Area, cmd: "dbsize", args: args, peer: peer}
 		return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte { return s.dbsize(out, env) })
 	case "SCANBUCKET":
-		r := hookRequest{area: env.area, cmd: "scanbucket", args: args, peer: peer}
+		r := hookRequest{area: env.Area, cmd: "scanbucket", args: args, peer: peer}
 		return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte { return s.scanBucket(out, env, args) })
 	case "FLUSHDB", "FLUSHALL":
 		cmd := "flushdb"
 		if name == "FLUSHALL" {
 			cmd = "flushall"
 		}
-		r := hookRequest{area: env.area, cmd: cmd, write: true, args: args, peer: peer}
+		r := hookRequest{area: env.Area, cmd: cmd, write: true, args: args, peer: peer}
 		return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte { return s.flush(out, env, name == "FLUSHALL") })
 	case "MULTIEXEC":
 		return s.multiExec(out, env, args, p, peer)
@@ -422,7 +402,7 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []
 		if len(args) > 1 {
 			key = args[1]
 		}
-		r := hookRequest{area: env.area, cmd: "tair.keyver", key: key, args: args, peer: peer}
+		r := hookRequest{area: env.Area, cmd: "tair.keyver", key: key, args: args, peer: peer}
 		return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte { return s.keyVer(out, env, args) })
 	}
 
@@ -430,12 +410,12 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []
 	x := s.x.Load()
 	if spec == nil || !spec.ArityOK(len(args)) {
 		// Exec answers with the error.
-		r := hookRequest{area: env.area, cmd: "unknown", args: args, peer: peer}
+		r := hookRequest{area: env.Area, cmd: "unknown", args: args, peer: peer}
 		if spec != nil {
 			r.cmd, r.write = spec.Name, spec.Has(command.Write)
 		}
 		return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte {
-			out, _ = x.Exec(env.area, env.proto, false, args, out)
+			out, _ = x.Exec(env.Area, env.Proto, false, args, out)
 			return out
 		})
 	}
@@ -445,16 +425,16 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []
 		// Keyless commands (TAIR.STAT, TAIR.DELALL ...) run on this
 		// node's data alone (the proxy broadcasts those that need every
 		// node).
-		r := hookRequest{area: env.area, cmd: spec.Name, write: spec.Has(command.Write), args: args, peer: peer}
+		r := hookRequest{area: env.Area, cmd: spec.Name, write: spec.Has(command.Write), args: args, peer: peer}
 		return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte {
-			out, _ = x.Exec(env.area, env.proto, false, args, out)
+			out, _ = x.Exec(env.Area, env.Proto, false, args, out)
 			return out
 		})
 	}
 	write := spec.Has(command.Write)
 	rt := s.rt.Load()
 	if rt == nil {
-		return resp.AppendErr(out, errNotMaster(route.BucketOf(args[keys[0]], route.DefaultBuckets), 0))
+		return resp.AppendErr(out, envelope.NotMasterOf(route.BucketOf(args[keys[0]], route.DefaultBuckets), 0).Err())
 	}
 	t := rt.t
 	b := t.Bucket(args[keys[0]])
@@ -475,7 +455,7 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []
 		}
 	}
 	if err := s.checkOwner(t, b, write, env); err != nil {
-		if !env.forwarded && errs.CodeOf(err) == errs.WriteNotOnMaster {
+		if env.Kind != envelope.Forwarded && errs.CodeOf(err) == errs.WriteNotOnMaster {
 			if to := s.forwardTarget(t, b); to != "" {
 				return s.forward(out, to, b, env, args)
 			}
@@ -488,7 +468,7 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []
 	if hc == nil {
 		return s.serve(out, x, env, b, args, write, p)
 	}
-	r := hookRequest{area: env.area, cmd: spec.Name, write: write, key: args[keys[0]], args: args, peer: peer}
+	r := hookRequest{area: env.Area, cmd: spec.Name, write: write, key: args[keys[0]], args: args, peer: peer}
 	ran, err := hc.before(r)
 	start := len(out)
 	if err != nil {
@@ -502,12 +482,12 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []
 
 // serve runs a keyed command of bucket b, whose ownership was checked,
 // within the area's limits.
-func (s *Server) serve(out []byte, x *exec.Executor, env envelope, b uint32, args [][]byte, write bool, p *pending) []byte {
-	if err := s.checkArea(env.area, write, args); err != nil {
+func (s *Server) serve(out []byte, x *exec.Executor, env envelope.Header, b uint32, args [][]byte, write bool, p *pending) []byte {
+	if err := s.checkArea(env.Area, write, args); err != nil {
 		return resp.AppendErr(out, err)
 	}
 	if !write {
-		out, _ = x.Exec(env.area, env.proto, false, args, out)
+		out, _ = x.Exec(env.Area, env.Proto, false, args, out)
 		return out
 	}
 	return s.execWrite(out, env, b, args, p)
@@ -516,21 +496,21 @@ func (s *Server) serve(out []byte, x *exec.Executor, env envelope, b uint32, arg
 // checkOwner checks that this node may serve bucket b: as master for
 // writes and TAIR.X reads, as master or slave for TAIR.XR reads. Serving
 // as master needs a valid lease.
-func (s *Server) checkOwner(t *route.Table, b uint32, write bool, env envelope) error {
+func (s *Server) checkOwner(t *route.Table, b uint32, write bool, env envelope.Header) error {
 	me := s.addr
 	if t.IsMaster(b, me) {
 		if !s.leaseOK() {
 			s.m.leaseRefusals.Inc()
-			return errs.Newf(errs.WriteNotOnMaster, "bucket %d table %d: %s", b, t.Version, errs.LeaseLapsed)
+			return (&envelope.Refusal{Reason: envelope.NotMaster, Bucket: b, HasBucket: true, Table: t.Version, LeaseLapsed: true}).Err()
 		}
 		return nil
 	}
 	// A slave marked behind its master may lack acknowledged writes: the
 	// read goes back to the proxy (NOTMASTER), which reads elsewhere.
-	if !write && env.slaveOK && s.cfg.ReadFromSlave && t.IsSlave(b, me) && !t.IsBehind(t.Master(b), me) {
+	if !write && env.Kind == envelope.SlaveOK && s.cfg.ReadFromSlave && t.IsSlave(b, me) && !t.IsBehind(t.Master(b), me) {
 		return nil
 	}
-	return errNotMaster(b, t.Version)
+	return envelope.NotMasterOf(b, t.Version).Err()
 }
 
 // execWrite runs a write as bucket b's master: under the bucket's lock,
@@ -539,19 +519,15 @@ func (s *Server) checkOwner(t *route.Table, b uint32, write bool, env envelope) 
 // A panic under the lock (contain.go) answers the write with an error,
 // releases the lock and has the bucket's slaves resynced in full: exec
 // may have changed the engine without the change being replicated.
-func (s *Server) execWrite(out []byte, env envelope, b uint32, args [][]byte, p *pending) (res []byte) {
+func (s *Server) execWrite(out []byte, env envelope.Header, b uint32, args [][]byte, p *pending) (res []byte) {
 	bk := s.bucket(b)
 	bk.lock()
 	defer s.unlockWrite(bk, out, args, p, &res)
-	if bk.frozen.Load() {
-		return resp.AppendErr(out, errTryAgain(b))
+	rt, err := s.writableLocked(bk)
+	if err != nil {
+		return resp.AppendErr(out, err)
 	}
-	rt := s.rt.Load()
-	if !rt.t.IsMaster(b, s.addr) {
-		// The table changed since the check.
-		return resp.AppendErr(out, errNotMaster(b, rt.t.Version))
-	}
-	out, prop := s.x.Load().Exec(env.area, env.proto, false, args, out)
+	out, prop := s.x.Load().Exec(env.Area, env.Proto, false, args, out)
 	if testHook.Load() != nil {
 		runTestHook("applied", commandName(args))
 	}
@@ -559,8 +535,24 @@ func (s *Server) execWrite(out []byte, env envelope, b uint32, args [][]byte, p 
 	if len(prop) == 0 {
 		return out
 	}
-	s.replicateLocked(bk, rt, env.area, prop, p)
+	s.replicateLocked(bk, rt, env.Area, prop, p)
 	return out
+}
+
+// writableLocked checks, with bk's lock held, that this node may still
+// write bk's bucket: the bucket is not frozen for a move's last step
+// (TRYAGAIN), and the table did not change since the ownership check
+// (NOTMASTER). It returns the routing the write replicates by. The single
+// command path and MULTI share it, so both refuse alike.
+func (s *Server) writableLocked(bk *bucket) (*routing, error) {
+	if bk.frozen.Load() {
+		return nil, envelope.TryAgainOf(bk.id).Err()
+	}
+	rt := s.rt.Load()
+	if !rt.t.IsMaster(bk.id, s.addr) {
+		return nil, envelope.NotMasterOf(bk.id, rt.t.Version).Err()
+	}
+	return rt, nil
 }
 
 // replicateLocked appends propagated commands to bucket bk's streams;
@@ -608,17 +600,15 @@ func (s *Server) forwardTarget(t *route.Table, b uint32) string {
 }
 
 // forward sends the command to bucket's new master and relays its reply.
-func (s *Server) forward(out []byte, to string, b uint32, env envelope, args [][]byte) []byte {
-	req := make([][]byte, 0, len(args)+4)
-	req = append(req, []byte("TAIR.XF"), strconv.AppendUint(nil, uint64(env.area), 10),
-		strconv.AppendUint(nil, env.version, 10), strconv.AppendInt(nil, int64(env.proto), 10))
-	req = append(req, args...)
+func (s *Server) forward(out []byte, to string, b uint32, env envelope.Header, args [][]byte) []byte {
+	fwd := env
+	fwd.Kind = envelope.Forwarded
 	c, err := s.pool.get(to)
 	if err != nil {
 		// Not run anywhere: the proxy refreshes its table and retries.
-		return resp.AppendErr(out, errs.Newf(errs.WriteNotOnMaster, "bucket %d table %d (new master %s unreachable)", b, s.TableVersion(), to))
+		return resp.AppendErr(out, (&envelope.Refusal{Reason: envelope.NotMaster, Bucket: b, HasBucket: true, Table: s.TableVersion(), Note: "new master " + to + " unreachable"}).Err())
 	}
-	raw, err := c.roundTrip(resp.AppendCommand(nil, req...), 3*s.cfg.ReplicationTimeout)
+	raw, err := c.roundTrip(envelope.Append(nil, fwd, args), 3*s.cfg.ReplicationTimeout)
 	if err != nil {
 		_ = c.Close()
 		return resp.AppendErr(out, errs.Newf(errs.Timeout, "forwarding to %s: %v", to, err))
@@ -629,7 +619,7 @@ func (s *Server) forward(out []byte, to string, b uint32, env envelope, args [][
 }
 
 // dbsize counts the area's visible keys in the buckets this node masters.
-func (s *Server) dbsize(out []byte, env envelope) []byte {
+func (s *Server) dbsize(out []byte, env envelope.Header) []byte {
 	t := s.Table()
 	if t == nil {
 		return resp.AppendInt(out, 0)
@@ -640,7 +630,7 @@ func (s *Server) dbsize(out []byte, env envelope) []byte {
 			continue
 		}
 		_ = s.eng.ForEach(b, func(r *engines.Record) error {
-			if r.Area == env.area && !r.Entry.Hidden {
+			if r.Area == env.Area && !r.Entry.Hidden {
 				n++
 			}
 			return nil
@@ -652,7 +642,7 @@ func (s *Server) dbsize(out []byte, env envelope) []byte {
 // scanBucket: SCANBUCKET <bucket> <cursor> [MATCH p] [COUNT n] [TYPE t]
 // -> [next-cursor, [keys...]] over the area's keys of one bucket. The
 // whole bucket comes in one reply (cursor "0").
-func (s *Server) scanBucket(out []byte, env envelope, args [][]byte) []byte {
+func (s *Server) scanBucket(out []byte, env envelope.Header, args [][]byte) []byte {
 	if len(args) < 3 {
 		return resp.AppendError(out, "ERR wrong number of arguments for 'scanbucket' command")
 	}
@@ -678,7 +668,7 @@ func (s *Server) scanBucket(out []byte, env envelope, args [][]byte) []byte {
 	}
 	t := s.Table()
 	if t == nil {
-		return resp.AppendErr(out, errNotMaster(b, 0))
+		return resp.AppendErr(out, envelope.NotMasterOf(b, 0).Err())
 	}
 	if b >= t.Buckets {
 		return resp.AppendError(out, "ERR invalid bucket")
@@ -688,7 +678,7 @@ func (s *Server) scanBucket(out []byte, env envelope, args [][]byte) []byte {
 	}
 	var keys [][]byte
 	err = s.eng.ForEach(b, func(r *engines.Record) error {
-		if r.Area != env.area || r.Entry.Hidden {
+		if r.Area != env.Area || r.Entry.Hidden {
 			return nil
 		}
 		if typ != nil && string(typ) != typeName(r) {
@@ -714,9 +704,9 @@ func (s *Server) scanBucket(out []byte, env envelope, args [][]byte) []byte {
 
 // flush deletes the area (FLUSHDB) or every area (FLUSHALL) on this node.
 // The proxy sends it to every dataserver.
-func (s *Server) flush(out []byte, env envelope, all bool) []byte {
+func (s *Server) flush(out []byte, env envelope.Header, all bool) []byte {
 	if !all {
-		if _, err := s.eng.DeleteArea(env.area); err != nil {
+		if _, err := s.eng.DeleteArea(env.Area); err != nil {
 			return resp.AppendErr(out, err)
 		}
 		return resp.AppendOK(out)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/envelope"
 	"github.com/tairkv/tair/internal/command"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
@@ -23,7 +24,7 @@ import (
 //
 // The transaction runs inside the hook chain as one write ("multiexec",
 // its first key) when any of its commands writes.
-func (s *Server) multiExec(out []byte, env envelope, args [][]byte, p *pending, peer net.Addr) []byte {
+func (s *Server) multiExec(out []byte, env envelope.Header, args [][]byte, p *pending, peer net.Addr) []byte {
 	if len(args) < 2 {
 		return resp.AppendError(out, "ERR wrong number of arguments for 'multiexec' command")
 	}
@@ -59,7 +60,7 @@ func (s *Server) multiExec(out []byte, env envelope, args [][]byte, p *pending, 
 	}
 	rt := s.rt.Load()
 	if rt == nil {
-		return resp.AppendErr(out, errNotMaster(0, 0))
+		return resp.AppendErr(out, envelope.NotMasterOf(0, 0).Err())
 	}
 	t := rt.t
 	bucket, have, write := uint32(0), false, false
@@ -95,12 +96,12 @@ func (s *Server) multiExec(out []byte, env envelope, args [][]byte, p *pending, 
 		return resp.AppendError(out, "ERR MULTIEXEC needs at least one key")
 	}
 	if err := s.checkOwner(t, bucket, true, env); err != nil {
-		if to := s.forwardTarget(t, bucket); to != "" && !env.forwarded {
+		if to := s.forwardTarget(t, bucket); to != "" && env.Kind != envelope.Forwarded {
 			return s.forward(out, to, bucket, env, args)
 		}
 		return resp.AppendErr(out, err)
 	}
-	r := hookRequest{area: env.area, cmd: "multiexec", write: write, key: key, args: args, peer: peer}
+	r := hookRequest{area: env.Area, cmd: "multiexec", write: write, key: key, args: args, peer: peer}
 	return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte {
 		return s.multiExecRun(out, env, args, p, cmds, watch, bucket, write)
 	})
@@ -110,23 +111,20 @@ func (s *Server) multiExec(out []byte, env envelope, args [][]byte, p *pending, 
 // area's limits.
 //
 // A panic under the lock is handled as execWrite's (contain.go).
-func (s *Server) multiExecRun(out []byte, env envelope, args [][]byte, p *pending, cmds [][][]byte, watch [][2][]byte, bucket uint32, write bool) (res []byte) {
-	if err := s.checkArea(env.area, write, args); err != nil {
+func (s *Server) multiExecRun(out []byte, env envelope.Header, args [][]byte, p *pending, cmds [][][]byte, watch [][2][]byte, bucket uint32, write bool) (res []byte) {
+	if err := s.checkArea(env.Area, write, args); err != nil {
 		return resp.AppendErr(out, err)
 	}
 	bk := s.bucket(bucket)
 	bk.lock()
 	defer s.unlockWrite(bk, out, args, p, &res)
-	if bk.frozen.Load() {
-		return resp.AppendErr(out, errTryAgain(bucket))
-	}
-	rt := s.rt.Load()
-	if !rt.t.IsMaster(bucket, s.addr) {
-		return resp.AppendErr(out, errNotMaster(bucket, rt.t.Version))
+	rt, err := s.writableLocked(bk)
+	if err != nil {
+		return resp.AppendErr(out, err)
 	}
 	for _, w := range watch {
-		if string(w[1]) != strconv.FormatInt(s.keyVersion(env.area, bucket, w[0]), 10) {
-			return resp.AppendNullArray(out, env.proto)
+		if string(w[1]) != strconv.FormatInt(s.keyVersion(env.Area, bucket, w[0]), 10) {
+			return resp.AppendNullArray(out, env.Proto)
 		}
 	}
 	x := s.x.Load()
@@ -134,14 +132,14 @@ func (s *Server) multiExecRun(out []byte, env envelope, args [][]byte, p *pendin
 	var prop [][][]byte
 	for _, c := range cmds {
 		var pr [][][]byte
-		out, pr = x.Exec(env.area, env.proto, false, c, out)
+		out, pr = x.Exec(env.Area, env.Proto, false, c, out)
 		prop = append(prop, pr...)
 	}
 	if write {
 		p.write, p.bucket = true, bucket
 	}
 	if len(prop) > 0 {
-		s.replicateLocked(bk, rt, env.area, prop, p)
+		s.replicateLocked(bk, rt, env.Area, prop, p)
 	}
 	return out
 }
@@ -157,22 +155,22 @@ func (s *Server) keyVersion(area uint16, bucket uint32, key []byte) int64 {
 
 // keyVer: TAIR.KEYVER <key>... -> array of the keys' versions (0 =
 // missing), for WATCH. Served by the keys' master.
-func (s *Server) keyVer(out []byte, env envelope, args [][]byte) []byte {
+func (s *Server) keyVer(out []byte, env envelope.Header, args [][]byte) []byte {
 	if len(args) < 2 {
 		return resp.AppendError(out, "ERR wrong number of arguments for 'tair.keyver' command")
 	}
 	t := s.Table()
 	if t == nil {
-		return resp.AppendErr(out, errNotMaster(route.BucketOf(args[1], route.DefaultBuckets), 0))
+		return resp.AppendErr(out, envelope.NotMasterOf(route.BucketOf(args[1], route.DefaultBuckets), 0).Err())
 	}
 	for _, k := range args[1:] {
-		if err := s.checkOwner(t, t.Bucket(k), false, envelope{}); err != nil {
+		if err := s.checkOwner(t, t.Bucket(k), false, envelope.Header{}); err != nil {
 			return resp.AppendErr(out, err)
 		}
 	}
 	out = resp.AppendArray(out, len(args)-1)
 	for _, k := range args[1:] {
-		out = resp.AppendInt(out, s.keyVersion(env.area, t.Bucket(k), k))
+		out = resp.AppendInt(out, s.keyVersion(env.Area, t.Bucket(k), k))
 	}
 	return out
 }

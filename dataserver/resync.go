@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/envelope"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
@@ -133,7 +134,7 @@ func (s *Server) resyncRequest(out []byte, args [][]byte) []byte {
 		}
 	}
 	if st == nil {
-		return resp.AppendErr(out, errNotMaster(b, rt.t.Version))
+		return resp.AppendErr(out, envelope.NotMasterOf(b, rt.t.Version).Err())
 	}
 	if _, err := s.pushSnapshotLocked(st, b, "resync"); err != nil {
 		return resp.AppendErr(out, err)

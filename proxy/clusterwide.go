@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tairkv/tair/hotkey"
+	"github.com/tairkv/tair/internal/errs"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
@@ -45,7 +46,7 @@ func (ss *session) sendTo(r *request, n *node) {
 		return
 	}
 	r.node = n
-	r.wire = envelope(r.wire[:0], rt, false, r.area, r.proto, r.args)
+	r.wire = wrap(r.wire[:0], rt, false, r)
 	bc, err := n.conn(ss.connIdx)
 	if err != nil {
 		r.fail(err)
@@ -70,7 +71,7 @@ func (ss *session) fanOut(r *request, nodes []*node, args [][]byte, write bool) 
 	for _, p := range parts {
 		p.wg.Wait()
 		if p.err != nil {
-			p.reply = resp.AppendError(p.reply[:0], "CLUSTERDOWN "+p.err.Error())
+			p.reply = resp.AppendErr(p.reply[:0], clusterDown(p.err))
 			p.err = nil
 		}
 	}
@@ -102,7 +103,7 @@ func cmdDBSize(ss *session, r *request) {
 		ver := ss.srv.r.version()
 		masters, ok := ss.masters()
 		if !ok {
-			r.setError("CLUSTERDOWN a bucket has no master")
+			r.setErr(errSomeBucketNoMaster)
 			return
 		}
 		parts := ss.fanOut(r, masters, [][]byte{[]byte("DBSIZE")}, false)
@@ -111,7 +112,7 @@ func cmdDBSize(ss *session, r *request) {
 		for _, p := range parts {
 			n, ok := parseIntReply(p.reply)
 			if !ok {
-				if attempt < 5 && (bytes.HasPrefix(p.reply, prefixNotMaster) || bytes.HasPrefix(p.reply, []byte("-CLUSTERDOWN"))) {
+				if attempt < 5 && (isNotMaster(p.reply) || errs.ReplyCode(p.reply) == errs.ServerCanNotWork) {
 					retry = true
 					break
 				}
@@ -141,7 +142,7 @@ func cmdFlush(ss *session, r *request) {
 	}
 	rt := ss.srv.r.load()
 	if rt == nil {
-		r.setError("CLUSTERDOWN the proxy has no bucket table yet")
+		r.setErr(errNoTable)
 		return
 	}
 	parts := ss.fanOut(r, rt.nodes, r.args[:1], true)
@@ -161,7 +162,7 @@ func cmdTairDelAll(ss *session, r *request) {
 	}
 	rt := ss.srv.r.load()
 	if rt == nil {
-		r.setError("CLUSTERDOWN the proxy has no bucket table yet")
+		r.setErr(errNoTable)
 		return
 	}
 	parts := ss.fanOut(r, rt.nodes, r.args, true)
@@ -180,7 +181,7 @@ func cmdTairDelAll(ss *session, r *request) {
 func cmdTairStat(ss *session, r *request) {
 	rt := ss.srv.r.load()
 	if rt == nil {
-		r.setError("CLUSTERDOWN the proxy has no bucket table yet")
+		r.setErr(errNoTable)
 		return
 	}
 	parts := ss.fanOut(r, rt.nodes, r.args, false)
@@ -271,7 +272,7 @@ func cmdTairHotkeys(ss *session, r *request) {
 func (ss *session) anyNode(r *request) {
 	masters, ok := ss.masters()
 	if !ok || len(masters) == 0 {
-		r.setError("CLUSTERDOWN no dataserver available")
+		r.setErr(errNoDataserver)
 		return
 	}
 	parts := ss.fanOut(r, masters[:1], r.args, false)
@@ -359,7 +360,7 @@ func scalar(e []byte) ([]byte, bool) {
 func cmdScan(ss *session, r *request) {
 	rt := ss.srv.r.load()
 	if rt == nil {
-		r.setError("CLUSTERDOWN the proxy has no bucket table yet")
+		r.setErr(errNoTable)
 		return
 	}
 	q := uint64(rt.t.Buckets)
@@ -482,7 +483,7 @@ func scanReply(b []byte) (uint64, [][]byte, error) {
 func (ss *session) walkBuckets(r *request, start uint32, opts [][]byte, f func(keys [][]byte) bool) []byte {
 	rt := ss.srv.r.load()
 	if rt == nil {
-		return resp.AppendError(nil, "CLUSTERDOWN the proxy has no bucket table yet")
+		return resp.AppendErr(nil, errNoTable)
 	}
 	q := rt.t.Buckets
 	for done := uint32(0); done < q; {
@@ -547,7 +548,7 @@ func cmdKeys(ss *session, r *request) {
 func cmdRandomKey(ss *session, r *request) {
 	rt := ss.srv.r.load()
 	if rt == nil {
-		r.setError("CLUSTERDOWN the proxy has no bucket table yet")
+		r.setErr(errNoTable)
 		return
 	}
 	var key []byte

@@ -1,16 +1,13 @@
 package proxy
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/tairkv/tair/hotkey"
 	"github.com/tairkv/tair/internal/command"
+	"github.com/tairkv/tair/internal/envelope"
 	"github.com/tairkv/tair/internal/errs"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
@@ -40,7 +37,7 @@ type request struct {
 	reply   []byte // raw reply
 	err     error  // backend failure instead of a reply
 	written bool   // the request may have reached the dataserver
-	wg      sync.WaitGroup
+	wg        sync.WaitGroup
 
 	local    bool // reply already complete (answered by the proxy)
 	rejected bool // refused before running (arity, NOAUTH, unknown)
@@ -311,7 +308,7 @@ func (ss *session) route(r *request, keys []int) {
 			ss.split(r, keys, q)
 			return
 		}
-		r.setError("CROSSSLOT Keys in request don't hash to the same slot")
+		r.setError(crossSlot)
 		return
 	}
 	ss.send(r)
@@ -336,12 +333,6 @@ func (ss *session) refuseOverLimit(r *request, keys []int) bool {
 	return false
 }
 
-// Retryable conditions reported by send without a reply.
-var (
-	errNoTable  = errors.New("proxy: no table yet")
-	errNoMaster = errors.New("proxy: bucket has no master")
-)
-
 // send encodes r's envelope for the current table and queues it on its
 // node's pipelined connection. Failures are left in r.err for finish.
 func (ss *session) send(r *request) {
@@ -358,7 +349,7 @@ func (ss *session) send(r *request) {
 	}
 	r.node = n
 	r.sentVer = rt.t.Version
-	r.wire = envelope(r.wire[:0], rt, slave, r.area, r.proto, r.args)
+	r.wire = wrap(r.wire[:0], rt, slave, r)
 	bc, err := n.conn(ss.connIdx)
 	if err != nil {
 		r.written = false
@@ -371,30 +362,15 @@ func (ss *session) send(r *request) {
 	}
 }
 
-// envelope appends TAIR.X|TAIR.XR <area> <version> <proto> args...
-func envelope(b []byte, rt *routing, slave bool, area, proto int, args [][]byte) []byte {
-	b = resp.AppendArray(b, len(args)+4)
+// wrap appends r's command in its envelope for table rt: TAIR.XR when a
+// slave may serve it.
+func wrap(b []byte, rt *routing, slave bool, r *request) []byte {
+	kind := envelope.Master
 	if slave {
-		b = append(b, "$7\r\nTAIR.XR\r\n"...)
-	} else {
-		b = append(b, "$6\r\nTAIR.X\r\n"...)
+		kind = envelope.SlaveOK
 	}
-	if area < 10 {
-		b = append(b, '$', '1', '\r', '\n', byte('0'+area), '\r', '\n')
-	} else {
-		var buf [8]byte
-		b = resp.AppendBulk(b, strconv.AppendInt(buf[:0], int64(area), 10))
-	}
-	b = resp.AppendBulk(b, rt.ver)
-	if proto == 3 {
-		b = append(b, "$1\r\n3\r\n"...)
-	} else {
-		b = append(b, "$1\r\n2\r\n"...)
-	}
-	for _, a := range args {
-		b = resp.AppendBulk(b, a)
-	}
-	return b
+	h := envelope.Header{Kind: kind, Area: uint16(r.area), Version: rt.t.Version, Proto: r.proto}
+	return envelope.Append(b, h, r.args)
 }
 
 // finish waits for r's reply, retrying what the cluster asks to retry,
@@ -498,12 +474,6 @@ func (k retryKind) String() string {
 	return "none"
 }
 
-var (
-	prefixNotMaster = []byte("-NOTMASTER ")
-	prefixTryAgain  = []byte("-TRYAGAIN ")
-	leaseLapsed     = []byte(errs.LeaseLapsed)
-)
-
 // classify decides whether r must be sent again.
 //
 // The rule for lost connections: a request that never reached the
@@ -524,22 +494,29 @@ func (ss *session) classify(r *request) (bool, retryKind) {
 		}
 		return false, retryNone
 	}
-	if len(r.reply) > 0 && r.reply[0] == '-' {
-		switch {
-		case bytes.HasPrefix(r.reply, prefixNotMaster):
-			if bytes.Contains(r.reply, leaseLapsed) || notMasterVersion(r.reply) < r.sentVer {
-				// The table was right: the master waits for the
-				// configserver to confirm it, or has yet to learn
-				// the table (it was told a newer one exists). That
-				// is a failover in progress, bounded by time.
-				return true, retryNoMaster
-			}
-			return true, retryNotMaster
-		case bytes.HasPrefix(r.reply, prefixTryAgain):
-			return true, retryTryAgain
-		}
+	if len(r.reply) == 0 || r.reply[0] != '-' {
+		return false, retryNone
 	}
-	return false, retryNone
+	refusal, ok := envelope.Decode(r.reply)
+	switch {
+	case !ok:
+		return false, retryNone
+	case refusal.Reason == envelope.TryAgain:
+		return true, retryTryAgain
+	case refusal.LeaseLapsed || refusal.Table < r.sentVer:
+		// The table was right: the master waits for the configserver
+		// to confirm it, or has yet to learn the table (it was told a
+		// newer one exists). That is a failover in progress, bounded
+		// by time.
+		return true, retryNoMaster
+	}
+	return true, retryNotMaster
+}
+
+// isNotMaster reports whether a reply is a dataserver's NOTMASTER.
+func isNotMaster(reply []byte) bool {
+	r, ok := envelope.Decode(reply)
+	return ok && r.Reason == envelope.NotMaster
 }
 
 // backoff waits before attempt n of r.
@@ -558,7 +535,8 @@ func (ss *session) backoff(r *request, k retryKind, n int) {
 		// it changed, after a short pause otherwise. A slave read goes
 		// to the master next.
 		r.slaveOK = false
-		dsVer := notMasterVersion(r.reply)
+		refusal, _ := envelope.Decode(r.reply)
+		dsVer := refusal.Table
 		before := s.r.version()
 		ch := s.r.waitChange()
 		s.r.refresh(s.ctx)
@@ -591,33 +569,16 @@ func (ss *session) backoff(r *request, k retryKind, n int) {
 	}
 }
 
-// notMasterVersion parses "-NOTMASTER bucket <b> table <v> ...".
-func notMasterVersion(reply []byte) uint64 {
-	i := bytes.Index(reply, []byte(" table "))
-	if i < 0 {
-		return 0
-	}
-	rest := reply[i+7:]
-	j := 0
-	for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
-		j++
-	}
-	v, _ := strconv.ParseUint(string(rest[:j]), 10, 64)
-	return v
-}
-
 // giveUp turns r's last failure into the client's error.
 func (ss *session) giveUp(r *request) {
 	if r.err == nil {
 		return // the last NOTMASTER/TRYAGAIN reply stands
 	}
 	switch {
-	case r.err == errNoTable:
-		r.reply = resp.AppendError(r.reply[:0], "CLUSTERDOWN the proxy has no bucket table yet")
 	case r.err == errNoMaster:
-		r.reply = resp.AppendError(r.reply[:0], fmt.Sprintf("CLUSTERDOWN bucket %d has no master", r.bucket))
+		r.reply = resp.AppendErr(r.reply[:0], bucketNoMaster(uint32(r.bucket)))
 	default:
-		r.reply = resp.AppendError(r.reply[:0], "CLUSTERDOWN "+r.err.Error())
+		r.reply = resp.AppendErr(r.reply[:0], clusterDown(r.err))
 	}
 	r.err = nil
 }
@@ -675,11 +636,7 @@ func (ss *session) hotDone(c *hotkey.Cache, r *request) {
 // failure into its error reply.
 func (ss *session) account(r *request) {
 	if r.err != nil {
-		msg := "TIMEOUT " + r.err.Error()
-		if r.write {
-			msg += "; the write may have applied"
-		}
-		r.reply = resp.AppendError(r.reply[:0], msg+" (tair -3989)")
+		r.reply = resp.AppendErr(r.reply[:0], timedOut(r.err, r.write))
 		r.err = nil
 	}
 	if c := ss.srv.hotCache; c != nil {

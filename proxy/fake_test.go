@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"encoding/json"
-	"fmt"
 	"github.com/tairkv/tair/internal/glob"
 	"net"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/tidwall/redcon"
 
+	"github.com/tairkv/tair/internal/envelope"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
@@ -100,12 +100,15 @@ func (f *fakeDS) handle(args [][]byte) []byte {
 	area, proto := "0", 2
 	name := strings.ToUpper(string(args[0]))
 	slaveOK := name == "TAIR.XR"
-	if name == "TAIR.X" || name == "TAIR.XR" {
+	if _, ok := envelope.KindOf(args[0]); ok {
+		h, cmd, err := envelope.Parse(args)
+		if err != nil {
+			return resp.AppendError(nil, err.Error())
+		}
 		f.envelopes.Add(1)
-		area = string(args[1])
-		proto, _ = strconv.Atoi(string(args[3]))
+		area, proto = strconv.Itoa(int(h.Area)), h.Proto
 		f.lastProto.Store(int32(proto))
-		args = args[4:]
+		args = cmd
 		name = strings.ToUpper(string(args[0]))
 	}
 	t := f.table.Load()
@@ -126,16 +129,18 @@ func (f *fakeDS) handle(args [][]byte) []byte {
 	if len(keys) > 0 && t != nil {
 		b := t.Bucket(args[keys[0]])
 		if n := f.notMaster.Load(); n > 0 && f.notMaster.CompareAndSwap(n, n-1) {
-			return resp.AppendError(nil, fmt.Sprintf("NOTMASTER bucket %d table %d (tair -3986)", b, t.Version))
+			return resp.AppendErr(nil, envelope.NotMasterOf(b, t.Version).Err())
 		}
 		if n := f.behind.Load(); n > 0 && f.behind.CompareAndSwap(n, n-1) {
-			return resp.AppendError(nil, fmt.Sprintf("NOTMASTER bucket %d table %d (tair -3986)", b, t.Version-1))
+			return resp.AppendErr(nil, envelope.NotMasterOf(b, t.Version-1).Err())
 		}
 		if n := f.lapsed.Load(); n > 0 && f.lapsed.CompareAndSwap(n, n-1) {
-			return resp.AppendError(nil, fmt.Sprintf("NOTMASTER bucket %d table %d: master lease lapsed (tair -3986)", b, t.Version))
+			lapsed := envelope.NotMasterOf(b, t.Version)
+			lapsed.LeaseLapsed = true
+			return resp.AppendErr(nil, lapsed.Err())
 		}
 		if n := f.tryAgain.Load(); n > 0 && f.tryAgain.CompareAndSwap(n, n-1) {
-			return resp.AppendError(nil, fmt.Sprintf("TRYAGAIN bucket %d is migrating (tair -3984)", b))
+			return resp.AppendErr(nil, envelope.TryAgainOf(b).Err())
 		}
 		for _, k := range keys {
 			if slaveOK && t.IsSlave(t.Bucket(args[k]), f.addr) {
@@ -143,7 +148,7 @@ func (f *fakeDS) handle(args [][]byte) []byte {
 				continue
 			}
 			if !t.IsMaster(t.Bucket(args[k]), f.addr) {
-				return resp.AppendError(nil, fmt.Sprintf("NOTMASTER bucket %d table %d (tair -3986)", t.Bucket(args[k]), t.Version))
+				return resp.AppendErr(nil, envelope.NotMasterOf(t.Bucket(args[k]), t.Version).Err())
 			}
 		}
 	}
@@ -236,7 +241,7 @@ func (f *fakeDS) handle(args [][]byte) []byte {
 	case "SCANBUCKET":
 		b, _ := strconv.Atoi(string(args[1]))
 		if !t.IsMaster(uint32(b), f.addr) {
-			return resp.AppendError(nil, fmt.Sprintf("NOTMASTER bucket %d table %d (tair -3986)", b, t.Version))
+			return resp.AppendErr(nil, envelope.NotMasterOf(uint32(b), t.Version).Err())
 		}
 		var match []byte
 		for i := 3; i+1 < len(args); i += 2 {
@@ -280,8 +285,9 @@ func (f *fakeDS) handle(args [][]byte) []byte {
 		f.mu.Unlock()
 		for c := 0; c < n; c++ {
 			argc, _ := strconv.Atoi(string(args[i]))
-			sub := append([][]byte{[]byte("TAIR.X"), []byte(area), []byte("0"), []byte(strconv.Itoa(proto))}, args[i+1:i+1+argc]...)
-			out = append(out, f.handle(sub)...)
+			a, _ := strconv.Atoi(area)
+			h := envelope.Header{Kind: envelope.Master, Area: uint16(a), Proto: proto}
+			out = append(out, f.handle(envelope.Args(h, args[i+1:i+1+argc]))...)
 			i += 1 + argc
 		}
 		f.mu.Lock()

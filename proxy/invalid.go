@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/tairkv/tair/internal/wire"
@@ -27,7 +28,7 @@ func cmdTairInvalid(ss *session, r *request) {
 		_, err := c.Invalid(ctx, req)
 		cancel()
 		if err != nil {
-			r.setError("CLUSTERDOWN the invalid server did not queue the keys for the peer clusters: " + err.Error())
+			r.setErr(clusterDown(fmt.Errorf("the invalid server did not queue the keys for the peer clusters: %w", err)))
 			return
 		}
 	}

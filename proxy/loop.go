@@ -689,7 +689,7 @@ func (lb *loopBackend) opened(c gnet.Conn) {
 }
 
 func (lb *loopBackend) send(r *request, rt *routing, slave bool) {
-	lb.out = envelope(lb.out, rt, slave, r.area, r.proto, r.args)
+	lb.out = wrap(lb.out, rt, slave, r)
 	lb.flight = append(lb.flight, r)
 	if !lb.dirty {
 		lb.dirty = true

@@ -67,7 +67,7 @@ func (tx *txState) queue(ss *session, r *request, args [][]byte) {
 		for _, k := range keys {
 			if ss.bucketOf(args[k]) != b {
 				tx.dirty = true
-				r.setError("CROSSSLOT Keys in request don't hash to the same slot")
+				r.setError(crossSlot)
 				return
 			}
 		}
@@ -134,7 +134,7 @@ func (ss *session) watch(r *request) {
 	keys := r.args[1:]
 	all := append(append([][]byte(nil), ss.tx.watched...), keys...)
 	if !sameBucket(ss, all) {
-		r.setError("CROSSSLOT Keys in request don't hash to the same slot")
+		r.setError(crossSlot)
 		return
 	}
 	args := append([][]byte{[]byte("TAIR.KEYVER")}, keys...)
@@ -222,7 +222,7 @@ func (ss *session) exec(r *request) {
 	}
 	keys = append(keys, tx.watched...)
 	if !sameBucket(ss, keys) {
-		r.setError("CROSSSLOT Keys in request don't hash to the same slot")
+		r.setError(crossSlot)
 		return
 	}
 	var sub []byte // the MULTIEXEC reply

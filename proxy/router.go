@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"reflect"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +16,6 @@ import (
 // published, read without locks.
 type routing struct {
 	t      *route.Table
-	ver    []byte    // t.Version in decimal, for the envelope
 	copies [][]*node // per bucket: master first (nil when lost), then slaves
 	nodes  []*node   // every node of the table, sorted by address
 	// masterIdx[b] is the index in nodes of bucket b's master, -1 if none.
@@ -114,7 +112,7 @@ func (r *router) apply(t *route.Table, force bool) bool {
 	if old := r.cur.Load(); old != nil && !force && t.Version <= old.t.Version {
 		return false
 	}
-	rt := &routing{t: t, ver: strconv.AppendUint(nil, t.Version, 10), copies: make([][]*node, len(t.Serving))}
+	rt := &routing{t: t, copies: make([][]*node, len(t.Serving))}
 	for b, row := range t.Serving {
 		cp := make([]*node, 0, len(row))
 		for i, a := range row {

@@ -4,17 +4,12 @@
 package errs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
-
-// LeaseLapsed ends the NOTMASTER message of a master whose lease lapsed
-// (no configserver confirmed it in time). The table may still name it,
-// so refreshing the table does not help: a proxy retries such a refusal
-// for its whole time budget, as it does a failover in progress, rather
-// than counting it among NOTMASTER's bounded attempts.
-const LeaseLapsed = "master lease lapsed"
 
 // Code is a Tair return code (alibaba/tair src/common/define.hpp).
 type Code int32
@@ -109,6 +104,32 @@ func (e *Error) RESP() string {
 	}
 	msg := strings.ReplaceAll(strings.ReplaceAll(e.Msg, "\r", " "), "\n", " ")
 	return fmt.Sprintf("%s %s (tair %d)", e.Code.Prefix(), msg, int32(e.Code))
+}
+
+// ReplyCode reads the Tair code that ends an error reply
+// ("-VERERROR version mismatch (tair -3997)\r\n" gives VersionError): the
+// code of an error this package rendered, wherever it was made. Anything
+// else (a value, an error without a code) gives OK.
+func ReplyCode(reply []byte) Code {
+	if len(reply) == 0 || reply[0] != '-' {
+		return OK
+	}
+	end := len(reply)
+	if end >= 2 && reply[end-2] == '\r' && reply[end-1] == '\n' {
+		end -= 2
+	}
+	if end == 0 || reply[end-1] != ')' {
+		return OK
+	}
+	i := bytes.LastIndex(reply[:end], []byte(" (tair "))
+	if i < 0 {
+		return OK
+	}
+	n, err := strconv.ParseInt(string(reply[i+len(" (tair "):end-1]), 10, 32)
+	if err != nil {
+		return OK
+	}
+	return Code(n)
 }
 
 // CodeOf returns the Code carried by err: OK for nil, Unknown for an error

@@ -41,3 +41,24 @@ func TestIsAndCodeOf(t *testing.T) {
 		t.Fatal("Wrap must keep the cause")
 	}
 }
+
+func TestReplyCode(t *testing.T) {
+	cases := map[string]Code{
+		"-VERERROR version mismatch (tair -3997)\r\n":           VersionError,
+		"-CLUSTERDOWN no dataserver available (tair -3987)\r\n": ServerCanNotWork,
+		"-CLUSTERDOWN no code here\r\n":                         OK,
+		"-ERR syntax error\r\n":                                 OK,
+		"+OK\r\n":                                               OK,
+		"$5\r\n(tair -3997)\r\n":                                OK,
+		"-X (tair 99999999999)\r\n":                             OK,
+		"":                                                      OK,
+	}
+	for reply, want := range cases {
+		if got := ReplyCode([]byte(reply)); got != want {
+			t.Errorf("ReplyCode(%q) = %d, want %d", reply, got, want)
+		}
+	}
+	if got := ReplyCode([]byte("-" + ErrQuota.RESP() + "\r\n")); got != Quota {
+		t.Errorf("ReplyCode of a rendered error = %d", got)
+	}
+}
