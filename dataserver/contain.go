@@ -8,8 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/tairkv/tair/internal/envelope"
 	"github.com/tairkv/tair/internal/command"
+	"github.com/tairkv/tair/internal/envelope"
 	"github.com/tairkv/tair/resp"
 )
 

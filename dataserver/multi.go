@@ -5,8 +5,8 @@ import (
 	"strconv"
 
 	"github.com/tairkv/tair/engines"
-	"github.com/tairkv/tair/internal/envelope"
 	"github.com/tairkv/tair/internal/command"
+	"github.com/tairkv/tair/internal/envelope"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )

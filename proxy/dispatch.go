@@ -37,7 +37,7 @@ type request struct {
 	reply   []byte // raw reply
 	err     error  // backend failure instead of a reply
 	written bool   // the request may have reached the dataserver
-	wg        sync.WaitGroup
+	wg      sync.WaitGroup
 
 	local    bool // reply already complete (answered by the proxy)
 	rejected bool // refused before running (arity, NOAUTH, unknown)
