@@ -5,8 +5,6 @@ package exec
 // otherwise, and so does the dataserver when called directly.
 
 import (
-	"strconv"
-
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/engines/ds"
 )
@@ -58,28 +56,6 @@ func cmdSRem(c *Ctx) {
 	removeMembers(c, engines.TypeSet, func(o engines.Object, m string) bool { return o.(*ds.Set).Remove(m) })
 }
 
-// removeMembers is HDEL, SREM and ZREM: remove args[2:] from the
-// collection at args[1] and reply how many were there. A write that
-// removed nothing is not propagated.
-func removeMembers(c *Ctx, t engines.ValueType, remove func(o engines.Object, member string) bool) {
-	n := 0
-	err := dsWrite(c, 1, t, nil, func(o engines.Object) (engines.Action, error) {
-		if o == nil {
-			return engines.Keep, nil
-		}
-		for _, m := range c.Args[2:] {
-			if remove(o, string(m)) {
-				n++
-			}
-		}
-		if n == 0 {
-			return engines.Keep, nil
-		}
-		return engines.Store, nil
-	})
-	replyCount(c, n, err)
-}
-
 // setMembers returns the members of the set at key k (nil when missing).
 func setMembers(c *Ctx, k engines.Key) ([]string, bool, error) {
 	var out []string
@@ -126,13 +102,6 @@ func setHas(c *Ctx, from int) ([]bool, error) {
 		return nil
 	})
 	return res, err
-}
-
-func boolInt(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func cmdSIsMember(c *Ctx) {
@@ -446,33 +415,6 @@ func setOp(c *Ctx, op setOpKind, store bool) {
 	c.Int(int64(len(res)))
 }
 
-// storeObject replaces args[i] (whatever it held) with mk()'s object, or
-// deletes it when the object is empty (the *STORE commands).
-func storeObject(c *Ctx, i int, t engines.ValueType, mk func() engines.Object) error {
-	return storeObjectKey(c, c.Key(i), t, mk)
-}
-
-// storeObjectKey is storeObject for a key built by the caller.
-func storeObjectKey(c *Ctx, k engines.Key, t engines.ValueType, mk func() engines.Object) error {
-	o := mk()
-	_, err := c.UpdateKey(k, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
-		if o.Len() == 0 {
-			if !exists {
-				return cur, engines.Keep, nil
-			}
-			return cur, engines.Delete, nil
-		}
-		return engines.Entry{Type: t, Object: o}, engines.Store, nil
-	})
-	if err == nil && c.Eng.Persistent() && t != engines.TypeHash {
-		// A hash (pkey) under the same name would shadow the new value.
-		if dsHasPkey(c, k) {
-			_, err = c.Eng.PrefixRemoveAll(k)
-		}
-	}
-	return err
-}
-
 // interCardArgs parses what SINTERCARD and ZINTERCARD take after their n
 // keys at args[2:], "[LIMIT limit]" (0 when not given: no limit), then
 // checks that the keys share a bucket. It returns the keys' indexes and
@@ -537,5 +479,3 @@ func cmdSScan(c *Ctx) {
 	picked, next := dsScan(ms, cursor, count)
 	dsReplyScan(c, next, picked, match, false)
 }
-
-var _ = strconv.Itoa

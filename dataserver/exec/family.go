@@ -1,0 +1,453 @@
+package exec
+
+// Helpers shared by the data-structure families of this package (hash.go,
+// list.go, set.go, zset.go, tairhash.go): the read and the atomic write of
+// a key's object with Redis's type check and its empty-collection rule,
+// the argument parsing they share, the SCAN and RAND* machinery, and the
+// replies that end a write.
+//
+// # SCAN cursors
+//
+// HSCAN, SSCAN, ZSCAN and EXHSCAN order elements by a 62-bit hash of the
+// element (then by its bytes); the cursor is the hash to resume from. An
+// element present for the whole scan is returned at least once, whatever
+// is added or removed meanwhile. Collections of at most 128 elements are
+// returned in one call (cursor 0), as Redis does for its small encodings.
+
+import (
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/errs"
+	"github.com/tairkv/tair/internal/glob"
+)
+
+const (
+	errTextPositive    = "ERR value is out of range, must be positive"
+	errTextNumkeys     = "ERR numkeys should be greater than 0"
+	errTextNumkeysArgs = "ERR Number of keys can't be greater than number of args"
+	errTextCursor      = "ERR invalid cursor"
+)
+
+// ---- a key's object: read, write, replace ----
+
+// dsFn works on a key's object: o is nil when the key is missing and no
+// new object was asked for. It returns Store to keep the (mutated) object,
+// Delete to remove the key, Keep for reads and no-ops. It must validate
+// before mutating: an error after a mutation would leave the mutation in.
+type dsFn func(o engines.Object) (engines.Action, error)
+
+// dsWrite runs fn atomically on the object of type t at args[i]. A missing
+// (or hidden) key gets newObj() when newObj is not nil. Storing an empty
+// object deletes the key (Redis never keeps empty collections). Another
+// type fails with errs.ErrWrongType before fn runs.
+func dsWrite(c *Ctx, i int, t engines.ValueType, newObj func() engines.Object, fn dsFn) error {
+	return dsWriteKey(c, c.Key(i), t, newObj, fn)
+}
+
+func dsWriteKey(c *Ctx, k engines.Key, t engines.ValueType, newObj func() engines.Object, fn dsFn) error {
+	if c.Eng.Persistent() && t != engines.TypeHash && dsHasPkey(c, k) {
+		return errs.ErrWrongType
+	}
+	_, err := c.UpdateKey(k, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		if exists && (cur.Type != t || cur.Object == nil) {
+			return cur, engines.Keep, errs.ErrWrongType
+		}
+		var o engines.Object
+		if exists {
+			o = cur.Object
+		} else if newObj != nil {
+			o = newObj()
+		}
+		act, err := fn(o)
+		if err != nil {
+			return cur, engines.Keep, err
+		}
+		switch act {
+		case engines.Store:
+			if o == nil || o.Len() == 0 {
+				if !exists {
+					return cur, engines.Keep, nil
+				}
+				return cur, engines.Delete, nil
+			}
+			next := cur
+			if !exists {
+				next = engines.Entry{Type: t}
+			}
+			next.Object = o
+			return next, engines.Store, nil
+		case engines.Delete:
+			if !exists {
+				return cur, engines.Keep, nil
+			}
+		}
+		return cur, act, nil
+	})
+	return err
+}
+
+// dsRead runs fn on the object of type t at args[i] without changing it;
+// fn is not called when the key is missing (exists false).
+func dsRead(c *Ctx, i int, t engines.ValueType, fn func(o engines.Object) error) (bool, error) {
+	return dsReadKey(c, c.Key(i), t, fn)
+}
+
+func dsReadKey(c *Ctx, k engines.Key, t engines.ValueType, fn func(o engines.Object) error) (bool, error) {
+	found := false
+	_, err := c.UpdateKey(k, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		if !exists {
+			return cur, engines.Keep, nil
+		}
+		if cur.Type != t || cur.Object == nil {
+			return cur, engines.Keep, errs.ErrWrongType
+		}
+		found = true
+		return cur, engines.Keep, fn(cur.Object)
+	})
+	if err == nil && !found && c.Eng.Persistent() && t != engines.TypeHash && dsHasPkey(c, k) {
+		return false, errs.ErrWrongType
+	}
+	return found, err
+}
+
+// dsHasPkey reports whether k has live skeys (a hash on persistent
+// engines).
+func dsHasPkey(c *Ctx, k engines.Key) bool {
+	kvs, err := c.Eng.PrefixRange(k, engines.RangeOptions{Limit: 1})
+	return err == nil && len(kvs) > 0
+}
+
+// removeMembers is HDEL, SREM and ZREM: remove args[2:] from the
+// collection at args[1] and reply how many were there. A write that
+// removed nothing is not propagated.
+func removeMembers(c *Ctx, t engines.ValueType, remove func(o engines.Object, member string) bool) {
+	n := 0
+	err := dsWrite(c, 1, t, nil, func(o engines.Object) (engines.Action, error) {
+		if o == nil {
+			return engines.Keep, nil
+		}
+		for _, m := range c.Args[2:] {
+			if remove(o, string(m)) {
+				n++
+			}
+		}
+		if n == 0 {
+			return engines.Keep, nil
+		}
+		return engines.Store, nil
+	})
+	replyCount(c, n, err)
+}
+
+// storeObject replaces args[i] (whatever it held) with mk()'s object, or
+// deletes it when the object is empty (the *STORE commands).
+func storeObject(c *Ctx, i int, t engines.ValueType, mk func() engines.Object) error {
+	return storeObjectKey(c, c.Key(i), t, mk)
+}
+
+// storeObjectKey is storeObject for a key built by the caller.
+func storeObjectKey(c *Ctx, k engines.Key, t engines.ValueType, mk func() engines.Object) error {
+	o := mk()
+	_, err := c.UpdateKey(k, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		if o.Len() == 0 {
+			if !exists {
+				return cur, engines.Keep, nil
+			}
+			return cur, engines.Delete, nil
+		}
+		return engines.Entry{Type: t, Object: o}, engines.Store, nil
+	})
+	if err == nil && c.Eng.Persistent() && t != engines.TypeHash {
+		// A hash (pkey) under the same name would shadow the new value.
+		if dsHasPkey(c, k) {
+			_, err = c.Eng.PrefixRemoveAll(k)
+		}
+	}
+	return err
+}
+
+// ---- arguments ----
+
+// dsCheckValues enforces the value limit on args[from], args[from+step] ...
+func dsCheckValues(c *Ctx, from, step int) error {
+	limit := c.MaxValueSize()
+	for i := from; i < len(c.Args); i += step {
+		if len(c.Args[i]) > limit {
+			return errs.ErrValueTooLong
+		}
+	}
+	return nil
+}
+
+// dsWrongArgs is Redis's arity error for the running command.
+func dsWrongArgs(c *Ctx) {
+	c.Error("ERR wrong number of arguments for '" + dsName(c) + "' command")
+}
+
+func dsName(c *Ctx) string {
+	b := []byte(string(c.Args[0]))
+	for i, x := range b {
+		if 'A' <= x && x <= 'Z' {
+			b[i] = x + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// dsNumKeys parses the numkeys argument at args[i] followed by that many
+// keys, Redis-style (LMPOP, ZMPOP, SINTERCARD); ok false means the reply
+// is written. Too few arguments is a syntax error, or SINTERCARD's text
+// when argsErr.
+func dsNumKeys(c *Ctx, i int, argsErr bool) (int, bool) {
+	n, ok := ParseInt(c.Args[i])
+	if !ok || n <= 0 {
+		c.Error(errTextNumkeys)
+		return 0, false
+	}
+	if n > int64(len(c.Args)-i-1) {
+		if argsErr {
+			c.Error(errTextNumkeysArgs)
+		} else {
+			c.SyntaxErr()
+		}
+		return 0, false
+	}
+	return int(n), true
+}
+
+// dsSameBucket checks that args[from:to] are all in one bucket.
+func dsSameBucket(c *Ctx, idx ...int) bool { return c.SameBucket(idx...) }
+
+func dsRange(from, to int) []int {
+	out := make([]int, 0, to-from)
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// ---- SCAN (see the file comment) ----
+
+// dsScanArgs parses "cursor [MATCH pattern] [COUNT n]" at args[from:].
+func dsScanArgs(c *Ctx, from int) (cursor uint64, match []byte, count int, ok bool) {
+	cursor, ok = dsScanCursor(c, from)
+	if !ok {
+		return 0, nil, 0, false
+	}
+	match, count, ok = dsScanOpts(c, from)
+	return cursor, match, count, ok
+}
+
+// dsScanCursor parses the cursor at args[from]. Redis's HSCAN, SSCAN and
+// ZSCAN parse it first, then look the key up (a missing key is an empty
+// scan whatever the options; a wrong type is WRONGTYPE), and only then
+// parse the options (dsScanOpts).
+func dsScanCursor(c *Ctx, from int) (uint64, bool) {
+	cur, err := strconv.ParseUint(string(c.Args[from]), 10, 64)
+	if err != nil {
+		c.Error(errTextCursor)
+		return 0, false
+	}
+	return cur, true
+}
+
+// dsScanOpts parses "[MATCH pattern] [COUNT n]" after the cursor at
+// args[from].
+func dsScanOpts(c *Ctx, from int) (match []byte, count int, ok bool) {
+	count = 10
+	for i := from + 1; i < len(c.Args); i += 2 {
+		if i+1 >= len(c.Args) {
+			c.SyntaxErr()
+			return nil, 0, false
+		}
+		switch {
+		case EqFold(c.Args[i], "match"):
+			match = c.Args[i+1]
+			if len(match) == 1 && match[0] == '*' {
+				match = nil
+			}
+		case EqFold(c.Args[i], "count"):
+			n, ok := ParseInt(c.Args[i+1])
+			if !ok {
+				c.Error(ErrTextNotInt)
+				return nil, 0, false
+			}
+			if n < 1 {
+				c.SyntaxErr()
+				return nil, 0, false
+			}
+			count = int(min(n, 1<<30))
+		default:
+			c.SyntaxErr()
+			return nil, 0, false
+		}
+	}
+	return match, count, true
+}
+
+func dsScanHash(s string) uint64 { return xxhash.Sum64String(s)>>2 + 1 }
+
+// dsScan picks the next batch of names for a SCAN-family cursor (see the
+// file comment) and returns it with the next cursor (0: done).
+func dsScan(names []string, cursor uint64, count int) ([]string, uint64) {
+	if len(names) <= 128 {
+		if cursor != 0 {
+			return nil, 0
+		}
+		sort.Strings(names)
+		return names, 0
+	}
+	type hn struct {
+		h uint64
+		n string
+	}
+	all := make([]hn, len(names))
+	for i, n := range names {
+		all[i] = hn{dsScanHash(n), n}
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].h != all[j].h {
+			return all[i].h < all[j].h
+		}
+		return all[i].n < all[j].n
+	})
+	i := sort.Search(len(all), func(i int) bool { return all[i].h >= cursor })
+	var out []string
+	for ; i < len(all); i++ {
+		if len(out) >= count && all[i].h != all[i-1].h {
+			return out, all[i].h
+		}
+		out = append(out, all[i].n)
+	}
+	return out, 0
+}
+
+// dsReplyScan writes [cursor, [items...]]; items are filtered by match
+// (on the names only: pairs keep their second element with the first).
+func dsReplyScan(c *Ctx, next uint64, items []string, match []byte, pairs bool) {
+	if match != nil {
+		step := 1
+		if pairs {
+			step = 2
+		}
+		kept := items[:0]
+		for i := 0; i < len(items); i += step {
+			if glob.Match(match, []byte(items[i]), false) {
+				kept = append(kept, items[i:i+step]...)
+			}
+		}
+		items = kept
+	}
+	c.Array(2)
+	c.Out = strconv.AppendUint(append(c.Out, '$'), uint64(len(strconv.FormatUint(next, 10))), 10)
+	c.Out = append(c.Out, '\r', '\n')
+	c.Out = strconv.AppendUint(c.Out, next, 10)
+	c.Out = append(c.Out, '\r', '\n')
+	c.Array(len(items))
+	for _, s := range items {
+		c.BulkString(s)
+	}
+}
+
+// ---- HRANDFIELD, SRANDMEMBER, ZRANDMEMBER ----
+
+// maxRandRepeats bounds the reply of HRANDFIELD/SRANDMEMBER/ZRANDMEMBER
+// with a negative count (Tair's limit, by design; Redis has none): a
+// client asking for -100000000000 killed the dataserver with an
+// allocation it could not make.
+const maxRandRepeats = 1 << 20
+
+// dsRandCount parses HRANDFIELD/SRANDMEMBER/ZRANDMEMBER's count.
+func dsRandCount(c *Ctx, i int) (int64, bool) {
+	n, ok := ParseInt(c.Args[i])
+	if !ok {
+		c.Error(ErrTextNotInt)
+		return 0, false
+	}
+	switch {
+	case n == math.MinInt64: // getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)
+		c.Error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+		return 0, false
+	case n > 1<<40:
+		n = 1 << 40 // distinct elements: all of them either way
+	case n < -maxRandRepeats:
+		// A negative count asks for -n elements with repetitions, built
+		// in full before the reply is sent: Redis would try (and grow its
+		// output buffer until the client is dropped or memory runs out);
+		// here it would be one allocation the runtime cannot survive.
+		c.Error("ERR value is out of range (at most 1048576 elements with repetitions)")
+		return 0, false
+	}
+	return n, true
+}
+
+// dsRandPairsCount: with WITHVALUES/WITHSCORES Redis refuses a count
+// beyond ±LONG_MAX/2 (the reply holds twice as many elements).
+func dsRandPairsCount(c *Ctx, i int) bool {
+	n, _ := ParseInt(c.Args[i])
+	if n < -math.MaxInt64/2 || n > math.MaxInt64/2 {
+		c.Error("ERR value is out of range")
+		return false
+	}
+	return true
+}
+
+// dsRandPick chooses count elements of names as the RAND* commands do:
+// count > 0 distinct (all when count >= len), count < 0 -count with
+// repetitions. It may reorder names.
+func dsRandPick(names []string, count int64) []string {
+	if count < 0 {
+		out := make([]string, -count)
+		for i := range out {
+			out[i] = names[rand.IntN(len(names))]
+		}
+		return out
+	}
+	if count >= int64(len(names)) {
+		return names
+	}
+	for i := 0; i < int(count); i++ {
+		j := i + rand.IntN(len(names)-i)
+		names[i], names[j] = names[j], names[i]
+	}
+	return names[:count]
+}
+
+// ---- replies ----
+
+func dsFail(c *Ctx, err error) { c.Fail(err) }
+
+// replyCount ends a write that changed n elements (added, removed ...):
+// err's reply, else the integer n. A write that changed nothing is not
+// propagated.
+func replyCount(c *Ctx, n int, err error) {
+	if err != nil {
+		dsFail(c, err)
+		return
+	}
+	if n == 0 {
+		c.NoPropagate()
+	}
+	c.Int(int64(n))
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func appendBulkStr(b []byte, s string) []byte {
+	b = append(b, '$')
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, '\r', '\n')
+	b = append(b, s...)
+	return append(b, '\r', '\n')
+}
