@@ -116,13 +116,6 @@ func dsReadKey(c *Ctx, k engines.Key, t engines.ValueType, fn func(o engines.Obj
 	return found, err
 }
 
-// dsHasPkey reports whether k has live skeys (a hash on persistent
-// engines).
-func dsHasPkey(c *Ctx, k engines.Key) bool {
-	kvs, err := c.Eng.PrefixRange(k, engines.RangeOptions{Limit: 1})
-	return err == nil && len(kvs) > 0
-}
-
 // removeMembers is HDEL, SREM and ZREM: remove args[2:] from the
 // collection at args[1] and reply how many were there. A write that
 // removed nothing is not propagated.

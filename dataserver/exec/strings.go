@@ -248,17 +248,6 @@ type setState struct {
 	pkey    bool // a prefix-stored hash holds the key (persistent engines)
 }
 
-// dropPkey deletes the prefix-stored hash (persistent engines) that a
-// plain write to args[i] has just replaced, as Redis's SET replaces a
-// key of any type: it would else be counted and scanned beside the new
-// value, and come back when that is deleted. Callers check that no plain
-// record held the key before (a key is one or the other).
-func (c *Ctx) dropPkey(i int) {
-	if pk, _ := c.hasPkey(c.Key(i)); pk {
-		_, _ = c.Eng.PrefixRemoveAll(c.Key(i))
-	}
-}
-
 // applySet is setGeneric's UpdateFunc on c.set.
 func (c *Ctx) applySet(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
 	s := &c.set

@@ -1,0 +1,348 @@
+package exec
+
+// Redis hashes on persistent engines (Engine.Persistent), stored as prefix
+// records: pkey = key, skey = field, one record per field (Tair's prefix
+// model), so that a large hash need not be rewritten on every HSET. There
+// is no record under the key itself: a pkey *is* a hash.
+//
+// This file holds both halves of that model. The generic key commands
+// (keys.go, strings.go) find such a key by its live skeys when no plain
+// record exists: TYPE says hash, EXISTS/DEL/UNLINK/TOUCH count it, the
+// EXPIRE family sets the expiry of every field (TTL reads the first
+// field's), RENAME and COPY move or copy every field, and the commands of
+// the other types answer WRONGTYPE. The hash commands (hash.go) run their
+// prefix* forms here, refusing a key whose plain record exists.
+
+import (
+	"errors"
+
+	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/errs"
+)
+
+// ---- finding a prefix-stored hash ----
+
+// pkeyFields returns the live, visible skeys of k on a persistent engine
+// (nil elsewhere).
+func (c *Ctx) pkeyFields(k engines.Key) ([]engines.KV, error) {
+	if !c.Eng.Persistent() {
+		return nil, nil
+	}
+	kvs, err := c.Eng.PrefixRange(k, engines.RangeOptions{})
+	if errors.Is(err, errs.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := kvs[:0]
+	for _, kv := range kvs {
+		if !kv.Entry.Hidden {
+			out = append(out, kv)
+		}
+	}
+	return out, nil
+}
+
+// hasPkey reports whether k is a prefix-stored hash.
+func (c *Ctx) hasPkey(k engines.Key) (bool, error) {
+	if !c.Eng.Persistent() {
+		return false, nil
+	}
+	kvs, err := c.Eng.PrefixRange(k, engines.RangeOptions{Limit: 1})
+	if errors.Is(err, errs.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && len(kvs) > 0, err
+}
+
+// lookupAny is Lookup, falling back to a prefix-stored hash: then pkey is
+// true and e has Type hash and the first field's expiry.
+func (c *Ctx) lookupAny(i int) (e engines.Entry, exists, pkey bool, err error) {
+	e, exists, err = c.Lookup(i)
+	if err != nil || exists || !c.Eng.Persistent() {
+		return e, exists, false, err
+	}
+	kvs, err := c.Eng.PrefixRange(c.Key(i), engines.RangeOptions{Limit: 1})
+	if errors.Is(err, errs.ErrNotFound) || (err == nil && len(kvs) == 0) {
+		return engines.Entry{}, false, false, nil
+	}
+	if err != nil {
+		return engines.Entry{}, false, false, err
+	}
+	return engines.Entry{Type: engines.TypeHash, ExpireAt: kvs[0].Entry.ExpireAt, Version: kvs[0].Entry.Version}, true, true, nil
+}
+
+// pkeySetExpire sets every field's expiry to at (0 = none).
+func (c *Ctx) pkeySetExpire(k engines.Key, at int64) error {
+	kvs, err := c.pkeyFields(k)
+	if err != nil {
+		return err
+	}
+	for _, kv := range kvs {
+		_, err := c.Eng.PrefixUpdate(k, kv.Key, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+			if !exists || cur.ExpireAt == at {
+				return cur, engines.Keep, nil
+			}
+			cur.ExpireAt = at
+			return cur, engines.Store, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pkeyWrongType replies WRONGTYPE and returns true when args[i], missing
+// as a record, is a prefix-stored hash (persistent engines only).
+func (c *Ctx) pkeyWrongType(i int) bool {
+	if !c.Eng.Persistent() {
+		return false // as hasPkey, without hashing the key for nothing
+	}
+	if ok, _ := c.hasPkey(c.Key(i)); ok {
+		c.WrongType()
+		return true
+	}
+	return false
+}
+
+// dropPkey deletes the prefix-stored hash (persistent engines) that a
+// plain write to args[i] has just replaced, as Redis's SET replaces a
+// key of any type: it would else be counted and scanned beside the new
+// value, and come back when that is deleted. Callers check that no plain
+// record held the key before (a key is one or the other).
+func (c *Ctx) dropPkey(i int) {
+	if pk, _ := c.hasPkey(c.Key(i)); pk {
+		_, _ = c.Eng.PrefixRemoveAll(c.Key(i))
+	}
+}
+
+// dsHasPkey reports whether k has live skeys (a hash on persistent
+// engines).
+func dsHasPkey(c *Ctx, k engines.Key) bool {
+	kvs, err := c.Eng.PrefixRange(k, engines.RangeOptions{Limit: 1})
+	return err == nil && len(kvs) > 0
+}
+
+// ---- the hash commands on prefix records ----
+
+// prefixCheck fails with WRONGTYPE when a plain record holds the key.
+func prefixCheck(c *Ctx, i int) error {
+	_, exists, err := c.Lookup(i)
+	if err != nil {
+		return err
+	}
+	if exists {
+		return errs.ErrWrongType
+	}
+	return nil
+}
+
+// prefixExpire is the expiry new fields of the hash at args[i] inherit:
+// the key commands (EXPIRE ...) give every field of a prefix hash the
+// key's expiry, so a new field takes its siblings'.
+func prefixExpire(c *Ctx, i int) int64 {
+	kvs, err := c.Eng.PrefixRange(c.Key(i), engines.RangeOptions{Limit: 1})
+	if err != nil || len(kvs) == 0 {
+		return 0
+	}
+	return kvs[0].Entry.ExpireAt
+}
+
+func prefixField(c *Ctx, i int, field []byte) (string, bool, error) {
+	if err := prefixCheck(c, i); err != nil {
+		return "", false, err
+	}
+	e, err := c.Eng.PrefixGet(c.Key(i), field)
+	if errors.Is(err, errs.ErrNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if e.Hidden {
+		return "", false, nil
+	}
+	return string(e.Value), true, nil
+}
+
+func prefixAll(c *Ctx, i int) ([]engines.KV, error) {
+	if err := prefixCheck(c, i); err != nil {
+		return nil, err
+	}
+	kvs, err := c.Eng.PrefixRange(c.Key(i), engines.RangeOptions{})
+	if errors.Is(err, errs.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := kvs[:0]
+	for _, kv := range kvs {
+		if !kv.Entry.Hidden {
+			out = append(out, kv)
+		}
+	}
+	return out, nil
+}
+
+func prefixHSet(c *Ctx, hmset bool) {
+	if err := prefixCheck(c, 1); err != nil {
+		dsFail(c, err)
+		return
+	}
+	k := c.Key(1)
+	added := 0
+	exp := prefixExpire(c, 1)
+	for i := 2; i < len(c.Args); i += 2 {
+		val := c.Args[i+1]
+		_, err := c.Eng.PrefixUpdate(k, c.Args[i], func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+			if !exists || cur.Hidden {
+				added++
+				cur = engines.Entry{ExpireAt: exp}
+			}
+			cur.Type = engines.TypeString
+			cur.Value = append([]byte(nil), val...)
+			return cur, engines.Store, nil
+		})
+		if err != nil {
+			dsFail(c, err)
+			return
+		}
+	}
+	if hmset {
+		c.OK()
+	} else {
+		c.Int(int64(added))
+	}
+}
+
+func prefixHSetNX(c *Ctx) {
+	if err := prefixCheck(c, 1); err != nil {
+		dsFail(c, err)
+		return
+	}
+	set := false
+	exp := prefixExpire(c, 1)
+	_, err := c.Eng.PrefixUpdate(c.Key(1), c.Args[2], func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		if exists && !cur.Hidden {
+			return cur, engines.Keep, nil
+		}
+		set = true
+		return engines.Entry{Type: engines.TypeString, Value: append([]byte(nil), c.Args[3]...), ExpireAt: exp}, engines.Store, nil
+	})
+	if err != nil {
+		dsFail(c, err)
+		return
+	}
+	if !set {
+		c.NoPropagate()
+		c.Int(0)
+		return
+	}
+	c.Int(1)
+}
+
+func prefixHGet(c *Ctx) {
+	v, ok, err := prefixField(c, 1, c.Args[2])
+	if err != nil {
+		dsFail(c, err)
+		return
+	}
+	if !ok {
+		c.Null()
+		return
+	}
+	c.BulkString(v)
+}
+
+func prefixHMGet(c *Ctx) {
+	if err := prefixCheck(c, 1); err != nil {
+		dsFail(c, err)
+		return
+	}
+	c.Array(len(c.Args) - 2)
+	for _, f := range c.Args[2:] {
+		e, err := c.Eng.PrefixGet(c.Key(1), f)
+		if err != nil || e.Hidden {
+			c.Null()
+			continue
+		}
+		c.Bulk(e.Value)
+	}
+}
+
+func prefixHashDump(c *Ctx, fields, values bool) {
+	kvs, err := prefixAll(c, 1)
+	if err != nil {
+		dsFail(c, err)
+		return
+	}
+	if fields && values {
+		c.Map(len(kvs))
+	} else {
+		c.Array(len(kvs))
+	}
+	for _, kv := range kvs {
+		if fields {
+			c.Bulk(kv.Key)
+		}
+		if values {
+			c.Bulk(kv.Entry.Value)
+		}
+	}
+}
+
+func prefixHDel(c *Ctx) {
+	if err := prefixCheck(c, 1); err != nil {
+		dsFail(c, err)
+		return
+	}
+	n := 0
+	for _, f := range c.Args[2:] {
+		err := c.Eng.PrefixRemove(c.Key(1), f, 0)
+		if err == nil {
+			n++
+		} else if !errors.Is(err, errs.ErrNotFound) {
+			dsFail(c, err)
+			return
+		}
+	}
+	if n == 0 {
+		c.NoPropagate()
+	}
+	c.Int(int64(n))
+}
+
+func prefixHLen(c *Ctx) {
+	kvs, err := prefixAll(c, 1)
+	if err != nil {
+		dsFail(c, err)
+		return
+	}
+	c.Int(int64(len(kvs)))
+}
+
+func prefixModify(c *Ctx, field []byte, fn func(old string, exists bool) (string, error)) error {
+	if err := prefixCheck(c, 1); err != nil {
+		return err
+	}
+	exp := prefixExpire(c, 1)
+	_, err := c.Eng.PrefixUpdate(c.Key(1), field, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		if !exists || cur.Hidden {
+			exists, cur = false, engines.Entry{ExpireAt: exp}
+		}
+		nv, err := fn(string(cur.Value), exists)
+		if err != nil {
+			return cur, engines.Keep, err
+		}
+		if len(nv) > c.MaxValueSize() {
+			return cur, engines.Keep, errs.ErrValueTooLong
+		}
+		cur.Type = engines.TypeString
+		cur.Value = []byte(nv)
+		return cur, engines.Store, nil
+	})
+	return err
+}
