@@ -51,7 +51,7 @@ func dsWrite(c *Ctx, i int, t engines.ValueType, newObj func() engines.Object, f
 }
 
 func dsWriteKey(c *Ctx, k engines.Key, t engines.ValueType, newObj func() engines.Object, fn dsFn) error {
-	if c.Eng.Persistent() && t != engines.TypeHash && dsHasPkey(c, k) {
+	if t != engines.TypeHash && c.isPkey(k) {
 		return errs.ErrWrongType
 	}
 	_, err := c.UpdateKey(k, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
@@ -110,7 +110,7 @@ func dsReadKey(c *Ctx, k engines.Key, t engines.ValueType, fn func(o engines.Obj
 		found = true
 		return cur, engines.Keep, fn(cur.Object)
 	})
-	if err == nil && !found && c.Eng.Persistent() && t != engines.TypeHash && dsHasPkey(c, k) {
+	if err == nil && !found && t != engines.TypeHash && c.isPkey(k) {
 		return false, errs.ErrWrongType
 	}
 	return found, err
@@ -156,11 +156,9 @@ func storeObjectKey(c *Ctx, k engines.Key, t engines.ValueType, mk func() engine
 		}
 		return engines.Entry{Type: t, Object: o}, engines.Store, nil
 	})
-	if err == nil && c.Eng.Persistent() && t != engines.TypeHash {
+	if err == nil && t != engines.TypeHash && c.isPkey(k) {
 		// A hash (pkey) under the same name would shadow the new value.
-		if dsHasPkey(c, k) {
-			_, err = c.Eng.PrefixRemoveAll(k)
-		}
+		_, err = c.Eng.PrefixRemoveAll(k)
 	}
 	return err
 }

@@ -115,10 +115,10 @@ func cmdHSetNX(c *Ctx) {
 	c.Int(1)
 }
 
-func cmdHGet(c *Ctx) {
+// hashField reads one field's value (ok false: missing) from either model.
+func hashField(c *Ctx) (string, bool, error) {
 	if c.Eng.Persistent() {
-		prefixHGet(c)
-		return
+		return prefixField(c, 1, c.Args[2])
 	}
 	var v string
 	var ok bool
@@ -126,15 +126,19 @@ func cmdHGet(c *Ctx) {
 		v, ok = o.(*ds.Hash).Get(string(c.Args[2]))
 		return nil
 	})
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if !ok {
+	return v, ok, err
+}
+
+func cmdHGet(c *Ctx) {
+	v, ok, err := hashField(c)
+	switch {
+	case err != nil:
+		c.Fail(err)
+	case !ok:
 		c.Null()
-		return
+	default:
+		c.BulkString(v)
 	}
-	c.BulkString(v)
 }
 
 func cmdHMGet(c *Ctx) {
@@ -224,20 +228,6 @@ func cmdHLen(c *Ctx) {
 		return
 	}
 	c.Int(int64(n))
-}
-
-// hashField reads one field's value (ok false: missing) from either model.
-func hashField(c *Ctx) (string, bool, error) {
-	if c.Eng.Persistent() {
-		return prefixField(c, 1, c.Args[2])
-	}
-	var v string
-	var ok bool
-	_, err := dsRead(c, 1, engines.TypeHash, func(o engines.Object) error {
-		v, ok = o.(*ds.Hash).Get(string(c.Args[2]))
-		return nil
-	})
-	return v, ok, err
 }
 
 func cmdHExists(c *Ctx) {

@@ -911,7 +911,7 @@ func cmdSort(c *Ctx, readonly bool) {
 		}
 		return cur, engines.Keep, nil
 	})
-	if err == nil && elems == nil && c.Eng.Persistent() && dsHasPkey(c, c.Key(1)) {
+	if err == nil && elems == nil && c.isPkey(c.Key(1)) {
 		err = errs.ErrWrongType
 	}
 	if err != nil {

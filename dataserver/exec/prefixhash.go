@@ -44,16 +44,35 @@ func (c *Ctx) pkeyFields(k engines.Key) ([]engines.KV, error) {
 	return out, nil
 }
 
+// firstPkeyField returns the first skey of k (ok false: none, or no
+// such pkey), hidden or not: enough to tell that k is a prefix-stored
+// hash and to read the expiry its fields share.
+func (c *Ctx) firstPkeyField(k engines.Key) (kv engines.KV, ok bool, err error) {
+	kvs, err := c.Eng.PrefixRange(k, engines.RangeOptions{Limit: 1})
+	switch {
+	case errors.Is(err, errs.ErrNotFound):
+		return engines.KV{}, false, nil
+	case err != nil:
+		return engines.KV{}, false, err
+	case len(kvs) == 0:
+		return engines.KV{}, false, nil
+	}
+	return kvs[0], true, nil
+}
+
 // hasPkey reports whether k is a prefix-stored hash.
 func (c *Ctx) hasPkey(k engines.Key) (bool, error) {
 	if !c.Eng.Persistent() {
 		return false, nil
 	}
-	kvs, err := c.Eng.PrefixRange(k, engines.RangeOptions{Limit: 1})
-	if errors.Is(err, errs.ErrNotFound) {
-		return false, nil
-	}
-	return err == nil && len(kvs) > 0, err
+	_, ok, err := c.firstPkeyField(k)
+	return ok, err
+}
+
+// isPkey is hasPkey for the checks that take an engine error for no.
+func (c *Ctx) isPkey(k engines.Key) bool {
+	ok, _ := c.hasPkey(k)
+	return ok
 }
 
 // lookupAny is Lookup, falling back to a prefix-stored hash: then pkey is
@@ -63,14 +82,11 @@ func (c *Ctx) lookupAny(i int) (e engines.Entry, exists, pkey bool, err error) {
 	if err != nil || exists || !c.Eng.Persistent() {
 		return e, exists, false, err
 	}
-	kvs, err := c.Eng.PrefixRange(c.Key(i), engines.RangeOptions{Limit: 1})
-	if errors.Is(err, errs.ErrNotFound) || (err == nil && len(kvs) == 0) {
-		return engines.Entry{}, false, false, nil
-	}
-	if err != nil {
+	kv, ok, err := c.firstPkeyField(c.Key(i))
+	if !ok {
 		return engines.Entry{}, false, false, err
 	}
-	return engines.Entry{Type: engines.TypeHash, ExpireAt: kvs[0].Entry.ExpireAt, Version: kvs[0].Entry.Version}, true, true, nil
+	return engines.Entry{Type: engines.TypeHash, ExpireAt: kv.Entry.ExpireAt, Version: kv.Entry.Version}, true, true, nil
 }
 
 // pkeySetExpire sets every field's expiry to at (0 = none).
@@ -100,7 +116,7 @@ func (c *Ctx) pkeyWrongType(i int) bool {
 	if !c.Eng.Persistent() {
 		return false // as hasPkey, without hashing the key for nothing
 	}
-	if ok, _ := c.hasPkey(c.Key(i)); ok {
+	if c.isPkey(c.Key(i)) {
 		c.WrongType()
 		return true
 	}
@@ -113,16 +129,9 @@ func (c *Ctx) pkeyWrongType(i int) bool {
 // value, and come back when that is deleted. Callers check that no plain
 // record held the key before (a key is one or the other).
 func (c *Ctx) dropPkey(i int) {
-	if pk, _ := c.hasPkey(c.Key(i)); pk {
+	if c.isPkey(c.Key(i)) {
 		_, _ = c.Eng.PrefixRemoveAll(c.Key(i))
 	}
-}
-
-// dsHasPkey reports whether k has live skeys (a hash on persistent
-// engines).
-func dsHasPkey(c *Ctx, k engines.Key) bool {
-	kvs, err := c.Eng.PrefixRange(k, engines.RangeOptions{Limit: 1})
-	return err == nil && len(kvs) > 0
 }
 
 // ---- the hash commands on prefix records ----
@@ -143,11 +152,8 @@ func prefixCheck(c *Ctx, i int) error {
 // the key commands (EXPIRE ...) give every field of a prefix hash the
 // key's expiry, so a new field takes its siblings'.
 func prefixExpire(c *Ctx, i int) int64 {
-	kvs, err := c.Eng.PrefixRange(c.Key(i), engines.RangeOptions{Limit: 1})
-	if err != nil || len(kvs) == 0 {
-		return 0
-	}
-	return kvs[0].Entry.ExpireAt
+	kv, _, _ := c.firstPkeyField(c.Key(i))
+	return kv.Entry.ExpireAt
 }
 
 func prefixField(c *Ctx, i int, field []byte) (string, bool, error) {
@@ -171,20 +177,7 @@ func prefixAll(c *Ctx, i int) ([]engines.KV, error) {
 	if err := prefixCheck(c, i); err != nil {
 		return nil, err
 	}
-	kvs, err := c.Eng.PrefixRange(c.Key(i), engines.RangeOptions{})
-	if errors.Is(err, errs.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := kvs[:0]
-	for _, kv := range kvs {
-		if !kv.Entry.Hidden {
-			out = append(out, kv)
-		}
-	}
-	return out, nil
+	return c.pkeyFields(c.Key(i))
 }
 
 func prefixHSet(c *Ctx, hmset bool) {
@@ -242,19 +235,6 @@ func prefixHSetNX(c *Ctx) {
 		return
 	}
 	c.Int(1)
-}
-
-func prefixHGet(c *Ctx) {
-	v, ok, err := prefixField(c, 1, c.Args[2])
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if !ok {
-		c.Null()
-		return
-	}
-	c.BulkString(v)
 }
 
 func prefixHMGet(c *Ctx) {

@@ -198,7 +198,7 @@ func setGeneric(c *Ctx, flags int, at int64) {
 	}
 	if flags&(optNX|optXX) != 0 {
 		// a prefix-stored hash (persistent engines) is the key too
-		if pk, _ := c.hasPkey(c.Key(1)); pk {
+		if c.isPkey(c.Key(1)) {
 			if flags&optNX != 0 {
 				c.NoPropagate()
 				c.Null()
@@ -276,7 +276,7 @@ func (c *Ctx) applySet(cur engines.Entry, exists bool) (engines.Entry, engines.A
 }
 
 func cmdSetNX(c *Ctx) {
-	if pk, _ := c.hasPkey(c.Key(1)); pk { // a prefix-stored hash exists
+	if c.isPkey(c.Key(1)) { // a prefix-stored hash exists
 		c.NoPropagate()
 		c.Int(0)
 		return
@@ -781,7 +781,7 @@ func cmdLCS(c *Ctx) {
 			c.Fail(err)
 			return
 		}
-		if ok && e.Type != engines.TypeString || !ok && func() bool { pk, _ := c.hasPkey(c.Key(i + 1)); return pk }() {
+		if ok && e.Type != engines.TypeString || !ok && c.isPkey(c.Key(i+1)) {
 			c.Error("ERR The specified keys must contain string values")
 			return
 		}

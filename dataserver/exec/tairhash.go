@@ -217,7 +217,7 @@ func newExHash() engines.Object { return ds.NewExHash() }
 // the fields' (see the file comment).
 func exWrite(c *Ctx, fn func(h *ds.ExHash, now int64) (bool, error)) error {
 	k := c.Key(1)
-	if c.Eng.Persistent() && dsHasPkey(c, k) {
+	if c.isPkey(k) {
 		return errs.ErrWrongType
 	}
 	now := c.NowMs()

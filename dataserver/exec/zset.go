@@ -816,7 +816,7 @@ func zsource(c *Ctx, i int) (map[string]float64, []zitem, bool, error) {
 		}
 		return cur, engines.Keep, nil
 	})
-	if err == nil && !found && c.Eng.Persistent() && dsHasPkey(c, c.Key(i)) {
+	if err == nil && !found && c.isPkey(c.Key(i)) {
 		err = ReplyError(ErrTextWrongType) // a prefix-stored hash
 	}
 	if err != nil {
