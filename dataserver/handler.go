@@ -2,8 +2,6 @@ package dataserver
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -20,21 +18,6 @@ import (
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
-
-// pending is one reply of a pipeline, held until its replication is done.
-type pending struct {
-	start, end int // reply bytes in the batch buffer
-	waits      []waiter
-	write      bool // a write served as master: lease checked on release
-	bucket     uint32
-	migrating  bool // the write went to a migration stream too
-}
-
-type waiter struct {
-	st     *stream
-	e      *entry
-	strict bool
-}
 
 // batchOut is one batch's replies on their way to the writer.
 type batchOut struct {
@@ -125,166 +108,6 @@ func (b *batchOut) waits() bool {
 func (s *Server) isQuit(args [][]byte) bool {
 	return len(args) == 1 && strings.EqualFold(string(args[0]), "quit")
 }
-
-// release waits for p's replication and checks the lease; a non-nil error
-// replaces the reply.
-func (s *Server) release(p *pending) error {
-	if len(p.waits) > 0 {
-		var timer *time.Timer
-		defer func() {
-			if timer != nil {
-				timer.Stop()
-			}
-		}()
-		refused := 0
-		for _, w := range p.waits {
-			err := s.await(w, &timer)
-			switch {
-			case err == errSlaveRefused:
-				refused++
-			case err != nil:
-				return err
-			}
-		}
-		if refused > 0 {
-			return s.refusedWrite(p, refused)
-		}
-	}
-	if p.write && !s.leaseOK() {
-		s.m.leaseRefusals.Inc()
-		return envelope.Unsure(fmt.Sprintf("lease expired before the write to bucket %d was acknowledged", p.bucket))
-	}
-	return nil
-}
-
-// await waits for one replication entry; *timer (created on first need)
-// bounds the waits of one reply to ReplicationTimeout in all.
-func (s *Server) await(w waiter, timer **time.Timer) error {
-	strict := w.strict || s.cfg.ReplicationMode == ReplicationStrict
-	check := func() error {
-		switch w.e.err {
-		case nil:
-			return nil
-		case errRefused:
-			return errSlaveRefused
-		default:
-			if strict {
-				return errs.Newf(errs.Timeout, "slave %s: %v", w.st.to, w.e.err)
-			}
-			return nil
-		}
-	}
-	select {
-	case <-w.e.done:
-		return check()
-	default:
-	}
-	if strict && w.st.unreachable.Load() && !w.strict {
-		return errs.Newf(errs.Timeout, "slave %s is unreachable", w.st.to)
-	}
-	if *timer == nil {
-		*timer = time.NewTimer(s.cfg.ReplicationTimeout)
-	}
-	var down <-chan struct{}
-	if !strict {
-		down = w.st.downSignal()
-	}
-	select {
-	case <-w.e.done:
-		return check()
-	case <-down:
-		// Degraded, and the slave is unreachable already: as after a
-		// timeout, wait only until the table names it behind.
-		return s.awaitBehind(w)
-	case <-(*timer).C:
-		// Later waits of this reply find the timer spent: one more
-		// millisecond each.
-		(*timer).Reset(time.Millisecond)
-		if !w.st.setUnreachable(true) {
-			s.log.Warn("slave unreachable; asking the configserver to mark it behind", "slave", w.st.to)
-		}
-		s.m.replTimeouts.Inc()
-		if strict {
-			return errs.Newf(errs.Timeout, "slave %s did not apply the write within %v", w.st.to, s.cfg.ReplicationTimeout)
-		}
-		return s.awaitBehind(w)
-	}
-}
-
-// awaitBehind holds a degraded write whose slave did not apply it until
-// the slave applies it after all, or the table says the slave is behind
-// this master (so it can never be promoted without the write) or no
-// longer its slave. The heartbeat that reports the slave goes out now;
-// the wait is bounded by the lease: past it the write fails as one that
-// may have applied.
-func (s *Server) awaitBehind(w waiter) error {
-	s.kickHeartbeat()
-	deadline := time.Now().Add(s.cfg.LeaseTimeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-w.e.done:
-			switch w.e.err {
-			case nil:
-				return nil
-			case errRefused:
-				return errSlaveRefused
-			}
-		default:
-		}
-		t := s.Table()
-		switch {
-		case t == nil:
-		case !t.IsMaster(w.e.bucket, s.addr):
-			// Demoted meanwhile: the new master may lack the write.
-			s.markDiverged(w.e.bucket)
-			return envelope.Unsure(fmt.Sprintf("slave %s did not apply the write and this node is no longer the master of bucket %d", w.st.to, w.e.bucket))
-		case s.behindCovers(t, w.st) || !t.IsSlave(w.e.bucket, w.st.to):
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return envelope.Unsure(fmt.Sprintf("slave %s did not apply the write and the configserver has not marked it behind", w.st.to))
-		}
-		select {
-		case <-w.e.done:
-		case <-tick.C:
-		}
-	}
-}
-
-// refusedWrite answers a write that ran here but that a slave refused:
-// the slave has a newer table. This node learns it (for up to 200 ms);
-// when it is no longer the bucket's master and nothing else took the
-// write (no other slave, no migration's destination, and the role did
-// not go to the destination of a move this node sourced, which copied
-// the write), the write ran only on this now stale copy (marked
-// diverged: it is dropped or copied again), so the real master has not
-// seen it: NOTMASTER, and the proxy sends it there. Otherwise it may
-// have applied somewhere: -TIMEOUT.
-func (s *Server) refusedWrite(p *pending, refused int) error {
-	s.kickHeartbeat()
-	deadline := time.Now().Add(200 * time.Millisecond)
-	for {
-		t := s.Table()
-		if t != nil && !t.IsMaster(p.bucket, s.addr) {
-			s.markDiverged(p.bucket)
-			if refused == len(p.waits) && !p.migrating && !s.bucket(p.bucket).handedOff.Load() {
-				return envelope.NotMasterOf(p.bucket, t.Version).Err()
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return envelope.Unsure(fmt.Sprintf("a slave refused the write to bucket %d (it has a newer table)", p.bucket))
-}
-
-// errSlaveRefused is await's word for a slave that refused the write
-// (release turns it into the client's error).
-var errSlaveRefused = errors.New("dataserver: slave refused the write")
 
 func upper(b []byte) string {
 	return strings.ToUpper(string(b))
@@ -540,12 +363,12 @@ func (s *Server) execWrite(out []byte, env envelope.Header, b uint32, args [][]b
 }
 
 // writableLocked checks, with bk's lock held, that this node may still
-// write bk's bucket: the bucket is not frozen for a move's last step
-// (TRYAGAIN), and the table did not change since the ownership check
+// write bk's bucket: the bucket is not frozen for a move's last step or
+// in a table's cutover (TRYAGAIN), and the table did not change since the ownership check
 // (NOTMASTER). It returns the routing the write replicates by. The single
 // command path and MULTI share it, so both refuse alike.
 func (s *Server) writableLocked(bk *bucket) (*routing, error) {
-	if bk.frozen.Load() {
+	if bk.frozen.Load() || bk.cutover.Load() {
 		return nil, envelope.TryAgainOf(bk.id).Err()
 	}
 	rt := s.rt.Load()
@@ -553,36 +376,6 @@ func (s *Server) writableLocked(bk *bucket) (*routing, error) {
 		return nil, envelope.NotMasterOf(bk.id, rt.t.Version).Err()
 	}
 	return rt, nil
-}
-
-// replicateLocked appends propagated commands to bucket bk's streams;
-// bk.mu is held.
-func (s *Server) replicateLocked(bk *bucket, rt *routing, area uint16, prop [][][]byte, p *pending) {
-	if len(rt.slaves[bk.id]) == 0 && bk.mig == nil {
-		return // a single copy and no migration: nothing to send
-	}
-	pl := cmdsPayload(prop)
-	degraded := s.cfg.ReplicationMode == ReplicationDegraded
-	for _, st := range rt.slaves[bk.id] {
-		// Degraded: a slave the table already names behind this master
-		// is not waited for (it may not be promoted; its backlog replays
-		// when it is back). One merely unreachable is waited for, until
-		// the configserver has marked it behind (await).
-		skip := degraded && st.unreachable.Load() && s.behindCovers(rt.t, st)
-		e := st.push(bk.id, area, kindCmds, pl)
-		if skip {
-			continue
-		}
-		p.waits = append(p.waits, waiter{st: st, e: e})
-	}
-	if m := bk.mig; m != nil {
-		p.migrating = true
-		e := m.st.push(bk.id, area, kindCmds, pl)
-		if m.synced {
-			p.waits = append(p.waits, waiter{st: m.st, e: e, strict: true})
-		}
-	}
-	s.m.replEntries.Add(float64(len(rt.slaves[bk.id])))
 }
 
 // forwardTarget returns the new master of a bucket that moved away from

@@ -324,91 +324,12 @@ func (s *Server) applyTable(t *route.Table) {
 			s.scheduleDrop(b, now.Add(s.cfg.ForwardGrace))
 		}
 	}
-	// Moves of this node that end with this table: drain their streams
-	// under the bucket's lock and publish the table before writes get in
-	// again, so the destination receives the bucket's changes in order
-	// (the migration stream first, then as a slave or not at all).
-	// A move dropped rather than completed (its destination left the
-	// row, e.g. it died) is not drained: nobody will serve that copy. The
-	// drains share one deadline: this runs on the heartbeat goroutine,
-	// and a node that stops heartbeating loses its lease and is judged
-	// down.
-	var held []*bucket
-	if old != nil {
-		drainBy := time.Now().Add(s.cfg.ReplicationTimeout)
-		for _, mv := range old.Migrating {
-			if nm, ok := t.MoveOf(mv.Bucket); mv.From != me || (ok && nm == mv) {
-				continue
-			}
-			completed := t.IsMaster(mv.Bucket, mv.To) || t.IsSlave(mv.Bucket, mv.To)
-			bk := s.bucket(mv.Bucket)
-			bk.lock()
-			held = append(held, bk)
-			if completed && old.IsMaster(mv.Bucket, me) && !t.IsMaster(mv.Bucket, me) {
-				bk.handedOff.Store(true)
-			}
-			if m := bk.mig; m != nil {
-				if completed {
-					m.st.waitDrained(drainBy, nil)
-				}
-				bk.mig = nil
-				bk.frozen.Store(false)
-				if master := t.Master(mv.Bucket); m.synced && master != "" && master != me && !holds(t, mv.Bucket, me) {
-					// A slave copy moved away: keep passing on what its
-					// master sends before it learns of the switch.
-					st := m.st
-					m.st = nil // the relay owns the stream now
-					bk.relay = &relay{st: st, master: master, switchVer: t.Version}
-					time.AfterFunc(s.cfg.ForwardGrace, func() {
-						bk.lock()
-						if bk.relay != nil && bk.relay.st == st {
-							bk.relay = nil
-						}
-						bk.unlock()
-						st.close(s.cfg.ReplicationTimeout)
-					})
-				}
-			}
-		}
-	}
-	// Buckets this node masters whose slave set changes: the writes
-	// already sent to a slave that leaves must be acknowledged (by it, or
-	// passed on by it to the new slave) before writes go to the new
-	// slaves directly, or a new slave could apply them out of order.
-	// A slave that is unreachable is not waited for (what it missed is
-	// refused or lost with it), and the whole wait is bounded by one
-	// replication timeout.
-	if old != nil {
-		deadline := time.Now().Add(s.cfg.ReplicationTimeout)
-		for b := uint32(0); b < t.Buckets; b++ {
-			if !old.IsMaster(b, me) || !t.IsMaster(b, me) {
-				continue
-			}
-			var leaving []*stream
-			if ort := s.rt.Load(); ort != nil && int(b) < len(ort.slaves) {
-				for _, st := range ort.slaves[b] {
-					if !t.IsSlave(b, st.to) && !st.unreachable.Load() && st.pendingFor(b) {
-						leaving = append(leaving, st)
-					}
-				}
-			}
-			if len(leaving) == 0 {
-				continue
-			}
-			bk := s.bucket(b)
-			if !slices.Contains(held, bk) {
-				bk.lock()
-				held = append(held, bk)
-			}
-			for _, st := range leaving {
-				st.waitUntil(func() bool { return !st.pendingFor(b) }, deadline, nil)
-			}
-		}
-	}
-	s.rt.Store(rt)
-	for _, bk := range held {
-		bk.unlock()
-	}
+	// The cutover (cutover.go): the streams that must drain before the
+	// table is published drain while their buckets refuse writes, and
+	// the table is published with those buckets locked.
+	held := s.cutover(old, t)
+	s.publishTable(rt)
+	s.endCutover(held)
 	s.closeUnusedStreams(rt)
 	s.resyncDiverged(t)
 	if d := time.Since(began); d > 250*time.Millisecond {

@@ -80,6 +80,11 @@ type Server struct {
 	rt   atomic.Pointer[routing]
 	bk   atomic.Pointer[[]*bucket]
 	addr string
+	// tableSig.ch closes when the next table is published (tableChange).
+	tableSig struct {
+		sync.Mutex
+		ch chan struct{}
+	}
 
 	cs          *wire.Client
 	incarnation int64
@@ -190,6 +195,9 @@ type bucket struct {
 	held liveness.Progress
 	// frozen: the final step of an outgoing migration (TRYAGAIN).
 	frozen atomic.Bool
+	// cutover: a table change waits for the bucket's streams to drain
+	// before it is published (TRYAGAIN; cutover.go).
+	cutover atomic.Bool
 	// mig is the outgoing migration in progress (guarded by mu).
 	mig *migration
 	// inMig is the stream session of the latest incoming migration

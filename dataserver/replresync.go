@@ -219,7 +219,7 @@ func (s *Server) replaceStream(old *stream) {
 			nrt.slaves[b][i] = x
 		}
 	}
-	s.rt.Store(nrt)
+	s.publishTable(nrt)
 	for _, b := range buckets {
 		bk := s.bucket(b)
 		s.bulkMu.Lock()

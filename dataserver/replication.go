@@ -1,0 +1,270 @@
+package dataserver
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tairkv/tair/internal/envelope"
+	"github.com/tairkv/tair/internal/errs"
+)
+
+// Replication, as the write path sees it: a write that ran as a bucket's
+// master appends its effects to the bucket's streams with replicateLocked
+// (under the bucket's lock, so that every copy gets the writes in the
+// order they ran), and its reply is held until release has awaited their
+// acknowledgement. Everything else is behind those two calls:
+//
+//   - the streams to slaves and migration destinations, their batching,
+//     acknowledgements and reconnects (replstream.go);
+//   - the slave's side, which applies what a stream brings in order
+//     (replapply.go);
+//   - full copies when a slave diverged or fell too far behind
+//     (replresync.go);
+//   - the cutover when a table changes who holds a bucket (cutover.go).
+//
+// The acknowledgement rules (release, await, awaitBehind, refusedWrite):
+// in strict mode a write is acknowledged when every slave applied it; in
+// degraded mode a slave that does not answer within the replication
+// timeout is reported to the configserver, and the write is acknowledged
+// once the table names that slave behind (it can then never be promoted
+// without the write). A slave that refuses a write has a newer table.
+// Anything that leaves the outcome open is answered as a write that may
+// have applied (envelope.Unsure): it never is NOTMASTER, which would have
+// the proxy run it again elsewhere.
+
+// pending is one reply of a pipeline, held until its replication is done.
+type pending struct {
+	start, end int // reply bytes in the batch buffer
+	waits      []waiter
+	write      bool // a write served as master: lease checked on release
+	bucket     uint32
+	migrating  bool // the write went to a migration stream too
+}
+
+type waiter struct {
+	st     *stream
+	e      *entry
+	strict bool
+}
+
+// replicateLocked appends propagated commands to bucket bk's streams;
+// bk.mu is held.
+func (s *Server) replicateLocked(bk *bucket, rt *routing, area uint16, prop [][][]byte, p *pending) {
+	if len(rt.slaves[bk.id]) == 0 && bk.mig == nil {
+		return // a single copy and no migration: nothing to send
+	}
+	pl := cmdsPayload(prop)
+	degraded := s.cfg.ReplicationMode == ReplicationDegraded
+	for _, st := range rt.slaves[bk.id] {
+		// Degraded: a slave the table already names behind this master
+		// is not waited for (it may not be promoted; its backlog replays
+		// when it is back). One merely unreachable is waited for, until
+		// the configserver has marked it behind (await).
+		skip := degraded && st.unreachable.Load() && s.behindCovers(rt.t, st)
+		e := st.push(bk.id, area, kindCmds, pl)
+		if skip {
+			continue
+		}
+		p.waits = append(p.waits, waiter{st: st, e: e})
+	}
+	if m := bk.mig; m != nil {
+		p.migrating = true
+		e := m.st.push(bk.id, area, kindCmds, pl)
+		if m.synced {
+			p.waits = append(p.waits, waiter{st: m.st, e: e, strict: true})
+		}
+	}
+	s.m.replEntries.Add(float64(len(rt.slaves[bk.id])))
+}
+
+// release waits for p's replication and checks the lease; a non-nil error
+// replaces the reply.
+func (s *Server) release(p *pending) error {
+	if len(p.waits) > 0 {
+		var timer *time.Timer
+		defer func() {
+			if timer != nil {
+				timer.Stop()
+			}
+		}()
+		refused := 0
+		for _, w := range p.waits {
+			err := s.await(w, &timer)
+			switch {
+			case err == errSlaveRefused:
+				refused++
+			case err != nil:
+				return err
+			}
+		}
+		if refused > 0 {
+			return s.refusedWrite(p, refused)
+		}
+	}
+	if p.write && !s.leaseOK() {
+		s.m.leaseRefusals.Inc()
+		return envelope.Unsure(fmt.Sprintf("lease expired before the write to bucket %d was acknowledged", p.bucket))
+	}
+	return nil
+}
+
+// await waits for one replication entry; *timer (created on first need)
+// bounds the waits of one reply to ReplicationTimeout in all.
+func (s *Server) await(w waiter, timer **time.Timer) error {
+	strict := w.strict || s.cfg.ReplicationMode == ReplicationStrict
+	check := func() error {
+		switch w.e.err {
+		case nil:
+			return nil
+		case errRefused:
+			return errSlaveRefused
+		default:
+			if strict {
+				return errs.Newf(errs.Timeout, "slave %s: %v", w.st.to, w.e.err)
+			}
+			return nil
+		}
+	}
+	select {
+	case <-w.e.done:
+		return check()
+	default:
+	}
+	if strict && w.st.unreachable.Load() && !w.strict {
+		return errs.Newf(errs.Timeout, "slave %s is unreachable", w.st.to)
+	}
+	if *timer == nil {
+		*timer = time.NewTimer(s.cfg.ReplicationTimeout)
+	}
+	var down <-chan struct{}
+	if !strict {
+		down = w.st.downSignal()
+	}
+	select {
+	case <-w.e.done:
+		return check()
+	case <-down:
+		// Degraded, and the slave is unreachable already: as after a
+		// timeout, wait only until the table names it behind.
+		return s.awaitBehind(w)
+	case <-(*timer).C:
+		// Later waits of this reply find the timer spent: one more
+		// millisecond each.
+		(*timer).Reset(time.Millisecond)
+		if !w.st.setUnreachable(true) {
+			s.log.Warn("slave unreachable; asking the configserver to mark it behind", "slave", w.st.to)
+		}
+		s.m.replTimeouts.Inc()
+		if strict {
+			return errs.Newf(errs.Timeout, "slave %s did not apply the write within %v", w.st.to, s.cfg.ReplicationTimeout)
+		}
+		return s.awaitBehind(w)
+	}
+}
+
+// awaitBehind holds a degraded write whose slave did not apply it until
+// the slave applies it after all, or the table says the slave is behind
+// this master (so it can never be promoted without the write) or no
+// longer its slave. The heartbeat that reports the slave goes out now;
+// the wait is bounded by the lease: past it the write fails as one that
+// may have applied.
+func (s *Server) awaitBehind(w waiter) error {
+	s.kickHeartbeat()
+	timeout := time.NewTimer(s.cfg.LeaseTimeout)
+	defer timeout.Stop()
+	expired := false
+	for {
+		select {
+		case <-w.e.done:
+			switch w.e.err {
+			case nil:
+				return nil
+			case errRefused:
+				return errSlaveRefused
+			}
+		default:
+		}
+		changed := s.tableChange()
+		t := s.Table()
+		switch {
+		case t == nil:
+		case !t.IsMaster(w.e.bucket, s.addr):
+			// Demoted meanwhile: the new master may lack the write.
+			s.markDiverged(w.e.bucket)
+			return envelope.Unsure(fmt.Sprintf("slave %s did not apply the write and this node is no longer the master of bucket %d", w.st.to, w.e.bucket))
+		case s.behindCovers(t, w.st) || !t.IsSlave(w.e.bucket, w.st.to):
+			return nil
+		}
+		if expired {
+			return envelope.Unsure(fmt.Sprintf("slave %s did not apply the write and the configserver has not marked it behind", w.st.to))
+		}
+		select {
+		case <-w.e.done:
+		case <-changed:
+		case <-timeout.C:
+			expired = true
+		}
+	}
+}
+
+// refusedWrite answers a write that ran here but that a slave refused:
+// the slave has a newer table. This node learns it (for up to 200 ms);
+// when it is no longer the bucket's master and nothing else took the
+// write (no other slave, no migration's destination, and the role did
+// not go to the destination of a move this node sourced, which copied
+// the write), the write ran only on this now stale copy (marked
+// diverged: it is dropped or copied again), so the real master has not
+// seen it: NOTMASTER, and the proxy sends it there. Otherwise it may
+// have applied somewhere: -TIMEOUT.
+func (s *Server) refusedWrite(p *pending, refused int) error {
+	s.kickHeartbeat()
+	timeout := time.NewTimer(200 * time.Millisecond)
+	defer timeout.Stop()
+wait:
+	for {
+		changed := s.tableChange()
+		t := s.Table()
+		if t != nil && !t.IsMaster(p.bucket, s.addr) {
+			s.markDiverged(p.bucket)
+			if refused == len(p.waits) && !p.migrating && !s.bucket(p.bucket).handedOff.Load() {
+				return envelope.NotMasterOf(p.bucket, t.Version).Err()
+			}
+			break
+		}
+		select {
+		case <-changed:
+		case <-timeout.C:
+			break wait
+		}
+	}
+	return envelope.Unsure(fmt.Sprintf("a slave refused the write to bucket %d (it has a newer table)", p.bucket))
+}
+
+// errSlaveRefused is await's word for a slave that refused the write
+// (release turns it into the client's error).
+var errSlaveRefused = errors.New("dataserver: slave refused the write")
+
+// tableChange returns a channel that closes when the next table is
+// published (publishTable): what waits for the table to say something
+// waits on it instead of polling.
+func (s *Server) tableChange() <-chan struct{} {
+	s.tableSig.Lock()
+	defer s.tableSig.Unlock()
+	if s.tableSig.ch == nil {
+		s.tableSig.ch = make(chan struct{})
+	}
+	return s.tableSig.ch
+}
+
+// publishTable makes rt the routing writes and reads go by, and wakes
+// the waiters of tableChange.
+func (s *Server) publishTable(rt *routing) {
+	s.rt.Store(rt)
+	s.tableSig.Lock()
+	if s.tableSig.ch != nil {
+		close(s.tableSig.ch)
+		s.tableSig.ch = nil
+	}
+	s.tableSig.Unlock()
+}
