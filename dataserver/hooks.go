@@ -23,7 +23,7 @@ import (
 // client as the owner of its data (the proxies' envelopes: keyed
 // commands, keyless ones such as TAIR.STAT and TAIR.DELALL, MULTIEXEC,
 // FLUSHDB, DBSIZE, SCANBUCKET, TAIR.KEYVER), after the ownership checks.
-// Replicated and migrated writes applied on slaves (recv.go) run no hook:
+// Replicated and migrated writes applied on slaves (replapply.go) run no hook:
 // they are the master's decisions.
 //
 // Each hook has two phases: Before runs before the engine and may refuse

@@ -193,7 +193,7 @@ func parseItem(args [][]byte, i int) (item, int, bool) {
 }
 
 // replApply: TAIR.REPL <table-version> <from> <session> <item>... (see
-// stream.go) -> +ACK <last> <stale> <refused>.
+// replstream.go) -> +ACK <last> <stale> <refused>.
 func (s *Server) replApply(out []byte, args [][]byte) []byte {
 	if len(args) < 4 {
 		return resp.AppendError(out, "ERR wrong number of arguments for 'tair.repl' command")

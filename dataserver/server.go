@@ -3,7 +3,7 @@
 //
 // # Requests
 //
-// Proxies wrap each command in an envelope (see handler.go):
+// Proxies wrap each command in an envelope (internal/envelope):
 //
 //	TAIR.X  <area> <proxy-table-version> <proto 2|3> <cmd> <args...>
 //	TAIR.XR <area> <proxy-table-version> <proto 2|3> <cmd> <args...>   (a read a slave may serve)
@@ -25,7 +25,7 @@
 //	TAIR.KEYVER <key>...                    the keys' versions (0 = missing), for WATCH
 //	PING, ECHO, QUIT
 //
-// Between nodes (stream.go): TAIR.REPLHELLO, TAIR.REPL (replication and
+// Between nodes (replstream.go): TAIR.REPLHELLO, TAIR.REPL (replication and
 // migration items), TAIR.TABLE (a node's table as JSON, so tables spread
 // between nodes while no configserver answers).
 //
@@ -33,7 +33,7 @@
 //
 // Writes run under their bucket's lock: exec, then the propagated commands
 // are appended to the replication stream of every slave of the bucket
-// (stream.go). The reply is released when every slave applied them
+// (replstream.go). The reply is released when every slave applied them
 // (strict), or when the reachable ones did (degraded), and only while the
 // node's lease from the configserver holds (heartbeat.go).
 //
@@ -205,7 +205,7 @@ type bucket struct {
 	inMig string
 	// diverged: a write applied here was refused by a slave that had
 	// moved to a newer table; once this node is a slave of the bucket it
-	// asks its master for a full copy (resync.go).
+	// asks its master for a full copy (replresync.go).
 	diverged  atomic.Bool
 	resyncing atomic.Bool
 	// handedOff: this node was the bucket's master and gave the role up
