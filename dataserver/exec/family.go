@@ -414,18 +414,38 @@ func dsRandPick(names []string, count int64) []string {
 
 func dsFail(c *Ctx, err error) { c.Fail(err) }
 
+// The replies that end a write which may have changed nothing (SADD of
+// members already there, HSETNX of a field that exists, TAIR.DELV of
+// another version ...): such a write must not reach the slaves, while
+// Exec propagates a write's own arguments unless told otherwise. They
+// return whether the write changed anything, for the callers that
+// propagate it in a canonical form of their own.
+
 // replyCount ends a write that changed n elements (added, removed ...):
 // err's reply, else the integer n. A write that changed nothing is not
 // propagated.
-func replyCount(c *Ctx, n int, err error) {
+func replyCount(c *Ctx, n int, err error) bool {
+	return replyChanged(c, n > 0, int64(n), err)
+}
+
+// replyWrote ends a write that either happened or did not: err's reply,
+// else 1 or 0. A write that did not happen is not propagated.
+func replyWrote(c *Ctx, wrote bool, err error) bool {
+	return replyChanged(c, wrote, boolInt(wrote), err)
+}
+
+// replyChanged is replyCount and replyWrote: err's reply, else the
+// integer n, the write propagated only when changed.
+func replyChanged(c *Ctx, changed bool, n int64, err error) bool {
 	if err != nil {
-		dsFail(c, err)
-		return
+		c.Fail(err)
+		return false
 	}
-	if n == 0 {
+	if !changed {
 		c.NoPropagate()
 	}
-	c.Int(int64(n))
+	c.Int(n)
+	return changed
 }
 
 func boolInt(b bool) int64 {

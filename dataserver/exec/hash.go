@@ -103,16 +103,7 @@ func cmdHSetNX(c *Ctx) {
 		set = true
 		return engines.Store, nil
 	})
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if !set {
-		c.NoPropagate()
-		c.Int(0)
-		return
-	}
-	c.Int(1)
+	replyWrote(c, set, err)
 }
 
 // hashField reads one field's value (ok false: missing) from either model.

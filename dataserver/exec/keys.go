@@ -291,16 +291,11 @@ func cmdPersist(c *Ctx) {
 	if !c.Eng.Persistent() {
 		// no prefix-stored hashes
 	} else if e, ok, pkey, err := c.lookupAny(1); err == nil && ok && pkey {
-		if e.ExpireAt != 0 {
-			if err := c.pkeySetExpire(c.Key(1), 0); err != nil {
-				c.Fail(err)
-				return
-			}
-			c.Int(1)
-			return
+		persisted := e.ExpireAt != 0
+		if persisted {
+			err = c.pkeySetExpire(c.Key(1), 0)
 		}
-		c.NoPropagate()
-		c.Int(0)
+		replyWrote(c, persisted, err)
 		return
 	}
 	_, err := c.UpdateVisible(1, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
@@ -311,16 +306,7 @@ func cmdPersist(c *Ctx) {
 		done = true
 		return cur, engines.Store, nil
 	})
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	if done {
-		c.Int(1)
-	} else {
-		c.NoPropagate()
-		c.Int(0)
-	}
+	replyWrote(c, done, err)
 }
 
 // snapshot is a deep copy of a key's value as Redis sees it: a record,
@@ -454,16 +440,7 @@ func cmdCopy(c *Ctx) {
 	dk := c.Key(2)
 	dk.Area = uint16(dstArea)
 	copied, err := c.writeSnapshot(src, dk, replace)
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	if !copied {
-		c.NoPropagate()
-		c.Int(0)
-		return
-	}
-	c.Int(1)
+	replyWrote(c, copied, err)
 }
 
 // RENAME key newkey / RENAMENX: the value and its TTL move; the new key's

@@ -225,16 +225,7 @@ func prefixHSetNX(c *Ctx) {
 		set = true
 		return engines.Entry{Type: engines.TypeString, Value: append([]byte(nil), c.Args[3]...), ExpireAt: exp}, engines.Store, nil
 	})
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if !set {
-		c.NoPropagate()
-		c.Int(0)
-		return
-	}
-	c.Int(1)
+	replyWrote(c, set, err)
 }
 
 func prefixHMGet(c *Ctx) {
@@ -280,19 +271,17 @@ func prefixHDel(c *Ctx) {
 		return
 	}
 	n := 0
+	var err error
 	for _, f := range c.Args[2:] {
-		err := c.Eng.PrefixRemove(c.Key(1), f, 0)
-		if err == nil {
+		if err = c.Eng.PrefixRemove(c.Key(1), f, 0); err == nil {
 			n++
-		} else if !errors.Is(err, errs.ErrNotFound) {
-			dsFail(c, err)
-			return
+		} else if errors.Is(err, errs.ErrNotFound) {
+			err = nil
+		} else {
+			break
 		}
 	}
-	if n == 0 {
-		c.NoPropagate()
-	}
-	c.Int(int64(n))
+	replyCount(c, n, err)
 }
 
 func prefixHLen(c *Ctx) {

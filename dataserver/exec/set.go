@@ -286,14 +286,7 @@ func cmdSMove(c *Ctx) {
 			return engines.Store, nil
 		})
 	}
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if !moved {
-		c.NoPropagate()
-	}
-	c.Int(boolInt(moved))
+	replyWrote(c, moved, err)
 }
 
 type setOpKind int

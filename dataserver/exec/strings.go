@@ -289,17 +289,9 @@ func cmdSetNX(c *Ctx) {
 		created = true
 		return engines.Entry{Type: engines.TypeString, Value: bytes.Clone(c.Args[2])}, engines.Store, nil
 	})
-	if err != nil {
-		c.Fail(err)
-		return
+	if replyWrote(c, created, err) {
+		c.Propagate(argSet, c.Args[1], c.Args[2])
 	}
-	if !created {
-		c.NoPropagate()
-		c.Int(0)
-		return
-	}
-	c.Propagate(argSet, c.Args[1], c.Args[2])
-	c.Int(1)
 }
 
 // SETEX key seconds value / PSETEX key ms value.

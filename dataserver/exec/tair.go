@@ -271,17 +271,9 @@ func cmdTairDelV(c *Ctx) {
 		deleted = true
 		return cur, engines.Delete, nil
 	})
-	if err != nil {
-		c.Fail(err)
-		return
+	if replyWrote(c, deleted, err) {
+		c.Propagate(argDel, c.Args[1])
 	}
-	if !deleted {
-		c.NoPropagate()
-		c.Int(0)
-		return
-	}
-	c.Propagate(argDel, c.Args[1])
-	c.Int(1)
 }
 
 // TAIR.INCR/DECR key delta [INIT n] [EX e] [MIN lo] [MAX hi] [VER v]
@@ -571,17 +563,9 @@ func cmdTairUnlock(c *Ctx) {
 		done = true
 		return cur, engines.Delete, nil
 	})
-	if err != nil {
-		c.Fail(err)
-		return
+	if replyWrote(c, done, err) {
+		c.Propagate(argDel, c.Args[1])
 	}
-	if !done {
-		c.NoPropagate()
-		c.Int(0)
-		return
-	}
-	c.Propagate(argDel, c.Args[1])
-	c.Int(1)
 }
 
 // TAIR.INVALID key [key ...]: deletes the keys here (hidden ones too) and

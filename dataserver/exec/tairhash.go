@@ -333,14 +333,7 @@ func cmdExHSetNX(c *Ctx) {
 		set = true
 		return true, nil
 	})
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if !set {
-		c.NoPropagate()
-	}
-	c.Int(boolInt(set))
+	replyWrote(c, set, err)
 }
 
 func cmdExHMSet(c *Ctx) {
@@ -664,14 +657,7 @@ func cmdExHSetVer(c *Ctx) {
 		set = true
 		return true, nil
 	})
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if !set {
-		c.NoPropagate()
-	}
-	c.Int(boolInt(set))
+	replyWrote(c, set, err)
 }
 
 func cmdExHDel(c *Ctx) {
@@ -684,14 +670,7 @@ func cmdExHDel(c *Ctx) {
 		}
 		return len(gone) > 0, nil
 	})
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if len(gone) == 0 {
-		c.NoPropagate()
-	}
-	c.Int(int64(len(gone)))
+	replyCount(c, len(gone), err)
 }
 
 func cmdExHDelWithVer(c *Ctx) {
@@ -720,16 +699,9 @@ func cmdExHDelWithVer(c *Ctx) {
 		}
 		return len(gone) > 2, nil
 	})
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if len(gone) == 2 {
-		c.NoPropagate()
-	} else {
+	if replyCount(c, len(gone)-2, err) {
 		c.propagateCmd(gone)
 	}
-	c.Int(int64(len(gone) - 2))
 }
 
 func cmdExHLen(c *Ctx) {
