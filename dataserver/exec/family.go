@@ -212,6 +212,22 @@ func dsNumKeys(c *Ctx, i int, argsErr bool) (int, bool) {
 	return int(n), true
 }
 
+// popCount parses the count that LPOP, RPOP, SPOP, ZPOPMIN and ZPOPMAX
+// take after their key: args[2] when given (hasCount), else 1. A count
+// that is negative or not an integer is Redis's "must be positive" error
+// (replied; ok false).
+func popCount(c *Ctx) (count int64, hasCount, ok bool) {
+	if len(c.Args) < 3 {
+		return 1, false, true
+	}
+	n, ok := ParseInt(c.Args[2])
+	if !ok || n < 0 {
+		c.Error(errTextPositive)
+		return 0, true, false
+	}
+	return n, true, true
+}
+
 // dsSameBucket checks that args[from:to] are all in one bucket.
 func dsSameBucket(c *Ctx, idx ...int) bool { return c.SameBucket(idx...) }
 

@@ -111,17 +111,11 @@ func cmdPop(c *Ctx, left bool) {
 		dsWrongArgs(c)
 		return
 	}
-	hasCount := len(c.Args) == 3
-	count := 1
-	if hasCount {
-		n, ok := ParseInt(c.Args[2])
-		if !ok || n < 0 {
-			c.Error(errTextPositive)
-			return
-		}
-		count = int(min(n, 1<<31))
+	count, hasCount, ok := popCount(c)
+	if !ok {
+		return
 	}
-	out, found, err := listPop(c, c.Key(1), left, count)
+	out, found, err := listPop(c, c.Key(1), left, int(min(count, 1<<31)))
 	if err != nil {
 		dsFail(c, err)
 		return

@@ -141,15 +141,9 @@ func cmdSPop(c *Ctx) {
 		c.SyntaxErr()
 		return
 	}
-	hasCount := len(c.Args) == 3
-	count := int64(1)
-	if hasCount {
-		n, ok := ParseInt(c.Args[2])
-		if !ok || n < 0 {
-			c.Error(errTextPositive)
-			return
-		}
-		count = n
+	count, hasCount, ok := popCount(c)
+	if !ok {
+		return
 	}
 	var popped []string
 	err := dsWrite(c, 1, engines.TypeSet, nil, func(o engines.Object) (engines.Action, error) {

@@ -690,15 +690,9 @@ func zpop(c *Ctx, minEnd bool) {
 		c.SyntaxErr()
 		return
 	}
-	hasCount := len(c.Args) == 3
-	count := int64(1)
-	if hasCount {
-		n, ok := ParseInt(c.Args[2])
-		if !ok || n < 0 {
-			c.Error(errTextPositive)
-			return
-		}
-		count = n
+	count, hasCount, ok := popCount(c)
+	if !ok {
+		return
 	}
 	out, _, err := zpopKey(c, c.Key(1), minEnd, int(min(count, 1<<31)))
 	if err != nil {
