@@ -138,6 +138,27 @@ func removeMembers(c *Ctx, t engines.ValueType, remove func(o engines.Object, me
 	replyCount(c, n, err)
 }
 
+// popFromFirstKey is the loop of the multi-key pops (BLPOP, BRPOP, LMPOP,
+// BLMPOP, BZPOPMIN, BZPOPMAX, ZMPOP, BZMPOP): pop pops from the keys at
+// args[i], i in keys, in turn, and the first that gives anything goes to
+// reply, which propagates it and answers. When none gives anything, the
+// answer is Redis's null array (a blocking pop's timeout), not propagated.
+func popFromFirstKey[T any](c *Ctx, keys []int, pop func(k engines.Key) ([]T, error), reply func(i int, popped []T)) {
+	for _, i := range keys {
+		popped, err := pop(c.Key(i))
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		if len(popped) > 0 {
+			reply(i, popped)
+			return
+		}
+	}
+	c.NoPropagate()
+	c.NullArray()
+}
+
 // storeObject replaces args[i] (whatever it held) with mk()'s object, or
 // deletes it when the object is empty (the *STORE commands).
 func storeObject(c *Ctx, i int, t engines.ValueType, mk func() engines.Object) error {

@@ -679,26 +679,24 @@ func cmdBPop(c *Ctx, left bool) {
 	if !ok {
 		return
 	}
-	for _, i := range keys {
-		out, _, err := listPop(c, c.Key(i), left, 1)
-		if err != nil {
-			dsFail(c, err)
-			return
-		}
-		if len(out) > 0 {
-			cmd := "RPOP"
-			if left {
-				cmd = "LPOP"
-			}
-			c.Propagate([]byte(cmd), c.Args[i])
-			c.Array(2)
-			c.Bulk(c.Args[i])
-			c.BulkString(out[0])
-			return
-		}
+	popFromFirstKey(c, keys, func(k engines.Key) ([]string, error) {
+		out, _, err := listPop(c, k, left, 1)
+		return out, err
+	}, func(i int, out []string) {
+		c.Propagate(listPopName(left), c.Args[i])
+		c.Array(2)
+		c.Bulk(c.Args[i])
+		c.BulkString(out[0])
+	})
+}
+
+// listPopName is the single-key pop slaves replay for a pop from the left
+// or the right end (BLPOP, LMPOP ... are propagated as LPOP and RPOP).
+func listPopName(left bool) []byte {
+	if left {
+		return []byte("LPOP")
 	}
-	c.NoPropagate()
-	c.NullArray()
+	return []byte("RPOP")
 }
 
 // mpopArgs parses what LMPOP and ZMPOP (numkeys at args[1]) and BLMPOP and
@@ -756,30 +754,18 @@ func cmdLMPop(c *Ctx, nk int, blocking bool) {
 	if !ok {
 		return
 	}
-	for _, i := range keys {
-		out, _, err := listPop(c, c.Key(i), left, count)
-		if err != nil {
-			dsFail(c, err)
-			return
-		}
-		if len(out) == 0 {
-			continue
-		}
-		cmd := "RPOP"
-		if left {
-			cmd = "LPOP"
-		}
-		c.Propagate([]byte(cmd), c.Args[i], []byte(strconv.Itoa(len(out))))
+	popFromFirstKey(c, keys, func(k engines.Key) ([]string, error) {
+		out, _, err := listPop(c, k, left, count)
+		return out, err
+	}, func(i int, out []string) {
+		c.Propagate(listPopName(left), c.Args[i], []byte(strconv.Itoa(len(out))))
 		c.Array(2)
 		c.Bulk(c.Args[i])
 		c.Array(len(out))
 		for _, v := range out {
 			c.BulkString(v)
 		}
-		return
-	}
-	c.NoPropagate()
-	c.NullArray()
+	})
 }
 
 // ---- SORT / SORT_RO ----

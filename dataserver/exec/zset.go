@@ -731,20 +731,11 @@ func zmpop(c *Ctx, nk int, blocking bool) {
 	if !ok {
 		return
 	}
-	for _, i := range keys {
-		out, _, err := zpopKey(c, c.Key(i), minEnd, count)
-		if err != nil {
-			dsFail(c, err)
-			return
-		}
-		if len(out) == 0 {
-			continue
-		}
-		cmd := "ZPOPMAX"
-		if minEnd {
-			cmd = "ZPOPMIN"
-		}
-		c.Propagate([]byte(cmd), c.Args[i], []byte(strconv.Itoa(len(out))))
+	popFromFirstKey(c, keys, func(k engines.Key) ([]zitem, error) {
+		out, _, err := zpopKey(c, k, minEnd, count)
+		return out, err
+	}, func(i int, out []zitem) {
+		c.Propagate(zpopName(minEnd), c.Args[i], []byte(strconv.Itoa(len(out))))
 		c.Array(2)
 		c.Bulk(c.Args[i])
 		c.Array(len(out))
@@ -753,10 +744,7 @@ func zmpop(c *Ctx, nk int, blocking bool) {
 			c.BulkString(it.m)
 			c.Double(it.s)
 		}
-		return
-	}
-	c.NoPropagate()
-	c.NullArray()
+	})
 }
 
 func bzpop(c *Ctx, minEnd bool) {
@@ -764,28 +752,26 @@ func bzpop(c *Ctx, minEnd bool) {
 	if !ok {
 		return
 	}
-	for _, i := range keys {
-		out, _, err := zpopKey(c, c.Key(i), minEnd, 1)
-		if err != nil {
-			dsFail(c, err)
-			return
-		}
-		if len(out) == 0 {
-			continue
-		}
-		cmd := "ZPOPMAX"
-		if minEnd {
-			cmd = "ZPOPMIN"
-		}
-		c.Propagate([]byte(cmd), c.Args[i])
+	popFromFirstKey(c, keys, func(k engines.Key) ([]zitem, error) {
+		out, _, err := zpopKey(c, k, minEnd, 1)
+		return out, err
+	}, func(i int, out []zitem) {
+		c.Propagate(zpopName(minEnd), c.Args[i])
 		c.Array(3)
 		c.Bulk(c.Args[i])
 		c.BulkString(out[0].m)
 		c.Double(out[0].s)
-		return
+	})
+}
+
+// zpopName is the single-key pop slaves replay for a pop from the low or
+// the high end (BZPOPMIN, ZMPOP ... are propagated as ZPOPMIN and
+// ZPOPMAX).
+func zpopName(minEnd bool) []byte {
+	if minEnd {
+		return []byte("ZPOPMIN")
 	}
-	c.NoPropagate()
-	c.NullArray()
+	return []byte("ZPOPMAX")
 }
 
 // zsource reads a zset (or a set, scores 1) for ZUNION and friends.
