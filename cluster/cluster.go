@@ -95,6 +95,13 @@ type Cluster struct {
 	Proxies       []*proxy.Server
 
 	tempDir string
+	// bound remembers the addresses each node bound ("ds1": RESP or API
+	// and HTTP), so that a node started again at the same index (a
+	// restart) comes back where its peers and the table know it.
+	bound map[string][2]string
+	// etcd are the first configserver's etcd endpoints, which the others
+	// use (kept when it stops: it comes back on the same ports).
+	etcd []string
 }
 
 // Start brings the cluster up and waits until the proxies hold a table
@@ -145,6 +152,20 @@ func (c *Cluster) addr(port int) string {
 	return net.JoinHostPort(c.Opts.Host, strconv.Itoa(port))
 }
 
+// reuse gives listen and http the addresses node bound when it last ran.
+func (c *Cluster) reuse(node string, listen, http *string) {
+	if a, ok := c.bound[node]; ok {
+		*listen, *http = a[0], a[1]
+	}
+}
+
+func (c *Cluster) remember(node, listen, http string) {
+	if c.bound == nil {
+		c.bound = map[string][2]string{}
+	}
+	c.bound[node] = [2]string{listen, http}
+}
+
 // ConfigServerConfig is configserver i's config.
 func (c *Cluster) ConfigServerConfig(i int) configserver.Config {
 	cfg := configserver.DefaultConfig()
@@ -155,10 +176,11 @@ func (c *Cluster) ConfigServerConfig(i int) configserver.Config {
 	}
 	cfg.Copies = c.Opts.Copies
 	cfg.Buckets = c.Opts.Buckets
+	c.reuse(fmt.Sprintf("cs%d", i), &cfg.Listen, &cfg.HTTP)
 	cfg.EtcdDir = filepath.Join(c.Opts.Dir, "etcd")
-	if i > 0 && len(c.ConfigServers) > 0 {
+	if i > 0 && len(c.etcd) > 0 {
 		// Standbys share the first configserver's embedded etcd.
-		cfg.Etcd = c.ConfigServers[0].EtcdEndpoints()
+		cfg.Etcd = c.etcd
 		cfg.EtcdDir = ""
 	}
 	if c.Opts.ConfigServer != nil {
@@ -168,7 +190,7 @@ func (c *Cluster) ConfigServerConfig(i int) configserver.Config {
 }
 
 // StartConfigServer starts configserver i (appended, or replacing a
-// stopped one at index i).
+// stopped one at index i, on the addresses it had).
 func (c *Cluster) StartConfigServer(i int) (*configserver.Server, error) {
 	cs, err := configserver.New(c.ConfigServerConfig(i), c.Opts.Log.With("component", "configserver", "i", i))
 	if err != nil {
@@ -178,15 +200,23 @@ func (c *Cluster) StartConfigServer(i int) (*configserver.Server, error) {
 		return nil, fmt.Errorf("configserver %d: %w", i, err)
 	}
 	c.ConfigServers = setAt(c.ConfigServers, i, cs)
+	c.remember(fmt.Sprintf("cs%d", i), cs.Addr(), cs.HTTPAddr())
+	if i == 0 {
+		c.etcd = cs.EtcdEndpoints()
+	}
 	return cs, nil
 }
 
-// ConfigServerAddrs lists the configservers' API addresses.
+// ConfigServerAddrs lists the configservers' API addresses, those of
+// stopped ones included (a node started now must know where to find them
+// when they come back).
 func (c *Cluster) ConfigServerAddrs() []string {
 	var out []string
-	for _, cs := range c.ConfigServers {
+	for i, cs := range c.ConfigServers {
 		if cs != nil {
 			out = append(out, cs.Addr())
+		} else if a, ok := c.bound[fmt.Sprintf("cs%d", i)]; ok {
+			out = append(out, a[0])
 		}
 	}
 	return out
@@ -200,6 +230,7 @@ func (c *Cluster) DataServerConfig(i int) dataserver.Config {
 		cfg.Listen = c.addr(c.Opts.BasePort + 100 + i)
 		cfg.HTTP = c.addr(c.Opts.BasePort + 3100 + i)
 	}
+	c.reuse(fmt.Sprintf("ds%d", i), &cfg.Listen, &cfg.HTTP)
 	cfg.ConfigServers = c.ConfigServerAddrs()
 	cfg.Engine = c.Opts.Engine
 	cfg.Dir = filepath.Join(c.Opts.Dir, fmt.Sprintf("ds%d", i))
@@ -213,7 +244,8 @@ func (c *Cluster) DataServerConfig(i int) dataserver.Config {
 	return cfg
 }
 
-// StartDataServer starts dataserver i.
+// StartDataServer starts dataserver i (appended, or replacing a stopped
+// one at index i, on the addresses and data directory it had).
 func (c *Cluster) StartDataServer(i int) (*dataserver.Server, error) {
 	ds, err := dataserver.New(c.DataServerConfig(i), c.Opts.Log.With("component", "dataserver", "i", i))
 	if err != nil {
@@ -223,6 +255,7 @@ func (c *Cluster) StartDataServer(i int) (*dataserver.Server, error) {
 		return nil, fmt.Errorf("dataserver %d: %w", i, err)
 	}
 	c.DataServers = setAt(c.DataServers, i, ds)
+	c.remember(fmt.Sprintf("ds%d", i), ds.Addr(), ds.HTTPAddr())
 	return ds, nil
 }
 
@@ -234,6 +267,7 @@ func (c *Cluster) ProxyConfig(i int) proxy.Config {
 		cfg.Listen = c.addr(c.Opts.ProxyPort)
 		cfg.HTTP = c.addr(c.Opts.ProxyPort + 2000)
 	}
+	c.reuse(fmt.Sprintf("proxy%d", i), &cfg.Listen, &cfg.HTTP)
 	cfg.ConfigServers = c.ConfigServerAddrs()
 	cfg.EventLoops = c.loopsPerRole()
 	if c.Opts.Proxy != nil {
@@ -254,7 +288,8 @@ func (c *Cluster) loopsPerRole() int {
 	return max(1, gnetx.Procs()/roles)
 }
 
-// StartProxy starts proxy i.
+// StartProxy starts proxy i (appended, or replacing a stopped one at
+// index i, on the addresses it had).
 func (c *Cluster) StartProxy(i int) (*proxy.Server, error) {
 	p, err := proxy.New(c.ProxyConfig(i), c.Opts.Log.With("component", "proxy", "i", i))
 	if err != nil {
@@ -264,6 +299,7 @@ func (c *Cluster) StartProxy(i int) (*proxy.Server, error) {
 		return nil, fmt.Errorf("proxy %d: %w", i, err)
 	}
 	c.Proxies = setAt(c.Proxies, i, p)
+	c.remember(fmt.Sprintf("proxy%d", i), p.Addr(), p.HTTPAddr())
 	return p, nil
 }
 
@@ -297,6 +333,36 @@ func (c *Cluster) WaitTable(n int, timeout time.Duration) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// StopConfigServer, StopDataServer and StopProxy stop node i (Close: the
+// role's orderly stop) and leave its slot nil; Start* starts it again on
+// the same addresses (and data directory).
+func (c *Cluster) StopConfigServer(i int) error {
+	cs := c.ConfigServers[i]
+	if cs == nil {
+		return nil
+	}
+	c.ConfigServers[i] = nil
+	return cs.Close()
+}
+
+func (c *Cluster) StopDataServer(i int) error {
+	ds := c.DataServers[i]
+	if ds == nil {
+		return nil
+	}
+	c.DataServers[i] = nil
+	return ds.Close()
+}
+
+func (c *Cluster) StopProxy(i int) error {
+	p := c.Proxies[i]
+	if p == nil {
+		return nil
+	}
+	c.Proxies[i] = nil
+	return p.Close()
 }
 
 // Close stops proxies, dataservers and configservers, in that order.
