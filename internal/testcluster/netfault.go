@@ -63,9 +63,11 @@ type NetFaults struct {
 	name  string // table name, and prefix of the cgroups' names
 
 	mu     sync.Mutex
-	groups map[*Proc]string   // absolute cgroup directory
-	rules  map[*Proc][]string // "chain handle" of the rules cutting it
-	n      int
+	groups map[*Proc]string // absolute cgroup directory
+	// rules are the "chain handle"s of the rules cutting a *Proc or a
+	// TCP port (int).
+	rules map[any][]string
+	n     int
 }
 
 // NewNetFaults checks that nftables and cgroup v2 socket matching work
@@ -74,6 +76,19 @@ type NetFaults struct {
 // attached (Attach) before they start.
 func NewNetFaults(t testing.TB) (*NetFaults, error) {
 	t.Helper()
+	return newNetFaults(t, true)
+}
+
+// NewPortFaults is NewNetFaults for nodes that share the test's process
+// (an in-process cluster), which cgroups cannot tell apart: it cuts TCP
+// ports (CutPort), and needs no cgroup v2.
+func NewPortFaults(t testing.TB) (*NetFaults, error) {
+	t.Helper()
+	return newNetFaults(t, false)
+}
+
+func newNetFaults(t testing.TB, cgroups bool) (*NetFaults, error) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		return nil, errors.New("network faults need root (nftables, cgroups)")
 	}
@@ -81,11 +96,11 @@ func NewNetFaults(t testing.TB) (*NetFaults, error) {
 		return nil, errors.New("nft not installed (make tools installs nftables)")
 	}
 	mount, err := cgroup2Mount()
-	if err != nil {
+	if err != nil && cgroups {
 		return nil, err
 	}
 	rel, ok := strings.CutPrefix(mount, "/sys/fs/cgroup")
-	if !ok {
+	if !ok && cgroups {
 		return nil, fmt.Errorf("cgroup2 is mounted at %s, not under /sys/fs/cgroup where nft looks for cgroups", mount)
 	}
 	rel = strings.TrimPrefix(rel, "/")
@@ -96,7 +111,7 @@ func NewNetFaults(t testing.TB) (*NetFaults, error) {
 		rel:    rel,
 		name:   fmt.Sprintf("%s_%d_%d", netPrefix, os.Getpid(), netSeq.Add(1)),
 		groups: map[*Proc]string{},
-		rules:  map[*Proc][]string{},
+		rules:  map[any][]string{},
 	}
 	if _, err := nft("add", "table", "inet", n.name); err != nil {
 		return nil, err
@@ -107,6 +122,9 @@ func NewNetFaults(t testing.TB) (*NetFaults, error) {
 			"{ type filter hook "+c.hook+" priority 0; policy accept; }"); err != nil {
 			return nil, err
 		}
+	}
+	if !cgroups {
+		return n, nil
 	}
 	// A probe rule on a cgroup of our own: the kernel and nft must both
 	// know `socket cgroupv2`.
@@ -188,17 +206,55 @@ func (n *NetFaults) Cut(p *Proc, d Direction) error {
 }
 
 // Heal removes every rule cutting p.
-func (n *NetFaults) Heal(p *Proc) error {
+func (n *NetFaults) Heal(p *Proc) error { return n.heal(p) }
+
+// CutPort cuts a listener off: the loopback packets of direction d of
+// TCP port port are dropped (In: to it, new connections and its peers'
+// side of every connection made to it; Out: what its end of those
+// connections sends) until HealPort. The connections its process makes
+// to others (from other ports) pass.
+func (n *NetFaults) CutPort(port int, d Direction) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, c := range []struct {
+		d           Direction
+		chain, what string
+	}{{In, "in", "dport"}, {Out, "out", "sport"}} {
+		if d&c.d == 0 {
+			continue
+		}
+		iface := "iifname"
+		if c.chain == "out" {
+			iface = "oifname"
+		}
+		out, err := nft("--echo", "--handle", "add", "rule", "inet", n.name, c.chain, iface, `"lo"`,
+			"tcp", c.what, strconv.Itoa(port), "drop")
+		if err != nil {
+			return err
+		}
+		m := handleRE.FindStringSubmatch(out)
+		if m == nil {
+			return fmt.Errorf("netfaults: no rule handle in nft's answer %q", out)
+		}
+		n.rules[port] = append(n.rules[port], c.chain+" "+m[1])
+	}
+	return nil
+}
+
+// HealPort removes every rule cutting port.
+func (n *NetFaults) HealPort(port int) error { return n.heal(port) }
+
+func (n *NetFaults) heal(key any) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var errs []error
-	for _, r := range n.rules[p] {
+	for _, r := range n.rules[key] {
 		chain, h, _ := strings.Cut(r, " ")
 		if _, err := nft("delete", "rule", "inet", n.name, chain, "handle", h); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	delete(n.rules, p)
+	delete(n.rules, key)
 	return errors.Join(errs...)
 }
 
@@ -241,6 +297,9 @@ func (n *NetFaults) cleanup() {
 	if _, err := nft("delete", "table", "inet", n.name); err != nil {
 		n.t.Errorf("netfaults: %v", err)
 	}
+	if n.mount == "" {
+		return
+	}
 	matches, _ := filepath.Glob(filepath.Join(n.mount, n.name+"_*"))
 	for _, dir := range matches {
 		if err := removeCgroup(n.mount, dir); err != nil {
@@ -266,6 +325,7 @@ func removeCgroup(mount, dir string) error {
 // sweepNetFaults removes the tables and cgroups left by test processes
 // that died before their cleanup.
 func sweepNetFaults(mount string) {
+	// mount is "" without cgroup v2: only tables to sweep.
 	dead := func(name string) bool {
 		parts := strings.Split(name, "_")
 		if len(parts) < 3 || parts[0] != netPrefix {
@@ -283,6 +343,9 @@ func sweepNetFaults(mount string) {
 				_, _ = nft("delete", "table", "inet", f[2])
 			}
 		}
+	}
+	if mount == "" {
+		return
 	}
 	matches, _ := filepath.Glob(filepath.Join(mount, netPrefix+"_*"))
 	for _, dir := range matches {
