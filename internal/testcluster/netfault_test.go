@@ -10,16 +10,21 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/tairkv/tair/internal/testutil"
 )
 
 // TestMain lets the test binary run as the network helper of
-// TestNetFaultsCut (TAIR_NETFAULT_HELPER set).
+// TestNetFaultsCut (TAIR_NETFAULT_HELPER set); as the tests, it fails
+// them when a goroutine they started still runs after the last (goleak).
 func TestMain(m *testing.M) {
 	if target := os.Getenv("TAIR_NETFAULT_HELPER"); target != "" {
 		netHelper(target)
 		return
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m, testutil.GnetPool...) // cluster links gnet in
 }
 
 // netHelper accepts TCP connections (answering "hi\n"), sends a UDP

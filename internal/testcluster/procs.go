@@ -254,6 +254,9 @@ type ProcCluster struct {
 	DataServers   []*Proc
 	Proxies       []*Proc
 	Dir           string
+
+	t      testing.TB // set by StartProcs; its Faults need it
+	bridge *Bridge    // nil without ProcOptions.Links
 }
 
 // ProcOptions describe a ProcCluster.
@@ -275,6 +278,11 @@ type ProcOptions struct {
 	// Prepare, when set, is called with every process before its first
 	// start (e.g. NetFaults.Attach, to start it in a cgroup of its own).
 	Prepare func(p *Proc)
+	// Links routes every dataserver's and proxy's connections to the
+	// configservers, and the configservers' to an etcd given by address
+	// (--etcd), through a Bridge in the test process, which Cut, Delay
+	// and Heal act on (as Options.Links does in process).
+	Links bool
 }
 
 // StartProcs starts a ProcCluster and waits until its table covers every
@@ -308,12 +316,32 @@ func StartProcs(t testing.TB, o ProcOptions) *ProcCluster {
 		p.Start()
 		return p
 	}
-	pc := &ProcCluster{Dir: t.TempDir()}
+	pc := &ProcCluster{Dir: t.TempDir(), t: t}
+	if o.Links {
+		pc.bridge = NewBridge(t)
+	}
+	// via gives node the addresses it is to dial: with Links, the
+	// bridge's links to to+"0", to+"1"... (a lone etcd is "etcd"), else
+	// addrs themselves.
+	via := func(node, to string, addrs []string) string {
+		if pc.bridge == nil {
+			return strings.Join(addrs, ",")
+		}
+		out := make([]string, len(addrs))
+		for k, a := range addrs {
+			peer := to + strconv.Itoa(k)
+			if to == "etcd" && len(addrs) == 1 {
+				peer = to
+			}
+			out[k] = pc.bridge.Link(node, peer, a).Addr()
+		}
+		return strings.Join(out, ",")
+	}
 	common := append([]string{"--copies", strconv.Itoa(o.Copies), "--buckets", strconv.Itoa(o.Buckets)}, o.ConfigServerArgs...)
 	if len(o.Etcd) > 0 {
 		for i := 0; i < o.ConfigServers; i++ {
 			pc.ConfigServers = append(pc.ConfigServers,
-				start("configserver", append([]string{"--etcd", strings.Join(o.Etcd, ",")}, common...)...))
+				start("configserver", append([]string{"--etcd", via(CS(i), "etcd", o.Etcd)}, common...)...))
 		}
 	}
 	for i := len(pc.ConfigServers); i < o.ConfigServers; i++ {
@@ -335,16 +363,17 @@ func StartProcs(t testing.TB, o ProcOptions) *ProcCluster {
 			t.Fatalf("configserver /status names no etcd_endpoints")
 		}
 		pc.ConfigServers = append(pc.ConfigServers,
-			start("configserver", append([]string{"--etcd", strings.Join(st.Etcd, ",")}, common...)...))
+			start("configserver", append([]string{"--etcd", via(CS(i), "etcd", st.Etcd)}, common...)...))
 	}
-	cs := strings.Join(pc.ConfigServerAddrs(), ",")
 	for i := 0; i < o.DataServers; i++ {
+		cs := via(DS(i), "cs", pc.ConfigServerAddrs())
 		args := append([]string{"--configserver", cs, "--engine", o.Engine,
 			"--dir", filepath.Join(pc.Dir, fmt.Sprintf("ds%d", i))}, o.DataServerArgs...)
 		pc.DataServers = append(pc.DataServers, start("dataserver", args...))
 	}
 	pc.WaitNodes(t, o.DataServers, 30*time.Second)
 	for i := 0; i < o.Proxies; i++ {
+		cs := via(Proxy(i), "cs", pc.ConfigServerAddrs())
 		pc.Proxies = append(pc.Proxies, start("proxy", append([]string{"--configserver", cs}, o.ProxyArgs...)...))
 	}
 	return pc
