@@ -55,14 +55,9 @@ func dsWriteKey(c *Ctx, k engines.Key, t engines.ValueType, newObj func() engine
 		return errs.ErrWrongType
 	}
 	_, err := c.UpdateKey(k, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
-		if exists && (cur.Type != t || cur.Object == nil) {
-			return cur, engines.Keep, errs.ErrWrongType
-		}
-		var o engines.Object
-		if exists {
-			o = cur.Object
-		} else if newObj != nil {
-			o = newObj()
+		o, err := dsObject(cur, exists, t, newObj)
+		if err != nil {
+			return cur, engines.Keep, err
 		}
 		act, err := fn(o)
 		if err != nil {
@@ -70,18 +65,8 @@ func dsWriteKey(c *Ctx, k engines.Key, t engines.ValueType, newObj func() engine
 		}
 		switch act {
 		case engines.Store:
-			if o == nil || o.Len() == 0 {
-				if !exists {
-					return cur, engines.Keep, nil
-				}
-				return cur, engines.Delete, nil
-			}
-			next := cur
-			if !exists {
-				next = engines.Entry{Type: t}
-			}
-			next.Object = o
-			return next, engines.Store, nil
+			next, act := dsStore(cur, exists, t, o)
+			return next, act, nil
 		case engines.Delete:
 			if !exists {
 				return cur, engines.Keep, nil
@@ -90,6 +75,44 @@ func dsWriteKey(c *Ctx, k engines.Key, t engines.ValueType, newObj func() engine
 		return cur, act, nil
 	})
 	return err
+}
+
+// dsObject is the object a write of type t works on: the record's, or
+// newObj()'s when the key is missing (nil without newObj). A record of
+// another type is WRONGTYPE.
+func dsObject(cur engines.Entry, exists bool, t engines.ValueType, newObj func() engines.Object) (engines.Object, error) {
+	switch {
+	case exists && !holdsType(cur, t):
+		return nil, errs.ErrWrongType
+	case exists:
+		return cur.Object, nil
+	case newObj != nil:
+		return newObj(), nil
+	}
+	return nil, nil
+}
+
+// holdsType reports whether the record cur holds an object of type t.
+func holdsType(cur engines.Entry, t engines.ValueType) bool {
+	return cur.Type == t && cur.Object != nil
+}
+
+// dsStore is what a write that changed o does with its key: o is stored
+// (in a new record of type t when the key was missing), but an empty
+// collection deletes the key, or is never created: Redis keeps none.
+func dsStore(cur engines.Entry, exists bool, t engines.ValueType, o engines.Object) (engines.Entry, engines.Action) {
+	if o == nil || o.Len() == 0 {
+		if !exists {
+			return cur, engines.Keep
+		}
+		return cur, engines.Delete
+	}
+	next := cur
+	if !exists {
+		next = engines.Entry{Type: t}
+	}
+	next.Object = o
+	return next, engines.Store
 }
 
 // dsRead runs fn on the object of type t at args[i] without changing it;
@@ -104,7 +127,7 @@ func dsReadKey(c *Ctx, k engines.Key, t engines.ValueType, fn func(o engines.Obj
 		if !exists {
 			return cur, engines.Keep, nil
 		}
-		if cur.Type != t || cur.Object == nil {
+		if !holdsType(cur, t) {
 			return cur, engines.Keep, errs.ErrWrongType
 		}
 		found = true

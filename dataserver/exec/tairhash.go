@@ -222,15 +222,11 @@ func exWrite(c *Ctx, fn func(h *ds.ExHash, now int64) (bool, error)) error {
 	}
 	now := c.NowMs()
 	_, err := c.UpdateKey(k, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
-		if exists && (cur.Type != engines.TypeExHash || cur.Object == nil) {
-			return cur, engines.Keep, errs.ErrWrongType
+		o, err := dsObject(cur, exists, engines.TypeExHash, newExHash)
+		if err != nil {
+			return cur, engines.Keep, err
 		}
-		var h *ds.ExHash
-		if exists {
-			h = cur.Object.(*ds.ExHash)
-		} else {
-			h = ds.NewExHash()
-		}
+		h := o.(*ds.ExHash)
 		purged := h.PurgeDue(now)
 		changed, err := fn(h, now)
 		if err != nil {
@@ -239,22 +235,12 @@ func exWrite(c *Ctx, fn func(h *ds.ExHash, now int64) (bool, error)) error {
 		if !changed && purged == 0 {
 			return cur, engines.Keep, nil
 		}
-		if h.Len() == 0 {
-			if exists {
-				return cur, engines.Delete, nil
-			}
-			return cur, engines.Keep, nil
-		}
-		next := cur
-		if !exists {
-			next = engines.Entry{Type: engines.TypeExHash}
-		}
-		next.Object = h
-		if !exists || cur.ExpireAt == h.AutoExpire {
+		next, act := dsStore(cur, exists, engines.TypeExHash, h)
+		if act == engines.Store && (!exists || cur.ExpireAt == h.AutoExpire) {
 			mx := h.MaxExpire()
 			next.ExpireAt, h.AutoExpire = mx, mx
 		}
-		return next, engines.Store, nil
+		return next, act, nil
 	})
 	return err
 }
