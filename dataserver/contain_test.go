@@ -2,6 +2,7 @@ package dataserver
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -254,14 +255,21 @@ func TestCloseWithWedgedLoop(t *testing.T) {
 	a := nodes[0]
 	release := make(chan struct{})
 	defer close(release)
+	var wedged atomic.Bool
 	setTestHook(t, func(point, cmd string) {
 		if point == "run" && cmd == "echo" {
+			wedged.Store(true)
 			<-release
 		}
 	})
 	ca := dial(t, a.Addr())
 	go func() { _, _ = ca.doErr("ECHO", "x") }()
-	time.Sleep(200 * time.Millisecond)
+	testutil.EventuallyErr(t, 5*time.Second, func() error {
+		if !wedged.Load() {
+			return errors.New("the ECHO has not reached the wedging hook")
+		}
+		return nil
+	})
 	start := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- a.Close() }()
