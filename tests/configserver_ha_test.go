@@ -251,11 +251,12 @@ func TestConfigServerEtcdMemberKill(t *testing.T) {
 			}
 			return true
 		}
-		for deadline := time.Now().Add(15 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the served table is not etcd's after 15s: %s", why)
+		testutil.EventuallyErr(t, 15*time.Second, func() error {
+			if ok() {
+				return nil
 			}
-		}
+			return fmt.Errorf("the served table is not etcd's: %s", why)
+		})
 	}
 
 	stop := make(chan struct{})

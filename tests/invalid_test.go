@@ -82,13 +82,12 @@ func TestInvalidReachesPeerCluster(t *testing.T) {
 	}
 	waitGone := func(db int, key string, within time.Duration) {
 		t.Helper()
-		deadline := time.Now().Add(within)
-		for exists(cb, db, key) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s (area %d) still in the peer cluster after %v", key, db, within)
+		testutil.EventuallyErr(t, within, func() error {
+			if exists(cb, db, key) {
+				return fmt.Errorf("%s (area %d) still in the peer cluster", key, db)
 			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 
 	// Both sides, keys over several buckets (the command is split).

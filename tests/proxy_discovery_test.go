@@ -2,12 +2,14 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tairkv/tair/cluster"
 	"github.com/tairkv/tair/internal/testcluster"
+	"github.com/tairkv/tair/internal/testutil"
 )
 
 // Proxies started with only --configserver find each other through it:
@@ -26,17 +28,14 @@ func TestProxiesDiscoverEachOther(t *testing.T) {
 	}
 	waitNodes := func(want int) []string {
 		t.Helper()
-		deadline := time.Now().Add(8 * time.Second)
-		for {
-			got := nodes()
-			if len(got) == want {
-				return got
+		var got []string
+		testutil.EventuallyErr(t, 8*time.Second, func() error {
+			if got = nodes(); len(got) != want {
+				return fmt.Errorf("CLUSTER NODES has %d proxies, want %d:\n%s", len(got), want, strings.Join(got, "\n"))
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("CLUSTER NODES has %d proxies, want %d:\n%s", len(got), want, strings.Join(got, "\n"))
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return nil
+		})
+		return got
 	}
 	got := waitNodes(3)
 	for i, p := range c.Proxies {

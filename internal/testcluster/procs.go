@@ -141,20 +141,17 @@ func (p *Proc) Start() {
 	}
 	p.cmd = cmd
 	p.mu.Unlock()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testutil.EventuallyErr(p.t, 30*time.Second, func() error {
 		resp, err := httpClient.Get("http://" + p.HTTP + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return nil
 			}
+			err = fmt.Errorf("/healthz: %s", resp.Status)
 		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("%s %s did not become healthy; output:\n%s", p.Kind, p.Addr, p.Output())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("%s %s did not become healthy (%v); output:\n%s", p.Kind, p.Addr, err, p.Output())
+	})
 }
 
 // Output returns what the process printed so far.
