@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
@@ -276,5 +275,3 @@ func crc16(b []byte) uint16 {
 	}
 	return crc
 }
-
-var _ = bytes.Equal

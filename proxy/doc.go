@@ -49,7 +49,7 @@
 //
 // # Request path
 //
-// Client connections are served on event loops (loop.go; EventLoops,
+// Client connections are served on event loops (frontend.go; EventLoops,
 // default GOMAXPROCS). A loop parses what a client sent and forwards each
 // plain keyed command of one bucket (authenticated, outside MULTI)
 // itself (or answers a GET from the hot-key cache), on the loop's own pipelined connection to the

@@ -30,12 +30,12 @@ import (
 //
 // Only plain keyed commands of one bucket take that fast path
 // (tryFast). Everything else, and every retry, runs the session's
-// goroutine code (dispatch.go, local.go, multi.go, ...) off the loop:
-// the loop hands a batch of commands to the session's goroutine
-// (runSlow) once the session's forwarded commands are answered, stops
-// reading the session's commands meanwhile, and writes the batch's
-// output when it comes back. So a client's commands still run and
-// answer in order.
+// goroutine code (dispatch.go, retry.go, conncmds.go, multi.go, ...)
+// off the loop (fastpath.go): the loop hands a batch of commands to the
+// session's goroutine (runStash) once the session's forwarded commands
+// are answered, stops reading the session's commands meanwhile, and
+// writes the batch's output when it comes back. So a client's commands
+// still run and answer in order.
 
 // frontEnd is the gnet event handler of a Server.
 type frontEnd struct {

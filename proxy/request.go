@@ -57,7 +57,7 @@ type request struct {
 	fill    bool
 	fillSeq uint64
 
-	// forwarded on an event loop (loop.go)
+	// forwarded on an event loop (fastpath.go)
 	done   bool   // the reply is final: deliver it
 	argBuf []byte // backs args (copied out of the read buffer)
 }

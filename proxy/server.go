@@ -28,7 +28,7 @@ import (
 //
 // # Concurrency
 //
-// Client connections live on event loops (loop.go), one per
+// Client connections live on event loops (frontend.go), one per
 // GOMAXPROCS: a loop reads a client's pipelined commands, forwards the
 // plain keyed ones on its own pipelined dataserver connections and
 // writes the replies in order. Each session has a goroutine for the

@@ -12,7 +12,7 @@ import (
 )
 
 // session is one client connection: its area (SELECT), protocol (HELLO),
-// name, auth state and transaction. Its event loop (loop.go) reads its
+// name, auth state and transaction. Its event loop (fastpath.go) reads its
 // commands and forwards the plain ones; its goroutine (slowLoop) runs
 // the others, one batch at a time, while the loop waits. The two never
 // touch the session at once: the loop hands a batch over only when none
