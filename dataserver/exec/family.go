@@ -139,6 +139,18 @@ func dsReadKey(c *Ctx, k engines.Key, t engines.ValueType, fn func(o engines.Obj
 	return found, err
 }
 
+// cmdLen is LLEN, SCARD, ZCARD and HLEN (in memory): the length of the
+// collection of type t at args[1], 0 when it is missing.
+func cmdLen(c *Ctx, t engines.ValueType) {
+	n := 0
+	_, err := dsRead(c, 1, t, func(o engines.Object) error { n = o.Len(); return nil })
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	c.Int(int64(n))
+}
+
 // removeMembers is HDEL, SREM and ZREM: remove args[2:] from the
 // collection at args[1] and reply how many were there. A write that
 // removed nothing is not propagated.
@@ -340,6 +352,22 @@ func dsScanOpts(c *Ctx, from int) (match []byte, count int, ok bool) {
 		}
 	}
 	return match, count, true
+}
+
+// dsScanOptsIfFound goes on with a SCAN-family command once its key is
+// read: err's reply, or an empty scan for a missing key whatever the
+// options (Redis's order, see dsScanCursor), else the options parsed by
+// dsScanOpts (ok false: the reply is written).
+func dsScanOptsIfFound(c *Ctx, found bool, err error) (match []byte, count int, ok bool) {
+	switch {
+	case err != nil:
+		c.Fail(err)
+		return nil, 0, false
+	case !found:
+		dsReplyScan(c, 0, nil, nil, false)
+		return nil, 0, false
+	}
+	return dsScanOpts(c, 2)
 }
 
 func dsScanHash(s string) uint64 { return xxhash.Sum64String(s)>>2 + 1 }

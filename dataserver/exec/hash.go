@@ -59,27 +59,27 @@ func cmdHSet(c *Ctx, hmset bool) {
 		dsFail(c, err)
 		return
 	}
+	var added int
+	var err error
 	if c.Eng.Persistent() {
-		prefixHSet(c, hmset)
-		return
-	}
-	added := 0
-	err := dsWrite(c, 1, engines.TypeHash, newHash, func(o engines.Object) (engines.Action, error) {
-		h := o.(*ds.Hash)
-		for i := 2; i < len(c.Args); i += 2 {
-			if h.Set(string(c.Args[i]), string(c.Args[i+1])) {
-				added++
-			}
-		}
-		return engines.Store, nil
-	})
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if hmset {
-		c.OK()
+		added, err = prefixHSet(c)
 	} else {
+		err = dsWrite(c, 1, engines.TypeHash, newHash, func(o engines.Object) (engines.Action, error) {
+			h := o.(*ds.Hash)
+			for i := 2; i < len(c.Args); i += 2 {
+				if h.Set(string(c.Args[i]), string(c.Args[i+1])) {
+					added++
+				}
+			}
+			return engines.Store, nil
+		})
+	}
+	switch {
+	case err != nil:
+		c.Fail(err)
+	case hmset:
+		c.OK()
+	default:
 		c.Int(int64(added))
 	}
 }
@@ -89,20 +89,21 @@ func cmdHSetNX(c *Ctx) {
 		dsFail(c, err)
 		return
 	}
+	var set bool
+	var err error
 	if c.Eng.Persistent() {
-		prefixHSetNX(c)
-		return
+		set, err = prefixHSetNX(c)
+	} else {
+		err = dsWrite(c, 1, engines.TypeHash, newHash, func(o engines.Object) (engines.Action, error) {
+			h := o.(*ds.Hash)
+			if _, ok := h.Get(string(c.Args[2])); ok {
+				return engines.Keep, nil
+			}
+			h.Set(string(c.Args[2]), string(c.Args[3]))
+			set = true
+			return engines.Store, nil
+		})
 	}
-	set := false
-	err := dsWrite(c, 1, engines.TypeHash, newHash, func(o engines.Object) (engines.Action, error) {
-		h := o.(*ds.Hash)
-		if _, ok := h.Get(string(c.Args[2])); ok {
-			return engines.Keep, nil
-		}
-		h.Set(string(c.Args[2]), string(c.Args[3]))
-		set = true
-		return engines.Store, nil
-	})
 	replyWrote(c, set, err)
 }
 
@@ -201,7 +202,8 @@ func hashDump(c *Ctx, fields, values bool) {
 
 func cmdHDel(c *Ctx) {
 	if c.Eng.Persistent() {
-		prefixHDel(c)
+		n, err := prefixHDel(c)
+		replyCount(c, n, err)
 		return
 	}
 	removeMembers(c, engines.TypeHash, func(o engines.Object, f string) bool { return o.(*ds.Hash).Delete(f) })
@@ -212,13 +214,7 @@ func cmdHLen(c *Ctx) {
 		prefixHLen(c)
 		return
 	}
-	n := 0
-	_, err := dsRead(c, 1, engines.TypeHash, func(o engines.Object) error { n = o.Len(); return nil })
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	c.Int(int64(n))
+	cmdLen(c, engines.TypeHash)
 }
 
 func cmdHExists(c *Ctx) {
@@ -461,15 +457,7 @@ func cmdHScan(c *Ctx) {
 		return
 	}
 	fs, vs, err := hashPairs(c)
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if len(fs) == 0 { // missing: an empty scan, whatever the options
-		dsReplyScan(c, 0, nil, nil, false)
-		return
-	}
-	match, count, ok := dsScanOpts(c, 2)
+	match, count, ok := dsScanOptsIfFound(c, len(fs) > 0, err)
 	if !ok {
 		return
 	}

@@ -27,7 +27,7 @@ func init() {
 	Register("rpushx", func(c *Ctx) { cmdPush(c, false, true) })
 	Register("lpop", func(c *Ctx) { cmdPop(c, true) })
 	Register("rpop", func(c *Ctx) { cmdPop(c, false) })
-	Register("llen", cmdLLen)
+	Register("llen", func(c *Ctx) { cmdLen(c, engines.TypeList) })
 	Register("lrange", cmdLRange)
 	Register("lindex", cmdLIndex)
 	Register("lset", cmdLSet)
@@ -140,16 +140,6 @@ func cmdPop(c *Ctx, left bool) {
 	for _, v := range out {
 		c.BulkString(v)
 	}
-}
-
-func cmdLLen(c *Ctx) {
-	n := 0
-	_, err := dsRead(c, 1, engines.TypeList, func(o engines.Object) error { n = o.Len(); return nil })
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	c.Int(int64(n))
 }
 
 // listBounds clamps Redis's start/stop (negative from the end) to [0, n);

@@ -180,13 +180,12 @@ func prefixAll(c *Ctx, i int) ([]engines.KV, error) {
 	return c.pkeyFields(c.Key(i))
 }
 
-func prefixHSet(c *Ctx, hmset bool) {
+// prefixHSet is HSET's write: how many fields it added.
+func prefixHSet(c *Ctx) (added int, err error) {
 	if err := prefixCheck(c, 1); err != nil {
-		dsFail(c, err)
-		return
+		return 0, err
 	}
 	k := c.Key(1)
-	added := 0
 	exp := prefixExpire(c, 1)
 	for i := 2; i < len(c.Args); i += 2 {
 		val := c.Args[i+1]
@@ -200,32 +199,26 @@ func prefixHSet(c *Ctx, hmset bool) {
 			return cur, engines.Store, nil
 		})
 		if err != nil {
-			dsFail(c, err)
-			return
+			return added, err
 		}
 	}
-	if hmset {
-		c.OK()
-	} else {
-		c.Int(int64(added))
-	}
+	return added, nil
 }
 
-func prefixHSetNX(c *Ctx) {
+// prefixHSetNX is HSETNX's write: whether it set the field.
+func prefixHSetNX(c *Ctx) (set bool, err error) {
 	if err := prefixCheck(c, 1); err != nil {
-		dsFail(c, err)
-		return
+		return false, err
 	}
-	set := false
 	exp := prefixExpire(c, 1)
-	_, err := c.Eng.PrefixUpdate(c.Key(1), c.Args[2], func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+	_, err = c.Eng.PrefixUpdate(c.Key(1), c.Args[2], func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
 		if exists && !cur.Hidden {
 			return cur, engines.Keep, nil
 		}
 		set = true
 		return engines.Entry{Type: engines.TypeString, Value: append([]byte(nil), c.Args[3]...), ExpireAt: exp}, engines.Store, nil
 	})
-	replyWrote(c, set, err)
+	return set, err
 }
 
 func prefixHMGet(c *Ctx) {
@@ -265,23 +258,20 @@ func prefixHashDump(c *Ctx, fields, values bool) {
 	}
 }
 
-func prefixHDel(c *Ctx) {
+// prefixHDel is HDEL's write: how many fields it removed.
+func prefixHDel(c *Ctx) (n int, err error) {
 	if err := prefixCheck(c, 1); err != nil {
-		dsFail(c, err)
-		return
+		return 0, err
 	}
-	n := 0
-	var err error
 	for _, f := range c.Args[2:] {
-		if err = c.Eng.PrefixRemove(c.Key(1), f, 0); err == nil {
+		err := c.Eng.PrefixRemove(c.Key(1), f, 0)
+		if err == nil {
 			n++
-		} else if errors.Is(err, errs.ErrNotFound) {
-			err = nil
-		} else {
-			break
+		} else if !errors.Is(err, errs.ErrNotFound) {
+			return n, err
 		}
 	}
-	replyCount(c, n, err)
+	return n, nil
 }
 
 func prefixHLen(c *Ctx) {

@@ -15,7 +15,7 @@ func init() {
 	Register("smembers", cmdSMembers)
 	Register("sismember", cmdSIsMember)
 	Register("smismember", cmdSMIsMember)
-	Register("scard", cmdSCard)
+	Register("scard", func(c *Ctx) { cmdLen(c, engines.TypeSet) })
 	Register("spop", cmdSPop)
 	Register("srandmember", cmdSRandMember)
 	Register("smove", cmdSMove)
@@ -123,16 +123,6 @@ func cmdSMIsMember(c *Ctx) {
 	for _, b := range res {
 		c.Int(boolInt(b))
 	}
-}
-
-func cmdSCard(c *Ctx) {
-	n := 0
-	_, err := dsRead(c, 1, engines.TypeSet, func(o engines.Object) error { n = o.Len(); return nil })
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	c.Int(int64(n))
 }
 
 // cmdSPop pops random members and propagates SREM of the chosen ones.
@@ -451,15 +441,7 @@ func cmdSScan(c *Ctx) {
 		return
 	}
 	ms, found, err := setMembers(c, c.Key(1))
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if !found {
-		dsReplyScan(c, 0, nil, nil, false)
-		return
-	}
-	match, count, ok := dsScanOpts(c, 2)
+	match, count, ok := dsScanOptsIfFound(c, found, err)
 	if !ok {
 		return
 	}

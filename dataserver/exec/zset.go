@@ -21,7 +21,7 @@ func init() {
 	Register("zincrby", cmdZIncrBy)
 	Register("zscore", cmdZScore)
 	Register("zmscore", cmdZMScore)
-	Register("zcard", cmdZCard)
+	Register("zcard", func(c *Ctx) { cmdLen(c, engines.TypeZSet) })
 	Register("zcount", func(c *Ctx) { zcount(c, false) })
 	Register("zlexcount", func(c *Ctx) { zcount(c, true) })
 	Register("zrange", func(c *Ctx) { zrange(c, zrAuto, false, false, false) })
@@ -301,16 +301,6 @@ func cmdZMScore(c *Ctx) {
 			c.Null()
 		}
 	}
-}
-
-func cmdZCard(c *Ctx) {
-	n := 0
-	_, err := dsRead(c, 1, engines.TypeZSet, func(o engines.Object) error { n = o.Len(); return nil })
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	c.Int(int64(n))
 }
 
 // parseScoreRange parses ZRANGEBYSCORE's min and max ("(" exclusive,
@@ -1102,15 +1092,7 @@ func cmdZScan(c *Ctx) {
 		items = zsetItems(o.(*ds.ZSet))
 		return nil
 	})
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if !found {
-		dsReplyScan(c, 0, nil, nil, false)
-		return
-	}
-	match, count, ok := dsScanOpts(c, 2)
+	match, count, ok := dsScanOptsIfFound(c, found, err)
 	if !ok {
 		return
 	}
