@@ -190,8 +190,7 @@ func popFromFirstKey[T any](c *Ctx, keys []int, pop func(k engines.Key) ([]T, er
 			return
 		}
 	}
-	c.NoPropagate()
-	c.NullArray()
+	replyNothingPopped(c, true)
 }
 
 // storeObject replaces args[i] (whatever it held) with mk()'s object, or
@@ -428,10 +427,7 @@ func dsReplyScan(c *Ctx, next uint64, items []string, match []byte, pairs bool) 
 	c.Out = append(c.Out, '\r', '\n')
 	c.Out = strconv.AppendUint(c.Out, next, 10)
 	c.Out = append(c.Out, '\r', '\n')
-	c.Array(len(items))
-	for _, s := range items {
-		c.BulkString(s)
-	}
+	replyStrings(c, items)
 }
 
 // ---- HRANDFIELD, SRANDMEMBER, ZRANDMEMBER ----
@@ -536,17 +532,52 @@ func replyChanged(c *Ctx, changed bool, n int64, err error) bool {
 	return changed
 }
 
+// replyBulkOrNull answers a read of one element (HGET, LINDEX ...): err's
+// reply, else v, or a null when there is none (ok false).
+func replyBulkOrNull(c *Ctx, v string, ok bool, err error) {
+	switch {
+	case err != nil:
+		c.Fail(err)
+	case !ok:
+		c.Null()
+	default:
+		c.BulkString(v)
+	}
+}
+
+// replyOne answers a pop or a pick without a count (SPOP, SRANDMEMBER):
+// the one element of ss, or a null when there is none.
+func replyOne(c *Ctx, ss []string) {
+	if len(ss) == 0 {
+		c.Null()
+		return
+	}
+	c.BulkString(ss[0])
+}
+
+// replyStrings answers an array of elements.
+func replyStrings(c *Ctx, ss []string) {
+	c.Array(len(ss))
+	for _, s := range ss {
+		c.BulkString(s)
+	}
+}
+
+// replyNothingPopped answers a pop or a move that found nothing to take:
+// Redis's null, or its null array for the commands that answer arrays
+// (and the blocking ones, whose timeout it is). Nothing is propagated.
+func replyNothingPopped(c *Ctx, array bool) {
+	c.NoPropagate()
+	if array {
+		c.NullArray()
+	} else {
+		c.Null()
+	}
+}
+
 func boolInt(b bool) int64 {
 	if b {
 		return 1
 	}
 	return 0
-}
-
-func appendBulkStr(b []byte, s string) []byte {
-	b = append(b, '$')
-	b = strconv.AppendInt(b, int64(len(s)), 10)
-	b = append(b, '\r', '\n')
-	b = append(b, s...)
-	return append(b, '\r', '\n')
 }

@@ -123,14 +123,7 @@ func hashField(c *Ctx) (string, bool, error) {
 
 func cmdHGet(c *Ctx) {
 	v, ok, err := hashField(c)
-	switch {
-	case err != nil:
-		c.Fail(err)
-	case !ok:
-		c.Null()
-	default:
-		c.BulkString(v)
-	}
+	replyBulkOrNull(c, v, ok, err)
 }
 
 func cmdHMGet(c *Ctx) {
@@ -181,10 +174,10 @@ func hashDump(c *Ctx, fields, values bool) {
 		header(h.Len())
 		h.Range(func(f, v string) bool {
 			if fields {
-				c.Out = appendBulkStr(c.Out, f)
+				c.BulkString(f)
 			}
 			if values {
-				c.Out = appendBulkStr(c.Out, v)
+				c.BulkString(v)
 			}
 			return true
 		})
@@ -385,15 +378,7 @@ func cmdHRandField(c *Ctx) {
 			f, _, found = o.(*ds.Hash).Random()
 			return nil
 		})
-		if err != nil {
-			dsFail(c, err)
-			return
-		}
-		if !found {
-			c.Null()
-			return
-		}
-		c.BulkString(f)
+		replyBulkOrNull(c, f, found, err)
 		return
 	}
 	fs, vs, err := hashPairs(c)

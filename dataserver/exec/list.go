@@ -116,30 +116,21 @@ func cmdPop(c *Ctx, left bool) {
 		return
 	}
 	out, found, err := listPop(c, c.Key(1), left, int(min(count, 1<<31)))
-	if err != nil {
-		dsFail(c, err)
+	switch {
+	case err != nil:
+		c.Fail(err)
 		return
-	}
-	if !found {
-		c.NoPropagate()
-		if hasCount {
-			c.NullArray()
-		} else {
-			c.Null()
-		}
+	case !found:
+		replyNothingPopped(c, hasCount)
 		return
-	}
-	if len(out) == 0 {
+	case len(out) == 0:
 		c.NoPropagate()
 	}
 	if !hasCount {
 		c.BulkString(out[0])
 		return
 	}
-	c.Array(len(out))
-	for _, v := range out {
-		c.BulkString(v)
-	}
+	replyStrings(c, out)
 }
 
 // listBounds clamps Redis's start/stop (negative from the end) to [0, n);
@@ -165,11 +156,7 @@ func listBounds(start, stop int64, n int) (int, int, bool) {
 }
 
 func cmdLRange(c *Ctx) {
-	start, ok := c.IntArg(2)
-	if !ok {
-		return
-	}
-	stop, ok := c.IntArg(3)
+	start, stop, ok := c.twoIntArgs(2)
 	if !ok {
 		return
 	}
@@ -184,7 +171,7 @@ func cmdLRange(c *Ctx) {
 			return nil
 		}
 		c.Array(e - s + 1)
-		l.Range(s, e, func(_ int, v string) bool { c.Out = appendBulkStr(c.Out, v); return true })
+		l.Range(s, e, func(_ int, v string) bool { c.BulkString(v); return true })
 		return nil
 	})
 	if err != nil {
@@ -216,15 +203,7 @@ func cmdLIndex(c *Ctx) {
 		}
 		return nil
 	})
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if !found {
-		c.Null()
-		return
-	}
-	c.BulkString(v)
+	replyBulkOrNull(c, v, found, err)
 }
 
 func cmdLSet(c *Ctx) {
@@ -353,11 +332,7 @@ func cmdLRem(c *Ctx) {
 }
 
 func cmdLTrim(c *Ctx) {
-	start, ok := c.IntArg(2)
-	if !ok {
-		return
-	}
-	stop, ok := c.IntArg(3)
+	start, stop, ok := c.twoIntArgs(2)
 	if !ok {
 		return
 	}
@@ -506,7 +481,7 @@ func parseWhere(c *Ctx, i int) (left, ok bool) {
 // missing).
 func listMove(c *Ctx, fromLeft, toLeft bool) (string, bool, error) {
 	if !c.SameBucket(1, 2) {
-		return "", false, errAlreadyReplied
+		return "", false, errReplied
 	}
 	src, dst := c.Key(1), c.Key(2)
 	if string(src.Key) == string(dst.Key) {
@@ -556,27 +531,15 @@ func listMove(c *Ctx, fromLeft, toLeft bool) (string, bool, error) {
 	return out[0], err == nil, err
 }
 
-// errAlreadyReplied tells a caller that the reply is already written.
-var errAlreadyReplied = errs.New(errs.InvalidArgument, "reply written")
-
 func replyMove(c *Ctx, v string, ok bool, err error, nullArray bool) {
-	if err == errAlreadyReplied {
-		return
+	switch {
+	case err != nil:
+		c.Fail(err) // nothing more when listMove replied (errReplied)
+	case !ok:
+		replyNothingPopped(c, nullArray)
+	default:
+		c.BulkString(v)
 	}
-	if err != nil {
-		dsFail(c, err)
-		return
-	}
-	if !ok {
-		c.NoPropagate()
-		if nullArray {
-			c.NullArray()
-		} else {
-			c.Null()
-		}
-		return
-	}
-	c.BulkString(v)
 }
 
 func cmdLMove(c *Ctx) {
@@ -751,10 +714,7 @@ func cmdLMPop(c *Ctx, nk int, blocking bool) {
 		c.Propagate(listPopName(left), c.Args[i], []byte(strconv.Itoa(len(out))))
 		c.Array(2)
 		c.Bulk(c.Args[i])
-		c.Array(len(out))
-		for _, v := range out {
-			c.BulkString(v)
-		}
+		replyStrings(c, out)
 	})
 }
 

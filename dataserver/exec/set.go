@@ -78,7 +78,7 @@ func cmdSMembers(c *Ctx) {
 	found, err := dsRead(c, 1, engines.TypeSet, func(o engines.Object) error {
 		s := o.(*ds.Set)
 		c.Set(s.Len())
-		s.Range(func(m string) bool { c.Out = appendBulkStr(c.Out, m); return true })
+		s.Range(func(m string) bool { c.BulkString(m); return true })
 		return nil
 	})
 	if err != nil {
@@ -163,11 +163,7 @@ func cmdSPop(c *Ctx) {
 		c.propagateCmd(prop)
 	}
 	if !hasCount {
-		if len(popped) == 0 {
-			c.Null()
-		} else {
-			c.BulkString(popped[0])
-		}
+		replyOne(c, popped)
 		return
 	}
 	replySet(c, popped)
@@ -208,17 +204,10 @@ func cmdSRandMember(c *Ctx) {
 		return
 	}
 	if !hasCount {
-		if len(picked) == 0 {
-			c.Null()
-		} else {
-			c.BulkString(picked[0])
-		}
+		replyOne(c, picked)
 		return
 	}
-	c.Array(len(picked))
-	for _, m := range picked {
-		c.BulkString(m)
-	}
+	replyStrings(c, picked)
 }
 
 func cmdSMove(c *Ctx) {

@@ -662,11 +662,7 @@ func cmdStrlen(c *Ctx) {
 }
 
 func cmdGetRange(c *Ctx) {
-	start, ok := c.IntArg(2)
-	if !ok {
-		return
-	}
-	end, ok := c.IntArg(3)
+	start, end, ok := c.twoIntArgs(2)
 	if !ok {
 		return
 	}

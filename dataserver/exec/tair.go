@@ -410,11 +410,7 @@ func cmdTairItemAdd(c *Ctx) {
 
 // TAIR.ITEMGET / ITEMDEL / ITEMGETDEL key offset count.
 func tairItemRange(c *Ctx, del, get bool) {
-	off, ok := c.IntArg(2)
-	if !ok {
-		return
-	}
-	cnt, ok := c.IntArg(3)
+	off, cnt, ok := c.twoIntArgs(2)
 	if !ok {
 		return
 	}

@@ -27,13 +27,15 @@ package exec
 // TairHash itself does for EXHINCRBYFLOAT.
 
 import (
-	"github.com/tairkv/tair/internal/glob"
+	"cmp"
 	"math/big"
 	"strconv"
 
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/engines/ds"
 	"github.com/tairkv/tair/internal/errs"
+	"github.com/tairkv/tair/internal/glob"
+	"github.com/tairkv/tair/resp"
 )
 
 func init() {
@@ -441,39 +443,23 @@ func exhIncr(c *Ctx, float bool) {
 		return
 	}
 	var minI, maxI int64
-	var minF, maxF *big.Float
+	var minF, maxF *big.Float // nil: not given
+	var parsed, ordered bool
 	if float {
-		var ok1, ok2 = true, true
-		if o.minP != nil {
-			minF, ok1 = ParseLongDouble(o.minP)
-		}
-		if o.maxP != nil {
-			maxF, ok2 = ParseLongDouble(o.maxP)
-		}
-		if !ok1 || !ok2 {
-			c.Error(errTextExFloatMinMax)
-			return
-		}
-		if minF != nil && maxF != nil && maxF.Cmp(minF) < 0 {
-			c.Error(errTextExMinMax)
-			return
-		}
+		minF, maxF, parsed, ordered = parseBounds(o.minP, o.maxP, ParseLongDouble, (*big.Float).Cmp)
 	} else {
-		var ok1, ok2 = true, true
-		if o.minP != nil {
-			minI, ok1 = ParseInt(o.minP)
-		}
-		if o.maxP != nil {
-			maxI, ok2 = ParseInt(o.maxP)
-		}
-		if !ok1 || !ok2 {
-			c.Error(errTextExIntMinMax)
-			return
-		}
-		if o.minP != nil && o.maxP != nil && maxI < minI {
-			c.Error(errTextExMinMax)
-			return
-		}
+		minI, maxI, parsed, ordered = parseBounds(o.minP, o.maxP, ParseInt, cmp.Compare[int64])
+	}
+	switch {
+	case !parsed && float:
+		c.Error(errTextExFloatMinMax)
+		return
+	case !parsed:
+		c.Error(errTextExIntMinMax)
+		return
+	case !ordered:
+		c.Error(errTextExMinMax)
+		return
 	}
 	field := string(c.Args[2])
 	var nf ds.ExField
@@ -745,11 +731,11 @@ func exhDump(c *Ctx, fields, values bool) {
 	_, err := exRead(c, func(h *ds.ExHash, now int64) {
 		h.Range(now, func(k string, f *ds.ExField) bool {
 			if fields {
-				body = appendBulkStr(body, k)
+				body = resp.AppendBulkString(body, k)
 				n++
 			}
 			if values {
-				body = appendBulkStr(body, f.Value)
+				body = resp.AppendBulkString(body, f.Value)
 				n++
 			}
 			return true
@@ -818,10 +804,7 @@ func cmdExHScan(c *Ctx) {
 	}
 	c.Array(2)
 	c.Int(int64(next))
-	c.Array(len(items))
-	for _, s := range items {
-		c.BulkString(s)
-	}
+	replyStrings(c, items)
 }
 
 // maxFieldExpireAt bounds a field's expiry (unix ms, about 146 million

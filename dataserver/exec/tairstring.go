@@ -232,21 +232,30 @@ func (a *tsArgs) staleVersion(cur engines.Entry) bool {
 // when not given; one that does not parse, or MAX below MIN, is
 // tsErrMinMax (errText).
 func tsBounds[T any](a *tsArgs, parse func([]byte) (T, bool), compare func(x, y T) int) (lo, hi T, errText string) {
-	var ok bool
-	if a.min != nil {
-		if lo, ok = parse(a.min); !ok {
-			return lo, hi, tsErrMinMax
-		}
-	}
-	if a.max != nil {
-		if hi, ok = parse(a.max); !ok {
-			return lo, hi, tsErrMinMax
-		}
-	}
-	if a.min != nil && a.max != nil && compare(hi, lo) < 0 {
+	lo, hi, parsed, ordered := parseBounds(a.min, a.max, parse, compare)
+	if !parsed || !ordered {
 		return lo, hi, tsErrMinMax
 	}
 	return lo, hi, ""
+}
+
+// parseBounds parses the MIN and MAX of the bounded increments of
+// TairString and TairHash (EXINCRBY[FLOAT], EXHINCRBY[FLOAT]) with parse,
+// zero when not given (nil: none). parsed is false when one does not
+// parse, ordered false when MAX is below MIN; each family has its own
+// error texts for them.
+func parseBounds[T any](minArg, maxArg []byte, parse func([]byte) (T, bool), compare func(x, y T) int) (lo, hi T, parsed, ordered bool) {
+	okLo, okHi := true, true
+	if minArg != nil {
+		lo, okLo = parse(minArg)
+	}
+	if maxArg != nil {
+		hi, okHi = parse(maxArg)
+	}
+	if !okLo || !okHi {
+		return lo, hi, false, false
+	}
+	return lo, hi, true, minArg == nil || maxArg == nil || compare(hi, lo) >= 0
 }
 
 // skips reports whether NX (the key exists) or XX (it does not) leaves

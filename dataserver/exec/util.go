@@ -113,6 +113,15 @@ func (c *Ctx) IntArg(i int) (int64, bool) {
 	return v, ok
 }
 
+// twoIntArgs is IntArg of args[i] and args[i+1] (a range's start and
+// stop, an offset and a count), the first checked first.
+func (c *Ctx) twoIntArgs(i int) (a, b int64, ok bool) {
+	if a, ok = c.IntArg(i); ok {
+		b, ok = c.IntArg(i + 1)
+	}
+	return a, b, ok
+}
+
 // ParseFloat parses b as Redis's string2d does (strtod, no spaces, no NaN).
 func ParseFloat(b []byte) (float64, bool) {
 	if len(b) == 0 || isSpace(b[0]) {

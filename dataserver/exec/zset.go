@@ -598,11 +598,7 @@ func zremrange(c *Ctx, kind zrangeKind) {
 	q := &zrangeSpec{kind: kind, limit: -1}
 	switch kind {
 	case zrRank:
-		s, ok := c.IntArg(2)
-		if !ok {
-			return
-		}
-		e, ok := c.IntArg(3)
+		s, e, ok := c.twoIntArgs(2)
 		if !ok {
 			return
 		}
