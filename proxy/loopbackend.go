@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
-
-	"github.com/tairkv/tair/resp"
 )
 
 // An event loop's own pipelined connections to the dataservers
@@ -17,20 +15,20 @@ import (
 // loop round, read on the loop.
 
 // loopBackend is an event loop's pipelined connection to one
-// dataserver: requests are encoded into out and written once per loop
-// round; replies complete the in-flight FIFO's head in order.
+// dataserver: requests are encoded into its pipeline's out and written
+// once per loop round; replies complete the pipeline's head in order.
 type loopBackend struct {
-	ls     *loopState
-	n      *node
-	c      gnet.Conn // nil while connecting
-	out    []byte
-	flight []*request
-	head   int
-	sent   int // flight[:sent] went to the socket; the rest is in out
-	need   int // bytes the partial reply at the head needs at least
-	dirty  bool
-	dead   bool
+	pipeline
+	ls    *loopState
+	n     *node
+	c     gnet.Conn // nil while connecting
+	dirty bool
+	dead  bool
 }
+
+// onLoopReply hands a forwarded request's reply (or failure) to its
+// session, on the loop.
+func onLoopReply(r *request) { r.ss.onReply(r) }
 
 // backend returns the loop's connection to n, connecting when there is
 // none; nil while connecting to n fails (the goroutine path retries).
@@ -42,6 +40,7 @@ func (ls *loopState) backend(n *node) *loopBackend {
 		return nil
 	}
 	lb := &loopBackend{ls: ls, n: n}
+	lb.done = onLoopReply
 	ls.backends[n] = lb
 	s := ls.fe.s
 	s.wg.Add(1)
@@ -88,7 +87,7 @@ func (lb *loopBackend) opened(c gnet.Conn) {
 
 func (lb *loopBackend) send(r *request, rt *routing, slave bool) {
 	lb.out = wrap(lb.out, rt, slave, r)
-	lb.flight = append(lb.flight, r)
+	lb.add(r)
 	if !lb.dirty {
 		lb.dirty = true
 		lb.ls.dirty = append(lb.ls.dirty, lb)
@@ -100,55 +99,32 @@ func (lb *loopBackend) write() {
 	if lb.c == nil || lb.dead || len(lb.out) == 0 {
 		return
 	}
-	_, _ = lb.c.Write(lb.out)
-	lb.sent = len(lb.flight)
-	if cap(lb.out) > 1<<20 {
-		lb.out = nil
-	} else {
-		lb.out = lb.out[:0]
-	}
+	b := lb.take()
+	// A Write that fails closes the connection at once (closed, fail):
+	// its requests never reached the socket. The ones it took (or
+	// buffered) are handed.
+	_, _ = lb.c.Write(b)
+	lb.handed()
+	lb.recycle(b)
 }
-
-var backendLimits = resp.Limits{}
 
 func (lb *loopBackend) onTraffic() {
 	buf, _ := lb.c.Peek(-1)
 	if len(buf) < lb.need {
 		return
 	}
-	lb.need = 0
-	off := 0
-	for off < len(buf) {
-		n, need, err := resp.ScanReply(buf[off:], backendLimits)
-		if errors.Is(err, resp.ErrIncomplete) {
-			lb.need = len(buf) - off + need
-			break
-		}
-		if err != nil || lb.head == len(lb.flight) {
-			if err == nil {
-				err = errors.New("reply without a request")
-			}
-			lb.ls.fe.s.m.backendErrors.WithLabelValues("read").Inc()
-			_, _ = lb.c.Discard(-1)
-			lb.fail(fmt.Errorf("%w: %s: %v", errBackendClosed, lb.n.addr, err), true)
-			return
-		}
-		r := lb.flight[lb.head]
-		lb.flight[lb.head] = nil
-		lb.head++
-		r.reply = append(r.reply[:0], buf[off:off+n]...)
-		r.err = nil
-		off += n
-		r.ss.onReply(r)
+	off, err := lb.scan(buf)
+	if err != nil {
+		lb.ls.fe.s.m.backendErrors.WithLabelValues("read").Inc()
+		_, _ = lb.c.Discard(-1)
+		lb.fail(fmt.Errorf("%w: %s: %v", errBackendClosed, lb.n.addr, err), true)
+		return
 	}
 	if off > 0 {
 		// gnet's Discard(0) discards everything: a reply longer than
 		// one read (64 KiB) lost its first part and the connection
 		// stalled until the request timed out.
 		_, _ = lb.c.Discard(off)
-	}
-	if lb.head == len(lb.flight) {
-		lb.flight, lb.head, lb.sent = lb.flight[:0], 0, 0
 	}
 	lb.ls.flushSessions()
 }
@@ -170,10 +146,9 @@ func (lb *loopBackend) closed(err error) {
 	lb.fail(fmt.Errorf("%w: %s: %v", errBackendClosed, lb.n.addr, err), true)
 }
 
-// fail ends the connection: every request in flight fails with err and
-// the next request for the node connects again. Requests handed to the
-// socket may have reached the dataserver when written is set; those
-// still in out never did (classify retries them whatever they are).
+// fail ends the connection: every request in flight fails with err
+// (pipeline.fail says which count as written) and the next request for
+// the node connects again.
 func (lb *loopBackend) fail(err error, written bool) {
 	if lb.dead {
 		return
@@ -185,13 +160,6 @@ func (lb *loopBackend) fail(err error, written bool) {
 	if lb.c != nil {
 		_ = lb.c.Close()
 	}
-	lb.out = nil
-	rs, sent := lb.flight[lb.head:], lb.sent-lb.head
-	lb.flight, lb.head, lb.sent = nil, 0, 0
-	for i, r := range rs {
-		r.err, r.written = err, written && i < sent
-		r.reply = r.reply[:0]
-		r.ss.onReply(r)
-	}
+	lb.pipeline.fail(err, written)
 	lb.ls.flushSessions()
 }
