@@ -283,9 +283,7 @@ func popCount(c *Ctx) (count int64, hasCount, ok bool) {
 	return n, true, true
 }
 
-// dsSameBucket checks that args[from:to] are all in one bucket.
-func dsSameBucket(c *Ctx, idx ...int) bool { return c.SameBucket(idx...) }
-
+// dsRange is the argument indexes from..to-1 (a multi-key command's keys).
 func dsRange(from, to int) []int {
 	out := make([]int, 0, to-from)
 	for i := from; i < to; i++ {
@@ -295,16 +293,6 @@ func dsRange(from, to int) []int {
 }
 
 // ---- SCAN (see the file comment) ----
-
-// dsScanArgs parses "cursor [MATCH pattern] [COUNT n]" at args[from:].
-func dsScanArgs(c *Ctx, from int) (cursor uint64, match []byte, count int, ok bool) {
-	cursor, ok = dsScanCursor(c, from)
-	if !ok {
-		return 0, nil, 0, false
-	}
-	match, count, ok = dsScanOpts(c, from)
-	return cursor, match, count, ok
-}
 
 // dsScanCursor parses the cursor at args[from]. Redis's HSCAN, SSCAN and
 // ZSCAN parse it first, then look the key up (a missing key is an empty
@@ -495,8 +483,6 @@ func dsRandPick(names []string, count int64) []string {
 }
 
 // ---- replies ----
-
-func dsFail(c *Ctx, err error) { c.Fail(err) }
 
 // The replies that end a write which may have changed nothing (SADD of
 // members already there, HSETNX of a field that exists, TAIR.DELV of

@@ -56,7 +56,7 @@ func cmdHSet(c *Ctx, hmset bool) {
 		return
 	}
 	if err := dsCheckValues(c, 3, 2); err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	var added int
@@ -86,7 +86,7 @@ func cmdHSet(c *Ctx, hmset bool) {
 
 func cmdHSetNX(c *Ctx) {
 	if err := dsCheckValues(c, 3, 1); err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	var set bool
@@ -142,7 +142,7 @@ func cmdHMGet(c *Ctx) {
 		return nil
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.Array(len(vals))
@@ -185,7 +185,7 @@ func hashDump(c *Ctx, fields, values bool) {
 	})
 	if err != nil {
 		c.Out = c.Out[:start]
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if !found {
@@ -213,7 +213,7 @@ func cmdHLen(c *Ctx) {
 func cmdHExists(c *Ctx) {
 	_, ok, err := hashField(c)
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if ok {
@@ -226,7 +226,7 @@ func cmdHExists(c *Ctx) {
 func cmdHStrLen(c *Ctx) {
 	v, _, err := hashField(c)
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.Int(int64(len(v)))
@@ -261,7 +261,7 @@ func cmdHIncrBy(c *Ctx) {
 		return strconv.FormatInt(n, 10), err
 	}
 	if err := hashModify(c, field, fn); err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.Int(res)
@@ -295,7 +295,7 @@ func cmdHIncrByFloat(c *Ctx) {
 		return string(res), nil
 	}
 	if err := hashModify(c, c.Args[2], fn); err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.Propagate([]byte("HSET"), c.Args[1], c.Args[2], res)
@@ -383,7 +383,7 @@ func cmdHRandField(c *Ctx) {
 	}
 	fs, vs, err := hashPairs(c)
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if !hasCount {

@@ -49,7 +49,7 @@ func newList() engines.Object { return ds.NewList() }
 
 func cmdPush(c *Ctx, left, onlyExisting bool) {
 	if err := dsCheckValues(c, 2, 1); err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	mk := newList
@@ -176,7 +176,7 @@ func cmdLRange(c *Ctx) {
 	})
 	if err != nil {
 		c.Out = c.Out[:start0]
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if !found {
@@ -208,7 +208,7 @@ func cmdLIndex(c *Ctx) {
 
 func cmdLSet(c *Ctx) {
 	if err := dsCheckValues(c, 3, 1); err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	err := dsWrite(c, 1, engines.TypeList, nil, func(o engines.Object) (engines.Action, error) {
@@ -232,7 +232,7 @@ func cmdLSet(c *Ctx) {
 		return engines.Store, nil
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.OK()
@@ -249,7 +249,7 @@ func cmdLInsert(c *Ctx) {
 		return
 	}
 	if err := dsCheckValues(c, 4, 1); err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	pivot := string(c.Args[3])
@@ -279,7 +279,7 @@ func cmdLInsert(c *Ctx) {
 		return engines.Store, nil
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if res <= 0 {
@@ -355,7 +355,7 @@ func cmdLTrim(c *Ctx) {
 		return engines.Store, nil
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if !changed {
@@ -448,7 +448,7 @@ func cmdLPos(c *Ctx) {
 		return nil
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if count < 0 {
@@ -845,7 +845,7 @@ func cmdSort(c *Ctx, readonly bool) {
 		err = errs.ErrWrongType
 	}
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if isSet && dontsort && storeAt > 0 {
@@ -949,7 +949,7 @@ func cmdSort(c *Ctx, readonly bool) {
 		return l
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.Int(int64(len(outs)))

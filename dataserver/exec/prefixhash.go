@@ -223,7 +223,7 @@ func prefixHSetNX(c *Ctx) (set bool, err error) {
 
 func prefixHMGet(c *Ctx) {
 	if err := prefixCheck(c, 1); err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.Array(len(c.Args) - 2)
@@ -240,7 +240,7 @@ func prefixHMGet(c *Ctx) {
 func prefixHashDump(c *Ctx, fields, values bool) {
 	kvs, err := prefixAll(c, 1)
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if fields && values {
@@ -277,7 +277,7 @@ func prefixHDel(c *Ctx) (n int, err error) {
 func prefixHLen(c *Ctx) {
 	kvs, err := prefixAll(c, 1)
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.Int(int64(len(kvs)))

@@ -33,7 +33,7 @@ func newSet() engines.Object { return ds.NewSet() }
 
 func cmdSAdd(c *Ctx) {
 	if err := dsCheckValues(c, 2, 1); err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	added := 0
@@ -83,7 +83,7 @@ func cmdSMembers(c *Ctx) {
 	})
 	if err != nil {
 		c.Out = c.Out[:start]
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if !found {
@@ -107,7 +107,7 @@ func setHas(c *Ctx, from int) ([]bool, error) {
 func cmdSIsMember(c *Ctx) {
 	res, err := setHas(c, 2)
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.Int(boolInt(res[0]))
@@ -116,7 +116,7 @@ func cmdSIsMember(c *Ctx) {
 func cmdSMIsMember(c *Ctx) {
 	res, err := setHas(c, 2)
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.Array(len(res))
@@ -149,7 +149,7 @@ func cmdSPop(c *Ctx) {
 		return engines.Store, nil
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if len(popped) == 0 {
@@ -200,7 +200,7 @@ func cmdSRandMember(c *Ctx) {
 		return nil
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if !hasCount {
@@ -215,7 +215,7 @@ func cmdSMove(c *Ctx) {
 		return
 	}
 	if err := dsCheckValues(c, 3, 1); err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	src, dst := c.Key(1), c.Key(2)
@@ -227,7 +227,7 @@ func cmdSMove(c *Ctx) {
 		_, err = dsReadKey(c, dst, engines.TypeSet, func(engines.Object) error { return nil })
 	}
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if !found {
@@ -238,7 +238,7 @@ func cmdSMove(c *Ctx) {
 	if string(src.Key) == string(dst.Key) {
 		res, err := setHas(c, 3)
 		if err != nil {
-			dsFail(c, err)
+			c.Fail(err)
 			return
 		}
 		c.NoPropagate()
@@ -361,7 +361,7 @@ func setOp(c *Ctx, op setOpKind, store bool) {
 	}
 	res, err := setCompute(c, idx, op, 0)
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if !store {
@@ -375,7 +375,7 @@ func setOp(c *Ctx, op setOpKind, store bool) {
 		}
 		return s
 	}); err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.Int(int64(len(res)))
@@ -418,7 +418,7 @@ func cmdSInterCard(c *Ctx) {
 	}
 	res, err := setCompute(c, idx, opInter, int(min(limit, 1<<31)))
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.Int(int64(len(res)))

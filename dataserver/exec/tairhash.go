@@ -273,7 +273,7 @@ func cmdExHSet(c *Ctx) {
 		return
 	}
 	if err := dsCheckValues(c, 3, len(c.Args)); err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	field := string(c.Args[2])
@@ -296,7 +296,7 @@ func cmdExHSet(c *Ctx) {
 		return true, nil
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if res < 0 {
@@ -309,7 +309,7 @@ func cmdExHSet(c *Ctx) {
 
 func cmdExHSetNX(c *Ctx) {
 	if err := dsCheckValues(c, 3, len(c.Args)); err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	set := false
@@ -330,7 +330,7 @@ func cmdExHMSet(c *Ctx) {
 		return
 	}
 	if err := dsCheckValues(c, 3, 2); err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	err := exWrite(c, func(h *ds.ExHash, now int64) (bool, error) {
@@ -345,7 +345,7 @@ func cmdExHMSet(c *Ctx) {
 		return true, nil
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.OK()
@@ -366,7 +366,7 @@ func exField(c *Ctx, field []byte) (*ds.ExField, bool, error) {
 func cmdExHGet(c *Ctx) {
 	f, _, err := exField(c, c.Args[2])
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if f == nil {
@@ -379,7 +379,7 @@ func cmdExHGet(c *Ctx) {
 func cmdExHGetWithVer(c *Ctx) {
 	f, _, err := exField(c, c.Args[2])
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if f == nil {
@@ -402,7 +402,7 @@ func exhMGet(c *Ctx, withVer bool) {
 		}
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.Array(len(fs))
@@ -506,7 +506,7 @@ func exhIncr(c *Ctx, float bool) {
 		return true, nil
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	propExSet(c, c.Args[2], nf)
@@ -559,7 +559,7 @@ func exhExpire(c *Ctx, unit int64, relative bool) {
 		return true, nil
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	switch {
@@ -576,7 +576,7 @@ func exhExpire(c *Ctx, unit int64, relative bool) {
 func exhTTL(c *Ctx, seconds bool) {
 	f, found, err := exField(c, c.Args[2])
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	switch {
@@ -598,7 +598,7 @@ func exhTTL(c *Ctx, seconds bool) {
 func cmdExHVer(c *Ctx) {
 	f, found, err := exField(c, c.Args[2])
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	switch {
@@ -695,7 +695,7 @@ func cmdExHLen(c *Ctx) {
 		}
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.Int(int64(n))
@@ -704,7 +704,7 @@ func cmdExHLen(c *Ctx) {
 func cmdExHExists(c *Ctx) {
 	f, _, err := exField(c, c.Args[2])
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.Int(boolInt(f != nil))
@@ -713,7 +713,7 @@ func cmdExHExists(c *Ctx) {
 func cmdExHStrLen(c *Ctx) {
 	f, _, err := exField(c, c.Args[2])
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if f == nil {
@@ -742,7 +742,7 @@ func exhDump(c *Ctx, fields, values bool) {
 		})
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.Array(n)
@@ -792,7 +792,7 @@ func cmdExHScan(c *Ctx) {
 			return true
 		})
 	}); err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	picked, next := dsScan(names, cursor, int(min(count, 1<<30)))

@@ -178,7 +178,7 @@ pairs:
 		scores[j] = s
 	}
 	if err := dsCheckValues(c, i+1, 2); err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	var added, updated, processed int
@@ -214,7 +214,7 @@ pairs:
 		return engines.Store, nil
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if added+updated == 0 {
@@ -241,7 +241,7 @@ func cmdZIncrBy(c *Ctx) {
 		return
 	}
 	if err := dsCheckValues(c, 3, 1); err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	var res float64
@@ -254,7 +254,7 @@ func cmdZIncrBy(c *Ctx) {
 		return engines.Store, nil
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.Double(res)
@@ -268,7 +268,7 @@ func cmdZScore(c *Ctx) {
 		return nil
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if !ok {
@@ -290,7 +290,7 @@ func cmdZMScore(c *Ctx) {
 		return nil
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.Array(n)
@@ -388,7 +388,7 @@ func zcount(c *Ctx, lex bool) {
 		return nil
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.Int(int64(n))
@@ -531,12 +531,12 @@ func zrange(c *Ctx, kind zrangeKind, rev, legacy, store bool) {
 		return nil
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if store {
 		if err := storeObject(c, 1, engines.TypeZSet, func() engines.Object { return zsetOf(items) }); err != nil {
-			dsFail(c, err)
+			c.Fail(err)
 			return
 		}
 		c.Int(int64(len(items)))
@@ -570,7 +570,7 @@ func zrank(c *Ctx, rev bool) {
 		return nil
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if !found {
@@ -682,7 +682,7 @@ func zpop(c *Ctx, minEnd bool) {
 	}
 	out, _, err := zpopKey(c, c.Key(1), minEnd, int(min(count, 1<<31)))
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if len(out) == 0 {
@@ -831,7 +831,7 @@ func zsetOp(c *Ctx, op setOpKind, store bool) {
 	// (syntax errors, weights).
 	maps, lists, err := zload(c, keys)
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	weights := make([]float64, n)
@@ -877,7 +877,7 @@ func zsetOp(c *Ctx, op setOpKind, store bool) {
 	res := zcombine(maps, lists, weights, agg, op)
 	if store {
 		if err := storeObject(c, 1, engines.TypeZSet, func() engines.Object { return zsetOf(res) }); err != nil {
-			dsFail(c, err)
+			c.Fail(err)
 			return
 		}
 		c.Int(int64(len(res)))
@@ -993,7 +993,7 @@ func cmdZInterCard(c *Ctx) {
 	}
 	maps, lists, err := zload(c, keys)
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	_, limit, ok := interCardArgs(c, int(n))
@@ -1049,7 +1049,7 @@ func cmdZRandMember(c *Ctx) {
 		return nil
 	})
 	if err != nil {
-		dsFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if !hasCount {
