@@ -139,6 +139,24 @@ func dsReadKey(c *Ctx, k engines.Key, t engines.ValueType, fn func(o engines.Obj
 	return found, err
 }
 
+// dsReadReply answers a read of the collection of type t at args[1] by
+// writing the reply straight into c.Out while the object is held (write;
+// no copy of the elements). A missing key gets header(0), the empty
+// array, set or map; an error, err's reply alone (what write appended is
+// taken back).
+func dsReadReply(c *Ctx, t engines.ValueType, header func(n int), write func(o engines.Object) error) {
+	start := len(c.Out)
+	found, err := dsRead(c, 1, t, write)
+	if err != nil {
+		c.Out = c.Out[:start]
+		c.Fail(err)
+		return
+	}
+	if !found {
+		header(0)
+	}
+}
+
 // cmdLen is LLEN, SCARD, ZCARD and HLEN (in memory): the length of the
 // collection of type t at args[1], 0 when it is missing.
 func cmdLen(c *Ctx, t engines.ValueType) {

@@ -161,7 +161,6 @@ func hashDump(c *Ctx, fields, values bool) {
 		prefixHashDump(c, fields, values)
 		return
 	}
-	start := len(c.Out)
 	header := func(n int) {
 		if fields && values {
 			c.Map(n)
@@ -169,7 +168,7 @@ func hashDump(c *Ctx, fields, values bool) {
 			c.Array(n)
 		}
 	}
-	found, err := dsRead(c, 1, engines.TypeHash, func(o engines.Object) error {
+	dsReadReply(c, engines.TypeHash, header, func(o engines.Object) error {
 		h := o.(*ds.Hash)
 		header(h.Len())
 		h.Range(func(f, v string) bool {
@@ -183,14 +182,6 @@ func hashDump(c *Ctx, fields, values bool) {
 		})
 		return nil
 	})
-	if err != nil {
-		c.Out = c.Out[:start]
-		c.Fail(err)
-		return
-	}
-	if !found {
-		header(0)
-	}
 }
 
 func cmdHDel(c *Ctx) {

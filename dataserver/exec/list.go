@@ -160,10 +160,7 @@ func cmdLRange(c *Ctx) {
 	if !ok {
 		return
 	}
-	// The reply is written straight into c.Out while the list is held
-	// (no copy of the elements); an error truncates it back.
-	start0 := len(c.Out)
-	found, err := dsRead(c, 1, engines.TypeList, func(o engines.Object) error {
+	dsReadReply(c, engines.TypeList, c.Array, func(o engines.Object) error {
 		l := o.(*ds.List)
 		s, e, ok := listBounds(start, stop, l.Len())
 		if !ok {
@@ -174,14 +171,6 @@ func cmdLRange(c *Ctx) {
 		l.Range(s, e, func(_ int, v string) bool { c.BulkString(v); return true })
 		return nil
 	})
-	if err != nil {
-		c.Out = c.Out[:start0]
-		c.Fail(err)
-		return
-	}
-	if !found {
-		c.Array(0)
-	}
 }
 
 func cmdLIndex(c *Ctx) {

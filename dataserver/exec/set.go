@@ -74,21 +74,12 @@ func replySet(c *Ctx, ms []string) {
 }
 
 func cmdSMembers(c *Ctx) {
-	start := len(c.Out)
-	found, err := dsRead(c, 1, engines.TypeSet, func(o engines.Object) error {
+	dsReadReply(c, engines.TypeSet, c.Set, func(o engines.Object) error {
 		s := o.(*ds.Set)
 		c.Set(s.Len())
 		s.Range(func(m string) bool { c.BulkString(m); return true })
 		return nil
 	})
-	if err != nil {
-		c.Out = c.Out[:start]
-		c.Fail(err)
-		return
-	}
-	if !found {
-		c.Set(0)
-	}
 }
 
 // setHas answers membership for args[from:].

@@ -42,9 +42,9 @@ func init() {
 	Register("exhset", cmdExHSet)
 	Register("exhsetnx", cmdExHSetNX)
 	Register("exhmset", cmdExHMSet)
-	Register("exhget", cmdExHGet)
+	Register("exhget", func(c *Ctx) { exhGet(c, false) })
 	Register("exhmget", func(c *Ctx) { exhMGet(c, false) })
-	Register("exhgetwithver", cmdExHGetWithVer)
+	Register("exhgetwithver", func(c *Ctx) { exhGet(c, true) })
 	Register("exhmgetwithver", func(c *Ctx) { exhMGet(c, true) })
 	Register("exhincrby", func(c *Ctx) { exhIncr(c, false) })
 	Register("exhincrbyfloat", func(c *Ctx) { exhIncr(c, true) })
@@ -363,32 +363,29 @@ func exField(c *Ctx, field []byte) (*ds.ExField, bool, error) {
 	return out, found, err
 }
 
-func cmdExHGet(c *Ctx) {
+// exhGet is EXHGET and EXHGETWITHVER.
+func exhGet(c *Ctx, withVer bool) {
 	f, _, err := exField(c, c.Args[2])
 	if err != nil {
 		c.Fail(err)
 		return
 	}
-	if f == nil {
-		c.Null()
-		return
-	}
-	c.BulkString(f.Value)
+	replyExField(c, f, withVer)
 }
 
-func cmdExHGetWithVer(c *Ctx) {
-	f, _, err := exField(c, c.Args[2])
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	if f == nil {
+// replyExField answers a field read by EXH[M]GET[WITHVER]: its value,
+// [value, version] withVer, or a null when it is missing (f nil).
+func replyExField(c *Ctx, f *ds.ExField, withVer bool) {
+	switch {
+	case f == nil:
 		c.Null()
-		return
+	case withVer:
+		c.Array(2)
+		c.BulkString(f.Value)
+		c.Int(f.Version)
+	default:
+		c.BulkString(f.Value)
 	}
-	c.Array(2)
-	c.BulkString(f.Value)
-	c.Int(f.Version)
 }
 
 func exhMGet(c *Ctx, withVer bool) {
@@ -407,16 +404,7 @@ func exhMGet(c *Ctx, withVer bool) {
 	}
 	c.Array(len(fs))
 	for _, f := range fs {
-		switch {
-		case f == nil:
-			c.Null()
-		case withVer:
-			c.Array(2)
-			c.BulkString(f.Value)
-			c.Int(f.Version)
-		default:
-			c.BulkString(f.Value)
-		}
+		replyExField(c, f, withVer)
 	}
 }
 
