@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"net"
@@ -81,29 +80,33 @@ func (n *node) closeAll() {
 }
 
 // backendConn is one pipelined connection to a dataserver (codis
-// backend.go): sessions push encoded requests to a queue; the writer
-// goroutine takes the whole queue, writes it, hands each request to the
-// in-flight FIFO and flushes once the queue is drained; the reader
-// goroutine completes the FIFO's head with each reply. When the
-// connection breaks every queued request fails unwritten and every
-// in-flight one fails written (it may have run).
+// backend.go), a transport of a pipeline shared by the sessions'
+// goroutines: a session appends its encoded request to the pipeline;
+// the writer goroutine takes all that is queued, counts it handed and
+// writes it in one write; the reader goroutine reads replies while any
+// request handed awaits one, and completes the pipeline's head with
+// each. When the connection breaks the pipeline fails what it holds.
 type backendConn struct {
-	n      *node
-	c      net.Conn
-	dead   atomic.Bool
-	notify chan struct{} // cap 1: the queue is not empty
-	quit   chan struct{} // closed on shutdown
-	flight chan *request // written, awaiting replies (FIFO)
-	once   sync.Once
-	err    atomic.Value // error that shut the connection
+	n       *node
+	c       net.Conn
+	dead    atomic.Bool
+	notify  chan struct{} // cap 1: requests were queued (for the writer)
+	awaited chan struct{} // cap 1: requests were handed (for the reader)
+	room    chan struct{} // cap 1: the in-flight count fell below maxInFlight
+	quit    chan struct{} // closed on shutdown
+	once    sync.Once
+	err     atomic.Value // error that shut the connection
 
 	mu struct {
 		sync.Mutex
-		closed bool
-		queue  []*request
+		p      pipeline
+		closed bool // p failed: push refuses
+		full   bool // the writer waits for room
 	}
 }
 
+// maxInFlight bounds the requests written and not yet answered on one
+// connection: the writer waits for replies beyond it.
 const maxInFlight = 4096
 
 // yieldBelow: a writer that wakes to fewer queued requests yields once
@@ -112,12 +115,14 @@ const yieldBelow = 64
 
 func newBackendConn(n *node, c net.Conn) *backendConn {
 	bc := &backendConn{
-		n:      n,
-		c:      c,
-		notify: make(chan struct{}, 1),
-		quit:   make(chan struct{}),
-		flight: make(chan *request, maxInFlight),
+		n:       n,
+		c:       c,
+		notify:  make(chan struct{}, 1),
+		awaited: make(chan struct{}, 1),
+		room:    make(chan struct{}, 1),
+		quit:    make(chan struct{}),
 	}
+	bc.mu.p.done = wakeWaiter
 	n.srv.wg.Add(2)
 	go bc.writeLoop()
 	go bc.readLoop()
@@ -125,23 +130,36 @@ func newBackendConn(n *node, c net.Conn) *backendConn {
 	return bc
 }
 
-// push queues r; false when the connection is closed (r untouched).
+// wakeWaiter wakes the session goroutine waiting for r (finish, fanOut).
+func wakeWaiter(r *request) { r.wg.Done() }
+
+// signal wakes the goroutine waiting on ch, if any.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// push queues r (its envelope in r.wire); false when the connection is
+// closed (r untouched).
 func (bc *backendConn) push(r *request) bool {
 	bc.mu.Lock()
 	if bc.mu.closed {
 		bc.mu.Unlock()
 		return false
 	}
-	bc.mu.queue = append(bc.mu.queue, r)
+	p := &bc.mu.p
+	p.out = append(p.out, r.wire...)
+	p.add(r)
 	bc.mu.Unlock()
-	select {
-	case bc.notify <- struct{}{}:
-	default:
-	}
+	signal(bc.notify)
 	return true
 }
 
-// shutdown closes the connection once; the loops fail what they hold.
+// shutdown closes the connection once and fails what its pipeline
+// holds: the requests handed to the socket as written (they may have
+// run), the queued ones as unwritten.
 func (bc *backendConn) shutdown(err error) {
 	bc.once.Do(func() {
 		bc.err.Store(err)
@@ -152,6 +170,10 @@ func (bc *backendConn) shutdown(err error) {
 		if !bc.n.srv.closing.Load() {
 			bc.n.srv.log.Warn("dataserver connection lost", "node", bc.n.addr, "err", err)
 		}
+		bc.mu.Lock()
+		bc.mu.closed = true
+		bc.mu.p.fail(err, true)
+		bc.mu.Unlock()
 	})
 }
 
@@ -164,102 +186,79 @@ func (bc *backendConn) cause() error {
 
 func (bc *backendConn) writeLoop() {
 	defer bc.n.srv.wg.Done()
-	bw := bufio.NewWriterSize(bc.c, 32<<10)
-	var batch []*request
-	var err error
-loop:
+	var b []byte
 	for {
 		select {
 		case <-bc.notify:
 		case <-bc.quit:
-			break loop
+			return
 		}
 		// Let the sessions that are runnable now queue their requests
 		// first: one write (and one read on the dataserver) for many
 		// clients' requests instead of a syscall per request.
 		bc.mu.Lock()
-		short := len(bc.mu.queue) < yieldBelow
+		short := bc.mu.p.queued() < yieldBelow
 		bc.mu.Unlock()
 		if short {
 			runtime.Gosched()
 		}
+		if !bc.waitRoom() {
+			return
+		}
 		bc.mu.Lock()
-		batch, bc.mu.queue = bc.mu.queue, batch[:0]
+		bc.mu.p.recycle(b)
+		b = bc.mu.p.take()
+		// Handed before the write: a write that fails may have sent
+		// part of them.
+		bc.mu.p.handed()
 		bc.mu.Unlock()
-		for i, r := range batch {
-			if _, err = bw.Write(r.wire); err != nil {
-				// Part of r may have gone out; the rest are unwritten:
-				// requeue them to be failed.
-				bc.failWritten(r, err)
-				bc.requeue(batch[i+1:])
-				break loop
-			}
-			r.written = true
-			select {
-			case bc.flight <- r:
-			default:
-				// The FIFO is full: flush so that replies come, then wait.
-				if err = bw.Flush(); err != nil {
-					bc.failWritten(r, err)
-					bc.requeue(batch[i+1:])
-					break loop
-				}
-				select {
-				case bc.flight <- r:
-				case <-bc.quit:
-					bc.failWritten(r, bc.cause())
-					bc.requeue(batch[i+1:])
-					break loop
-				}
-			}
-			batch[i] = nil
+		if len(b) == 0 {
+			continue
 		}
-		if err = bw.Flush(); err != nil {
-			break
+		signal(bc.awaited)
+		if _, err := bc.c.Write(b); err != nil {
+			bc.n.srv.m.backendErrors.WithLabelValues("write").Inc()
+			bc.shutdown(fmt.Errorf("%w: %s: %v", errBackendClosed, bc.n.addr, err))
+			return
 		}
 	}
-	if err != nil {
-		bc.n.srv.m.backendErrors.WithLabelValues("write").Inc()
-		bc.shutdown(fmt.Errorf("%w: %s: %v", errBackendClosed, bc.n.addr, err))
-	}
-	bc.mu.Lock()
-	bc.mu.closed = true
-	rest := bc.mu.queue
-	bc.mu.queue = nil
-	bc.mu.Unlock()
-	cause := bc.cause()
-	for _, r := range rest {
-		r.fail(cause)
-	}
-	close(bc.flight)
 }
 
-// requeue puts unwritten requests back at the head of the queue so the
-// exit path fails them.
-func (bc *backendConn) requeue(rs []*request) {
-	if len(rs) == 0 {
-		return
+// waitRoom waits while maxInFlight requests await replies; false on
+// shutdown.
+func (bc *backendConn) waitRoom() bool {
+	for {
+		bc.mu.Lock()
+		full := bc.mu.p.inFlight() >= maxInFlight
+		bc.mu.full = full
+		bc.mu.Unlock()
+		if !full {
+			return true
+		}
+		select {
+		case <-bc.room:
+		case <-bc.quit:
+			return false
+		}
 	}
-	bc.mu.Lock()
-	bc.mu.queue = append(append([]*request(nil), rs...), bc.mu.queue...)
-	bc.mu.Unlock()
-}
-
-func (bc *backendConn) failWritten(r *request, err error) {
-	r.written = true
-	r.fail(err)
 }
 
 func (bc *backendConn) readLoop() {
 	defer bc.n.srv.wg.Done()
-	rd := resp.NewReplyReader(bc.c, 32<<10, resp.Limits{})
+	rd := resp.NewReplyReader(bc.c, 32<<10, backendLimits)
 	timeout := bc.n.srv.cfg.RequestTimeout
 	var deadline time.Time
-	var err error
-	for r := range bc.flight {
-		if err != nil {
-			r.fail(err)
-			continue
+	for {
+		bc.mu.Lock()
+		waiting := bc.mu.p.inFlight() > 0
+		bc.mu.Unlock()
+		if !waiting {
+			select {
+			case <-bc.awaited:
+				continue
+			case <-bc.quit:
+				return
+			}
 		}
 		if rd.Buffered() == 0 {
 			now := time.Now()
@@ -268,22 +267,32 @@ func (bc *backendConn) readLoop() {
 				_ = bc.c.SetReadDeadline(d)
 			}
 		}
-		raw, rerr := rd.ReadReply()
-		if rerr != nil {
+		raw, err := rd.ReadReply()
+		if err == nil {
+			bc.mu.Lock()
+			if bc.mu.closed {
+				bc.mu.Unlock()
+				return
+			}
+			err = bc.mu.p.replied(raw)
+			if bc.mu.full && bc.mu.p.inFlight() < maxInFlight {
+				bc.mu.full = false
+				signal(bc.room)
+			}
+			bc.mu.Unlock()
+		}
+		if err != nil {
 			var ne net.Error
-			if errors.As(rerr, &ne) && ne.Timeout() {
+			if errors.As(err, &ne) && ne.Timeout() {
 				err = fmt.Errorf("%w: %s", errBackendTimout, bc.n.addr)
 				bc.n.srv.m.backendErrors.WithLabelValues("timeout").Inc()
 			} else {
-				err = fmt.Errorf("%w: %s: %v", errBackendClosed, bc.n.addr, rerr)
+				err = fmt.Errorf("%w: %s: %v", errBackendClosed, bc.n.addr, err)
 				bc.n.srv.m.backendErrors.WithLabelValues("read").Inc()
 			}
 			bc.shutdown(err)
-			err = bc.cause()
-			r.fail(err)
-			continue
+			return
 		}
-		r.complete(raw)
 		if rd.Buffered() == 0 {
 			rd.Shrink(256 << 10)
 		}

@@ -62,12 +62,6 @@ type request struct {
 	argBuf []byte // backs args (copied out of the read buffer)
 }
 
-func (r *request) complete(raw []byte) {
-	r.reply = append(r.reply[:0], raw...)
-	r.err = nil
-	r.wg.Done()
-}
-
 func (r *request) fail(err error) {
 	r.err = err
 	r.wg.Done()
