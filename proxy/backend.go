@@ -12,6 +12,11 @@ import (
 	"github.com/tairkv/tair/resp"
 )
 
+// The sessions' goroutines' dataserver connections: a node per
+// dataserver with BackendConns shared connections, each a backendConn,
+// the goroutine transport of a pipeline (pipeline.go): a writer and a
+// reader goroutine over a net.Conn.
+
 // Backend errors. A request that fails with one of them carries
 // request.written: whether its bytes may have reached the dataserver.
 var (

@@ -58,18 +58,22 @@
 // order. Everything else goes, in a batch with the commands after it, to
 // the session's goroutine (session.go slowLoop), which runs dispatch.go:
 // read every command of the batch (at most MaxPipeline), route and send
-// each at once, wait for the replies in order. Commands that need the
+// each at once, wait for the replies in order (retry.go). Commands that need the
 // whole cluster or wait (SCAN, DBSIZE, FLUSHDB, EXEC, blocking pops,
 // WATCH) are barriers: the commands before them are answered first. The
 // loop hands a batch over only once the client's forwarded commands are
 // answered and reads no more of the client until the batch's output is
 // back, so a client's commands run and answer in order. The goroutine
-// path and retries use BackendConns shared connections per dataserver,
-// each with a writer goroutine (batches the queue, flushes when it is
-// drained) and a reader goroutine (completes the FIFO of written
-// requests); a session always uses the same connection per node. A retry
-// keeps its request's place in the client's order; the requests sent
-// after it may run first, as with any retry.
+// path and retries use BackendConns shared connections per dataserver
+// (backend.go), each with a writer goroutine (writes all that is queued
+// at once) and a reader goroutine (completes the requests written, in
+// order); a session always uses the same connection per node. Both kinds
+// of dataserver connection keep their requests in a pipeline
+// (pipeline.go), which holds the rules: replies complete requests in the
+// order sent, a request counts as written once handed to the socket, and
+// a broken connection fails every request it holds. A retry keeps its
+// request's place in the client's order; the requests sent after it may
+// run first, as with any retry.
 //
 // # Limits
 //

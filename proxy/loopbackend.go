@@ -11,8 +11,9 @@ import (
 )
 
 // An event loop's own pipelined connections to the dataservers
-// (loopBackend): dialed off the loop, enrolled on it, written once per
-// loop round, read on the loop.
+// (loopBackend), the gnet transport of a pipeline (pipeline.go): dialed
+// off the loop, enrolled on it, written once per loop round, read on the
+// loop.
 
 // loopBackend is an event loop's pipelined connection to one
 // dataserver: requests are encoded into its pipeline's out and written
