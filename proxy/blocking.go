@@ -39,13 +39,7 @@ func (ss *session) blockingPop(r *request) {
 			// Redis parses their timeout after the direction and COUNT;
 			// the dataserver checks them in that order, and its one
 			// attempt refuses the timeout too.
-			p := ss.part(r, r.args)
-			p.spec = r.spec
-			ss.route(p, keys)
-			if !p.local {
-				ss.finish(p)
-				ss.account(p)
-			}
+			p := ss.popOnce(r, keys)
 			if len(p.reply) > 0 && p.reply[0] == '-' {
 				r.raw(p.reply)
 				return
@@ -67,13 +61,7 @@ func (ss *session) blockingPop(r *request) {
 	ss.srv.stats.blocked.Add(1)
 	defer ss.srv.stats.blocked.Add(-1)
 	for {
-		p := ss.part(r, r.args)
-		p.spec = r.spec
-		ss.route(p, keys)
-		if !p.local {
-			ss.finish(p)
-			ss.account(p)
-		}
+		p := ss.popOnce(r, keys)
 		if !isNullReply(p.reply) {
 			r.raw(p.reply)
 			return
@@ -106,6 +94,19 @@ func (ss *session) blockingPop(r *request) {
 			}
 		}
 	}
+}
+
+// popOnce has the dataserver make one non-blocking attempt of r's pop
+// and returns it answered.
+func (ss *session) popOnce(r *request, keys []int) *request {
+	p := ss.part(r, r.args)
+	p.spec = r.spec
+	ss.route(p, keys)
+	if !p.local {
+		ss.finish(p)
+		ss.account(p)
+	}
+	return p
 }
 
 // parseTimeout reads a blocking command's timeout (seconds) as Redis's

@@ -140,19 +140,7 @@ func cmdFlush(ss *session, r *request) {
 		r.setError("ERR syntax error")
 		return
 	}
-	rt := ss.srv.r.load()
-	if rt == nil {
-		r.setErr(errNoTable)
-		return
-	}
-	parts := ss.fanOut(r, rt.nodes, r.args[:1], true)
-	for _, p := range parts {
-		if len(p.reply) == 0 || p.reply[0] == '-' {
-			r.raw(p.reply)
-			return
-		}
-	}
-	r.ok()
+	ss.broadcast(r, r.args[:1])
 }
 
 func cmdTairDelAll(ss *session, r *request) {
@@ -160,12 +148,18 @@ func cmdTairDelAll(ss *session, r *request) {
 		r.setError("ERR wrong number of arguments for 'tair.delall' command")
 		return
 	}
+	ss.broadcast(r, r.args)
+}
+
+// broadcast sends the write args to every node: OK, or the first
+// node's error.
+func (ss *session) broadcast(r *request, args [][]byte) {
 	rt := ss.srv.r.load()
 	if rt == nil {
 		r.setErr(errNoTable)
 		return
 	}
-	parts := ss.fanOut(r, rt.nodes, r.args, true)
+	parts := ss.fanOut(r, rt.nodes, args, true)
 	for _, p := range parts {
 		if len(p.reply) == 0 || p.reply[0] == '-' {
 			r.raw(p.reply)

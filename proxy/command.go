@@ -14,12 +14,7 @@ import (
 // COMMAND, COMMAND COUNT|INFO|DOCS|LIST|GETKEYS.
 func cmdCommand(ss *session, r *request) {
 	if len(r.args) == 1 {
-		all := sortedSpecs()
-		b := resp.AppendArray(r.reply[:0], len(all))
-		for _, s := range all {
-			b = appendCommandInfo(b, s, r.proto)
-		}
-		r.raw(b)
+		allCommandInfo(r)
 		return
 	}
 	switch strings.ToLower(string(r.args[1])) {
@@ -39,12 +34,7 @@ func cmdCommand(ss *session, r *request) {
 	case "info":
 		names := r.args[2:]
 		if len(names) == 0 {
-			all := sortedSpecs()
-			b := resp.AppendArray(r.reply[:0], len(all))
-			for _, s := range all {
-				b = appendCommandInfo(b, s, r.proto)
-			}
-			r.raw(b)
+			allCommandInfo(r)
 			return
 		}
 		b := resp.AppendArray(r.reply[:0], len(names))
@@ -114,6 +104,17 @@ func cmdCommand(ss *session, r *request) {
 	default:
 		r.setError("ERR unknown subcommand '" + sanitize(r.args[1]) + "'. Try COMMAND HELP.")
 	}
+}
+
+// allCommandInfo answers r with every command's info (COMMAND, COMMAND
+// INFO).
+func allCommandInfo(r *request) {
+	all := sortedSpecs()
+	b := resp.AppendArray(r.reply[:0], len(all))
+	for _, s := range all {
+		b = appendCommandInfo(b, s, r.proto)
+	}
+	r.raw(b)
 }
 
 func sortedSpecs() []*command.Spec {
