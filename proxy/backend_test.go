@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"errors"
 	"net"
 	"strconv"
@@ -65,19 +66,13 @@ func backendRequest(args ...string) *request {
 // echoKeys answers each request with its second argument, in order.
 func echoKeys(c net.Conn) {
 	rd := resp.NewRequestReader(c, resp.RequestLimits{})
-	var out []byte
+	w := bufio.NewWriter(c)
 	for {
 		cmds, err := rd.ReadBatch(1024)
 		for _, cmd := range cmds {
-			out = resp.AppendBulk(out, cmd.Args[1])
+			_, _ = w.Write(resp.AppendBulk(nil, cmd.Args[1]))
 		}
-		if len(out) > 0 {
-			if _, werr := c.Write(out); werr != nil {
-				return
-			}
-			out = out[:0]
-		}
-		if err != nil {
+		if w.Flush() != nil || err != nil {
 			return
 		}
 	}
