@@ -253,16 +253,19 @@ func (bc *backendConn) readLoop() {
 	rd := resp.NewReplyReader(bc.c, 32<<10, backendLimits)
 	timeout := bc.n.srv.cfg.RequestTimeout
 	var deadline time.Time
+	waiting := false // a request handed awaits its reply
 	for {
-		bc.mu.Lock()
-		waiting := bc.mu.p.inFlight() > 0
-		bc.mu.Unlock()
 		if !waiting {
-			select {
-			case <-bc.awaited:
-				continue
-			case <-bc.quit:
-				return
+			bc.mu.Lock()
+			waiting = bc.mu.p.inFlight() > 0
+			bc.mu.Unlock()
+			if !waiting {
+				select {
+				case <-bc.awaited:
+					continue
+				case <-bc.quit:
+					return
+				}
 			}
 		}
 		if rd.Buffered() == 0 {
@@ -280,6 +283,7 @@ func (bc *backendConn) readLoop() {
 				return
 			}
 			err = bc.mu.p.replied(raw)
+			waiting = bc.mu.p.inFlight() > 0
 			if bc.mu.full && bc.mu.p.inFlight() < maxInFlight {
 				bc.mu.full = false
 				signal(bc.room)
