@@ -27,8 +27,23 @@ func ctlCmd() *cobra.Command {
 		return context.WithTimeout(context.Background(), 10*time.Second)
 	}
 	cmd := &cobra.Command{Use: "ctl", Short: "administer a running cluster"}
-	cmd.PersistentFlags().StringSliceVar(&csAddrs, "configserver", []string{"127.0.0.1:5198"}, "configserver addresses")
-	cmd.PersistentFlags().StringVar(&proxyAddr, "proxy", "127.0.0.1:6379", "proxy address (stat, shell)")
+	cmd.PersistentFlags().StringSliceVar(&csAddrs, "configserver", []string{"127.0.0.1:5198"},
+		"configserver addresses (default: those of the `tair up` running for this user, else 127.0.0.1:5198)")
+	cmd.PersistentFlags().StringVar(&proxyAddr, "proxy", "127.0.0.1:6379",
+		"proxy address for stat and shell (default: the running `tair up`'s, else 127.0.0.1:6379)")
+	cmd.PersistentPreRun = func(c *cobra.Command, _ []string) {
+		// No address given: the cluster `tair up` (`make run`) runs.
+		info, ok := readUpInfo()
+		if !ok {
+			return
+		}
+		if !c.Flags().Changed("configserver") {
+			csAddrs = info.ConfigServers
+		}
+		if !c.Flags().Changed("proxy") && info.Proxy != "" {
+			proxyAddr = info.Proxy
+		}
+	}
 	cmd.PersistentFlags().StringVar(&password, "password", "", "proxy password")
 
 	status := &cobra.Command{

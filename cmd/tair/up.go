@@ -73,7 +73,18 @@ func upCmd() *cobra.Command {
 			for _, p := range c.Proxies {
 				fmt.Printf("proxy         %s  (http %s)\n", p.Addr(), p.HTTPAddr())
 			}
-			fmt.Printf("data in %s\nready: redis-cli -p %d   (Ctrl-C stops)\n", c.Opts.Dir, opts.ProxyPort)
+			info := upInfo{PID: os.Getpid(), ConfigServers: c.ConfigServerAddrs(), Dir: c.Opts.Dir}
+			if len(c.Proxies) > 0 {
+				info.Proxy = c.Proxies[0].Addr()
+			}
+			removeInfo, err := writeUpInfo(info)
+			if err != nil {
+				// The cluster runs; only ctl's discovery of it is lost.
+				log.Warn("tair ctl will not find this cluster without --configserver", "err", err)
+			} else {
+				defer removeInfo()
+			}
+			fmt.Printf("data in %s\nready: redis-cli -p %d   (Ctrl-C stops; tair ctl status finds it)\n", c.Opts.Dir, opts.ProxyPort)
 			return runUntilSignal(log, c)
 		},
 	}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// After `tair up` (what `make run` runs), `tair ctl status` with no flags
+// reaches that cluster, and the discovery file goes when up stops.
+func TestCtlFindsTheRunningUp(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "up.json")
+	t.Setenv("TAIR_UP_FILE", file)
+	p := startTair(t, []string{"TAIR_UP_FILE=" + file}, "up", "--dataservers", "2", "--copies", "1", "--buckets", "16",
+		"--engine", "mdb", "--port", strings.TrimPrefix(freeAddr(t), "127.0.0.1:"))
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, ok := readUpInfo(); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tair up wrote no discovery file within 60 s; it logged:\n%s", p.logged())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	info, _ := readUpInfo()
+	if info.PID != p.cmd.Process.Pid || info.Proxy == "" {
+		t.Fatalf("discovery file %+v, want pid %d and a proxy", info, p.cmd.Process.Pid)
+	}
+
+	// Both dataservers heartbeat within a few seconds of the file.
+	var out string
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		cmd := ctlCmd()
+		var buf bytes.Buffer
+		cmd.SetOut(&buf)
+		cmd.SetErr(&buf)
+		cmd.SetArgs([]string{"status"})
+		err := cmd.Execute()
+		out = buf.String()
+		if err == nil && strings.Contains(out, "dataservers     2 alive of 2\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tair ctl status with no flags: %v\n%s", err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(out, "buckets         16\ncopies          1\n") {
+		t.Fatalf("tair ctl status reached another cluster:\n%s", out)
+	}
+
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := p.wait(t, 5*time.Second); code != 0 {
+		t.Fatalf("tair up exited %d", code)
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Fatalf("the discovery file outlived tair up: %v", err)
+	}
+}
+
+// A file left by a process that is gone (kill -9) is ignored, and a new
+// `tair up` replaces it.
+func TestUpInfoOfADeadProcessIsIgnored(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "up.json")
+	t.Setenv("TAIR_UP_FILE", file)
+	// Pid 0 is never a process a user runs; a large pid that is free
+	// stands for one that died.
+	dead := 1 << 22
+	for processAlive(dead) {
+		dead++
+	}
+	if err := os.WriteFile(file, []byte(`{"pid":`+strconv.Itoa(dead)+`,"configservers":["127.0.0.1:1"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if info, ok := readUpInfo(); ok {
+		t.Fatalf("readUpInfo = %+v for a dead process", info)
+	}
+	remove, err := writeUpInfo(upInfo{PID: os.Getpid(), ConfigServers: []string{"127.0.0.1:2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, ok := readUpInfo(); !ok || info.ConfigServers[0] != "127.0.0.1:2" {
+		t.Fatalf("readUpInfo = %+v %v after writeUpInfo", info, ok)
+	}
+	remove()
+	if _, ok := readUpInfo(); ok {
+		t.Fatal("the file outlived its remove")
+	}
+}
