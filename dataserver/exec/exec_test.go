@@ -6,6 +6,7 @@ package exec
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -171,6 +172,35 @@ func (h *harness) run(steps []step) {
 		if s.want != "*" && got != s.want {
 			h.t.Errorf("step %d: %s\n got: %q\nwant: %q", i, s.cmd, got, s.want)
 		}
+	}
+}
+
+// runOnEngines runs steps on a fresh harness per engine (see onEngines).
+func runOnEngines(t *testing.T, steps []step) {
+	onEngines(t, func(t *testing.T, engine string) { newHarnessOn(t, engine).run(steps) })
+}
+
+// propStep is one command line and the command lines it must propagate
+// (nil: none).
+type propStep struct {
+	cmd  string
+	want []string
+}
+
+// runProp runs steps in order, checking what each one propagated.
+func (h *harness) runProp(steps []propStep) {
+	h.t.Helper()
+	for _, s := range steps {
+		h.line(s.cmd)
+		h.wantProp(s.cmd, s.want)
+	}
+}
+
+// wantProp checks what the last command, cmd, propagated.
+func (h *harness) wantProp(cmd string, want []string) {
+	h.t.Helper()
+	if got := h.prop(); !reflect.DeepEqual(got, want) {
+		h.t.Errorf("%s propagated %q, want %q", cmd, got, want)
 	}
 }
 

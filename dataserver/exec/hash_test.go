@@ -164,10 +164,7 @@ func TestDSVersionsAndEmpties(t *testing.T) {
 func TestDSPropagation(t *testing.T) {
 	h := newHarness(t)
 	h.x = New(h.eng, Options{Now: h.clock.Now, Buckets: 1})
-	cases := []struct {
-		cmd  string
-		want []string
-	}{
+	h.runProp([]propStep{
 		{"HSET h f 1.5", []string{"HSET h f 1.5"}},
 		{"HINCRBYFLOAT h f 0.25", []string{"HSET h f 1.75"}},
 		{"HSETNX h f x", nil},
@@ -192,13 +189,7 @@ func TestDSPropagation(t *testing.T) {
 		{"ZMPOP 1 z MAX COUNT 4", []string{"ZPOPMAX z 1"}},
 		{"ZADD z XX 1 a", nil},
 		{"LTRIM nol 0 1", nil},
-	}
-	for _, tc := range cases {
-		h.line(tc.cmd)
-		if got := h.prop(); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s propagated %q, want %q", tc.cmd, got, tc.want)
-		}
-	}
+	})
 }
 
 func TestDSRESP3(t *testing.T) {

@@ -21,16 +21,12 @@ func TestSortBuckets(t *testing.T) {
 		{"SORT {t}l GET w_*", "-ERR GET option of SORT denied in Cluster mode when keys formed by the pattern may be in different slots.\r\n"},
 		{"SORT {t}l BY nosort GET #", arr(bulk("2"), bulk("1"))},
 	})
-	if got := h.prop(); got != nil {
-		t.Errorf("SORT without STORE propagated %v", got)
-	}
+	h.wantProp("SORT without STORE", nil)
 	h.run([]step{
 		{"SORT {t}l STORE {t}d", num(2)},
 		{"LRANGE {t}d 0 -1", arr(bulk("1"), bulk("2"))},
 	})
-	if got := h.prop(); !reflect.DeepEqual(got, []string(nil)) {
-		t.Errorf("LRANGE propagated %v", got)
-	}
+	h.wantProp("LRANGE", nil)
 	s := command.Lookup([]byte("sort"))
 	if got := s.KeyIndexes(splitBytes("SORT a BY x LIMIT 0 1 STORE d")); !reflect.DeepEqual(got, []int{1, 8}) {
 		t.Errorf("sort keys %v", got)

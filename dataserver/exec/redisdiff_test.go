@@ -119,12 +119,7 @@ func TestAgainstRedis(t *testing.T) {
 func runAgainstRedis(t *testing.T, conn net.Conn, rd *bufio.Reader, proto int) {
 	t.Helper()
 	for _, l := range []string{"FLUSHALL", "HELLO " + strconv.Itoa(proto)} {
-		if _, err := conn.Write(resp.AppendCommand(nil, toArgs(splitLine(l))...)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := readReply(rd); err != nil {
-			t.Fatal(err)
-		}
+		redisDo(t, conn, rd, toArgs(splitLine(l)))
 	}
 	eng := rdb.Open(engines.Options{MaxValueSize: 512 << 20})
 	defer eng.Close()
@@ -139,18 +134,30 @@ func runAgainstRedis(t *testing.T, conn net.Conn, rd *bufio.Reader, proto int) {
 		if len(args) == 4 && args[0] == "SETRANGE" && args[2] == "536870912" {
 			continue // Redis's limit is proto-max-bulk-len; ours is the value limit
 		}
-		bs := toArgs(args)
-		if _, err := conn.Write(resp.AppendCommand(nil, bs...)); err != nil {
-			t.Fatal(err)
-		}
-		want, err := readReply(rd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := x.Exec(0, proto, false, bs, nil)
-		if string(got) != want {
-			t.Errorf("RESP%d %s\n  got: %q\n redis: %q", proto, l, got, want)
-		}
+		sameAsRedis(t, conn, rd, x, proto, l, toArgs(args))
+	}
+}
+
+// redisDo sends args to redis-server and returns its raw reply.
+func redisDo(t *testing.T, conn net.Conn, rd *bufio.Reader, args [][]byte) string {
+	t.Helper()
+	if _, err := conn.Write(resp.AppendCommand(nil, args...)); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := readReply(rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reply
+}
+
+// sameAsRedis runs args (the command line l) on redis-server and on x,
+// in RESP proto, and fails t unless the raw replies are the same.
+func sameAsRedis(t *testing.T, conn net.Conn, rd *bufio.Reader, x *Executor, proto int, l string, args [][]byte) {
+	t.Helper()
+	want := redisDo(t, conn, rd, args)
+	if got, _ := x.Exec(0, proto, false, args, nil); string(got) != want {
+		t.Errorf("RESP%d %s\n  got: %q\nredis: %q", proto, l, got, want)
 	}
 }
 

@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -10,11 +9,8 @@ import (
 // ms is testEpoch + d in unix milliseconds, as text.
 func ms(d time.Duration) string { return strconv.FormatInt(testEpoch.Add(d).UnixMilli(), 10) }
 
-func TestStringCommands(t *testing.T) { onEngines(t, testStringCommands) }
-
-func testStringCommands(t *testing.T, engine string) {
-	h := newHarnessOn(t, engine)
-	h.run([]step{
+func TestStringCommands(t *testing.T) {
+	runOnEngines(t, []step{
 		{"GET k", null},
 		{"SET k v", ok},
 		{"GET k", bulk("v")},
@@ -90,11 +86,8 @@ func testStringRESP3(t *testing.T, engine string) {
 	})
 }
 
-func TestWrongTypeAndHidden(t *testing.T) { onEngines(t, testWrongTypeAndHidden) }
-
-func testWrongTypeAndHidden(t *testing.T, engine string) {
-	h := newHarnessOn(t, engine)
-	h.run([]step{
+func TestWrongTypeAndHidden(t *testing.T) {
+	runOnEngines(t, []step{
 		{"TAIR.ITEMADD it 10 a b", num(2)},
 		{"GET it", wrongT},
 		{"SET it v GET", wrongT},
@@ -215,10 +208,7 @@ func TestStringPropagation(t *testing.T) { onEngines(t, testStringPropagation) }
 
 func testStringPropagation(t *testing.T, engine string) {
 	h := newHarnessOn(t, engine)
-	cases := []struct {
-		cmd  string
-		want []string
-	}{
+	h.runProp([]propStep{
 		{"SET k v EX 10", []string{"SET k v PXAT " + ms(10*time.Second)}},
 		{"SET k v PX 1500 GET", []string{"SET k v PXAT " + ms(1500*time.Millisecond)}},
 		{"SET k v EXAT 1767225700", []string{"SET k v PXAT 1767225700000"}},
@@ -255,13 +245,7 @@ func testStringPropagation(t *testing.T, engine string) {
 		{"DEL a", nil},
 		{"GET f", nil},
 		{"SET k v EX 0", nil},
-	}
-	for _, c := range cases {
-		h.line(c.cmd)
-		if got := h.prop(); !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%s: propagated %q, want %q", c.cmd, got, c.want)
-		}
-	}
+	})
 }
 
 // TestGetExCheckOrder: as Redis, GETEX checks its options' syntax, then

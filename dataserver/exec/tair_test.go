@@ -3,7 +3,6 @@ package exec
 import (
 	"bytes"
 	"fmt"
-	"reflect"
 	"regexp"
 	"strconv"
 	"testing"
@@ -18,11 +17,8 @@ const (
 	lockedErr = "-LOCKED key is locked (tair -3975)\r\n"
 )
 
-func TestTairPutGetDel(t *testing.T) { onEngines(t, testTairPutGetDel) }
-
-func testTairPutGetDel(t *testing.T, engine string) {
-	h := newHarnessOn(t, engine)
-	h.run([]step{
+func TestTairPutGetDel(t *testing.T) {
+	runOnEngines(t, []step{
 		{"TAIR.GETV k", null},
 		{"TAIR.PUTV k v 0", ok},
 		{"TAIR.GETV k", arr(bulk("v"), num(1))},
@@ -77,10 +73,8 @@ func testTairExpire(t *testing.T, engine string) {
 	}
 	for _, c := range cases {
 		h.line(c.cmd)
-		if c.prop != nil || c.cmd[len(c.cmd)-1] != '1' {
-			if got := h.prop(); c.prop != nil && !reflect.DeepEqual(got, c.prop) {
-				t.Errorf("%s: propagated %q, want %q", c.cmd, got, c.prop)
-			}
+		if c.prop != nil {
+			h.wantProp(c.cmd, c.prop)
 		}
 		if c.pttl == "*" {
 			continue
@@ -104,11 +98,8 @@ func testTairExpire(t *testing.T, engine string) {
 	}
 }
 
-func TestTairIncr(t *testing.T) { onEngines(t, testTairIncr) }
-
-func testTairIncr(t *testing.T, engine string) {
-	h := newHarnessOn(t, engine)
-	h.run([]step{
+func TestTairIncr(t *testing.T) {
+	runOnEngines(t, []step{
 		{"TAIR.INCR c 1", num(1)},
 		{"TAIR.INCR c 5", num(6)},
 		{"TAIR.DECR c 2", num(4)},
@@ -129,11 +120,8 @@ func testTairIncr(t *testing.T, engine string) {
 	})
 }
 
-func TestTairPrefix(t *testing.T) { onEngines(t, testTairPrefix) }
-
-func testTairPrefix(t *testing.T, engine string) {
-	h := newHarnessOn(t, engine)
-	h.run([]step{
+func TestTairPrefix(t *testing.T) {
+	runOnEngines(t, []step{
 		{"TAIR.PPUT p b 2", ok},
 		{"TAIR.PPUT p a 1", ok},
 		{"TAIR.PPUT p c 3", ok},
@@ -219,11 +207,9 @@ func testTairLock(t *testing.T, engine string) {
 		{"DEL l2", num(1)}, // DEL breaks a lock
 		{"TAIR.LOCK l2 x", notInt},
 	})
-	h.line("TAIR.LOCK l3 5")
-	want := []string{fmt.Sprintf(`EXSET l3 "\x00TAIR.LOCK\x00" ABS %d PXAT %d`, v2, v2+5000)}
-	if got := h.prop(); !reflect.DeepEqual(got, want) {
-		t.Errorf("LOCK propagated %q, want %q", got, want)
-	}
+	h.runProp([]propStep{
+		{"TAIR.LOCK l3 5", []string{fmt.Sprintf(`EXSET l3 "\x00TAIR.LOCK\x00" ABS %d PXAT %d`, v2, v2+5000)}},
+	})
 }
 
 func TestTairHideInvalidStat(t *testing.T) { onEngines(t, testTairHideInvalidStat) }

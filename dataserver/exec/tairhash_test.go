@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"reflect"
 	"testing"
 	"time"
 )
@@ -148,9 +147,7 @@ func TestExHashExpiry(t *testing.T) {
 		{"EXHEXPIRE e a x", syntax},
 		{"EXHEXPIRE e c 0", num(1)}, // 0 expires at once
 	})
-	if got := h.prop(); !reflect.DeepEqual(got, []string{"EXHDEL e c"}) {
-		t.Errorf("EXHEXPIRE 0 propagated %v", got)
-	}
+	h.wantProp("EXHEXPIRE e c 0", []string{"EXHDEL e c"})
 	h.run([]step{
 		{"EXHEXISTS e c", num(0)},
 		{"EXHLEN e", num(1)},
@@ -166,10 +163,7 @@ func TestExHashExpiry(t *testing.T) {
 func TestExHashPropagation(t *testing.T) {
 	h := newHarness(t)
 	now := testEpoch.UnixMilli()
-	cases := []struct {
-		cmd  string
-		want []string
-	}{
+	h.runProp([]propStep{
 		{"EXHSET p f v EX 10", []string{"EXHSET p f v ABS 1 PXAT " + exItoa(now+10000)}},
 		{"EXHSET p f v2 KEEPTTL", []string{"EXHSET p f v2 ABS 2 PXAT " + exItoa(now+10000)}},
 		{"EXHSET p f v3", []string{"EXHSET p f v3 ABS 3"}},
@@ -183,13 +177,7 @@ func TestExHashPropagation(t *testing.T) {
 		{"EXHDEL p a zz", []string{"EXHDEL p a zz"}},
 		{"EXHDEL p zz", nil},
 		{"EXHDELWITHVER p b 0 x 0", []string{"EXHDEL p b x"}},
-	}
-	for _, tc := range cases {
-		h.line(tc.cmd)
-		if got := h.prop(); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s propagated %q, want %q", tc.cmd, got, tc.want)
-		}
-	}
+	})
 }
 
 func TestExHashKeyVersion(t *testing.T) {

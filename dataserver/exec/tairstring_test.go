@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"reflect"
 	"testing"
 	"time"
 )
@@ -60,11 +59,9 @@ func testExSetGet(t *testing.T, engine string) {
 		{"EXGET it", wrongT},
 		{"EXSET it v", wrongT},
 	})
-	h.line("EXSET p v EX 10 FLAGS 3")
-	want := []string{"EXSET p v ABS 1 FLAGS 3 PXAT " + ms(10*time.Second+time.Millisecond)}
-	if got := h.prop(); !reflect.DeepEqual(got, want) {
-		t.Errorf("EXSET propagated %q, want %q", got, want)
-	}
+	h.runProp([]propStep{
+		{"EXSET p v EX 10 FLAGS 3", []string{"EXSET p v ABS 1 FLAGS 3 PXAT " + ms(10*time.Second+time.Millisecond)}},
+	})
 }
 
 func TestExIncr(t *testing.T) { onEngines(t, testExIncr) }
@@ -116,11 +113,9 @@ func testExIncr(t *testing.T, engine string) {
 		{"EXINCRBYFLOAT g inf", tsOvf},
 		{"EXGET f", arr(bulk("2.6"), num(3))},
 	})
-	h.line("EXINCRBY q 5 DEF 3 EX 60")
-	want := []string{"EXSET q 3 ABS 1 FLAGS 0 PXAT " + ms(60*time.Second)}
-	if got := h.prop(); !reflect.DeepEqual(got, want) {
-		t.Errorf("EXINCRBY propagated %q, want %q", got, want)
-	}
+	h.runProp([]propStep{
+		{"EXINCRBY q 5 DEF 3 EX 60", []string{"EXSET q 3 ABS 1 FLAGS 0 PXAT " + ms(60*time.Second)}},
+	})
 }
 
 func TestExCasCadAppend(t *testing.T) { onEngines(t, testExCasCadAppend) }
@@ -189,12 +184,8 @@ func testExCasCadAppend(t *testing.T, engine string) {
 		{"EXSETVER it 1", wrongT},
 		{"EXGAE it EX 1", wrongT},
 	})
-	h.line("EXGAE g EX 7")
-	if got, want := h.prop(), []string{"EXGAE g PXAT " + ms(7*time.Second)}; !reflect.DeepEqual(got, want) {
-		t.Errorf("EXGAE propagated %q, want %q", got, want)
-	}
-	h.line("CAD c e")
-	if h.prop() != nil {
-		t.Errorf("CAD on a missing key propagated %q", h.prop())
-	}
+	h.runProp([]propStep{
+		{"EXGAE g EX 7", []string{"EXGAE g PXAT " + ms(7*time.Second)}},
+		{"CAD c e", nil}, // a missing key
+	})
 }

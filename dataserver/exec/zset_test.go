@@ -7,7 +7,6 @@ import (
 
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/engines/rdb"
-	"github.com/tairkv/tair/resp"
 )
 
 // dsRedisScript drives hashes, lists, sets and sorted sets through both a
@@ -107,33 +106,13 @@ func TestDSAgainstRedis(t *testing.T) {
 	for _, proto := range []int{2, 3} {
 		conn, rd := startRedis(t)
 		if proto == 3 {
-			if _, err := conn.Write(resp.AppendCommand(nil, []byte("HELLO"), []byte("3"))); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := readReply(rd); err != nil {
-				t.Fatal(err)
-			}
+			redisDo(t, conn, rd, toArgs([]string{"HELLO", "3"}))
 		}
 		eng := rdb.Open(engines.Options{})
 		t.Cleanup(func() { eng.Close() })
 		x := New(eng, Options{Buckets: 1})
 		for _, l := range dsRedisScript {
-			args := splitLine(l)
-			bs := make([][]byte, len(args))
-			for i, a := range args {
-				bs[i] = []byte(a)
-			}
-			if _, err := conn.Write(resp.AppendCommand(nil, bs...)); err != nil {
-				t.Fatal(err)
-			}
-			want, err := readReply(rd)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _ := x.Exec(0, proto, false, bs, nil)
-			if string(got) != want {
-				t.Errorf("RESP%d %s\n  got: %q\nredis: %q", proto, l, got, want)
-			}
+			sameAsRedis(t, conn, rd, x, proto, l, toArgs(splitLine(l)))
 		}
 	}
 }
