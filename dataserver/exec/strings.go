@@ -93,6 +93,23 @@ func parseStringOpts(c *Ctx, from int, set bool) (flags int, at int64, ok bool) 
 	return flags, at, true
 }
 
+// expireOption is the flag of the expiry option a names, EX, PX, EXAT or
+// PXAT in any case (0 for another word); TairString and TairHash take the
+// same four.
+func expireOption(a []byte) int {
+	switch {
+	case eqFold(a, "ex"):
+		return optEX
+	case eqFold(a, "px"):
+		return optPX
+	case eqFold(a, "exat"):
+		return optEXAT
+	case eqFold(a, "pxat"):
+		return optPXAT
+	}
+	return 0
+}
+
 func expireUnit(flags int) int64 {
 	if flags&(optEX|optEXAT) != 0 {
 		return 1000
@@ -106,6 +123,7 @@ func parseStringSyntax(c *Ctx, from int, set bool) (flags int, expArg []byte, ok
 	for j := from; j < len(c.Args); j++ {
 		a := c.Args[j]
 		hasNext := j+1 < len(c.Args)
+		exp := expireOption(a)
 		switch {
 		case set && eqFold(a, "nx") && flags&optXX == 0:
 			flags |= optNX
@@ -117,20 +135,9 @@ func parseStringSyntax(c *Ctx, from int, set bool) (flags int, expArg []byte, ok
 			flags |= optKeepTTL
 		case !set && eqFold(a, "persist") && flags&(optExpire|optKeepTTL) == 0:
 			flags |= optPersist
-		case eqFold(a, "ex") && flags&(optKeepTTL|optPersist|optEXAT|optPX|optPXAT) == 0 && hasNext:
-			flags |= optEX
-			j++
-			expArg = c.Args[j]
-		case eqFold(a, "px") && flags&(optKeepTTL|optPersist|optEX|optEXAT|optPXAT) == 0 && hasNext:
-			flags |= optPX
-			j++
-			expArg = c.Args[j]
-		case eqFold(a, "exat") && flags&(optKeepTTL|optPersist|optEX|optPX|optPXAT) == 0 && hasNext:
-			flags |= optEXAT
-			j++
-			expArg = c.Args[j]
-		case eqFold(a, "pxat") && flags&(optKeepTTL|optPersist|optEX|optEXAT|optPX) == 0 && hasNext:
-			flags |= optPXAT
+		case exp != 0 && flags&(optKeepTTL|optPersist|optExpire&^exp) == 0 && hasNext:
+			// one kind of expiry: the same option again is taken, as Redis does
+			flags |= exp
 			j++
 			expArg = c.Args[j]
 		default:

@@ -120,8 +120,7 @@ func parseExOpts(c *Ctx, from int, allow int) (exOpts, bool) {
 			o.xx = true
 		case allow&exAllowExpire != 0 && EqFold(a, "keepttl"):
 			o.keepTTL = true
-		case allow&exAllowExpire != 0 && expP == nil && next != nil &&
-			(EqFold(a, "ex") || EqFold(a, "exat") || EqFold(a, "px") || EqFold(a, "pxat")):
+		case allow&exAllowExpire != 0 && expP == nil && next != nil && expireOption(a) != 0:
 			expP = next
 			expUnit = 1
 			if a[0] == 'e' || a[0] == 'E' {

@@ -98,7 +98,7 @@ func parseTS(c *Ctx, start, allow int) (tsArgs, bool) {
 				return a, false
 			}
 			fl |= tsXX
-		case (eqFold(arg, "ex") || eqFold(arg, "exat") || eqFold(arg, "px") || eqFold(arg, "pxat")) && hasNext:
+		case expireOption(arg) != 0 && hasNext:
 			if fl&(tsPX|tsEX|tsKeepTTL) != 0 {
 				return a, false
 			}
