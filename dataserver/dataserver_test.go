@@ -443,9 +443,11 @@ func TestHooksAndMetrics(t *testing.T) {
 		return strings.Contains(string(b), `tair_dataserver_area_commands_total{area="0",kind="write",result="ok"}`)
 	}, "stats hook did not count")
 	for _, path := range []string{"/healthz", "/debug/pprof/"} {
-		if r, err := http.Get("http://" + a.HTTPAddr() + path); err != nil || r.StatusCode != 200 {
+		r, err := http.Get("http://" + a.HTTPAddr() + path)
+		if err != nil || r.StatusCode != 200 {
 			t.Fatalf("%s: %v %v", path, r, err)
 		}
+		r.Body.Close() // else the client's connection waits for it to be read for ever (goleak)
 	}
 }
 
