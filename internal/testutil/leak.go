@@ -16,6 +16,6 @@ var (
 	GnetPool = []goleak.Option{
 		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
 		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
-		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*goWorker).run.func1"), // idle: waits for a task,
+		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*goWorker).run.func1"), // idle: waits for a task
 	}
 )
