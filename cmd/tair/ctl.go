@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,283 +14,405 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/wire"
 )
 
+// ctlEnv is what every `tair ctl` subcommand shares: where the cluster
+// is, and whether to print JSON.
+type ctlEnv struct {
+	csAddrs   []string
+	proxyAddr string
+	password  string
+	json      bool
+}
+
+func (e *ctlEnv) client() *wire.Client { return wire.NewClient(e.csAddrs...) }
+
+// ctx bounds one request to the configserver or proxy.
+func (e *ctlEnv) ctx(parent context.Context) (context.Context, context.CancelFunc) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	return context.WithTimeout(parent, 10*time.Second)
+}
+
+// redis is a client of the proxy, in the given area (SELECT).
+func (e *ctlEnv) redis(area int) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: e.proxyAddr, Password: e.password, Protocol: 2, DB: area,
+		MaxRetries: -1, PoolSize: 1})
+}
+
+// print writes v as one line of JSON with --json, else runs text.
+func (e *ctlEnv) print(cmd *cobra.Command, v any, text func(w io.Writer) error) error {
+	if e.json {
+		return writeJSONLine(cmd.OutOrStdout(), v)
+	}
+	return text(cmd.OutOrStdout())
+}
+
+// writeJSONLine writes v compactly, one document per line (so --watch
+// and --wait stream one document per update).
+func writeJSONLine(w io.Writer, v any) error {
+	return json.NewEncoder(w).Encode(v)
+}
+
+// getJSON reads one GET document of the configserver API.
+func (e *ctlEnv) getJSON(cmd *cobra.Command, path string, out any) error {
+	c, cancel := e.ctx(cmd.Context())
+	defer cancel()
+	return e.client().Get(c, path, out)
+}
+
+// ctlStatus is `tair ctl status --json`: the table's shape, the
+// dataservers counted, and the API's MigrationStatus as it is.
+type ctlStatus struct {
+	TableVersion uint64               `json:"table_version"`
+	Buckets      uint32               `json:"buckets"`
+	Copies       int                  `json:"copies"`
+	DataServers  int                  `json:"dataservers"`
+	Alive        int                  `json:"alive"`
+	LostCopies   int                  `json:"lost_copies"`
+	Migrations   wire.MigrationStatus `json:"migrations"`
+}
+
+// ctlAreaSet is `tair ctl area set --json`: the admin reply and the
+// area's settings as sent (the old ones merged with the flags given).
+type ctlAreaSet struct {
+	wire.AdminReply
+	Area   uint16          `json:"area"`
+	Config wire.AreaConfig `json:"config"`
+}
+
+// ctlStat is `tair ctl stat --json`: TAIR.STAT's counters under
+// wire.AreaStats's names.
+type ctlStat struct {
+	Area int `json:"area"`
+	wire.AreaStats
+}
+
+// quietLog drops go-redis's log lines.
+type quietLog struct{}
+
+func (quietLog) Printf(context.Context, string, ...any) {}
+
 // ctlCmd is the administration tool (Tair's cst_monitor and tairclient).
 func ctlCmd() *cobra.Command {
-	var csAddrs []string
-	var proxyAddr, password string
-	client := func() *wire.Client { return wire.NewClient(csAddrs...) }
-	ctx := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.Background(), 10*time.Second)
-	}
+	e := &ctlEnv{}
 	cmd := &cobra.Command{Use: "ctl", Short: "administer a running cluster"}
-	cmd.PersistentFlags().StringSliceVar(&csAddrs, "configserver", []string{"127.0.0.1:5198"},
+	pf := cmd.PersistentFlags()
+	pf.StringSliceVar(&e.csAddrs, "configserver", []string{"127.0.0.1:5198"},
 		"configserver addresses (default: those of the `tair up` running for this user, else 127.0.0.1:5198)")
-	cmd.PersistentFlags().StringVar(&proxyAddr, "proxy", "127.0.0.1:6379",
+	pf.StringVar(&e.proxyAddr, "proxy", "127.0.0.1:6379",
 		"proxy address for stat and shell (default: the running `tair up`'s, else 127.0.0.1:6379)")
+	pf.StringVar(&e.password, "password", "", "proxy password")
+	pf.BoolVar(&e.json, "json", false, "print JSON (the configserver API's structures; one document per line)")
 	cmd.PersistentPreRun = func(c *cobra.Command, _ []string) {
+		// The error a command returns says it; go-redis's own log lines
+		// ("failed to dial after 5 attempts") would say it twice.
+		redis.SetLogger(quietLog{})
 		// No address given: the cluster `tair up` (`make run`) runs.
 		info, ok := readUpInfo()
 		if !ok {
 			return
 		}
 		if !c.Flags().Changed("configserver") {
-			csAddrs = info.ConfigServers
+			e.csAddrs = info.ConfigServers
 		}
 		if !c.Flags().Changed("proxy") && info.Proxy != "" {
-			proxyAddr = info.Proxy
+			e.proxyAddr = info.Proxy
 		}
 	}
-	cmd.PersistentFlags().StringVar(&password, "password", "", "proxy password")
 
 	status := &cobra.Command{
 		Use: "status", Short: "cluster summary", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, cancel := ctx()
+			c, cancel := e.ctx(cmd.Context())
 			defer cancel()
-			t, err := client().Table(c, 0, 0)
+			t, err := e.client().Table(c, 0, 0)
 			if err != nil {
 				return err
 			}
 			var nodes []wire.NodeStatus
-			if err := client().Get(c, "/v1/nodes", &nodes); err != nil {
+			if err := e.client().Get(c, "/v1/nodes", &nodes); err != nil {
 				return err
 			}
 			var mig wire.MigrationStatus
-			_ = client().Get(c, "/v1/migrations", &mig)
-			alive := 0
+			if err := e.client().Get(c, "/v1/migrations", &mig); err != nil {
+				return err
+			}
+			st := ctlStatus{TableVersion: t.Version, Buckets: t.Buckets, Copies: t.Copies,
+				DataServers: len(nodes), Migrations: mig}
 			for _, n := range nodes {
 				if n.Alive {
-					alive++
+					st.Alive++
 				}
 			}
-			lost := 0
 			for _, row := range t.Serving {
 				for _, n := range row {
 					if n == "" {
-						lost++
+						st.LostCopies++
 					}
 				}
 			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "table version   %d\nbuckets         %d\ncopies          %d\n", t.Version, t.Buckets, t.Copies)
-			fmt.Fprintf(w, "dataservers     %d alive of %d\nlost copies     %d\n", alive, len(nodes), lost)
-			fmt.Fprintf(w, "migrations      %d running, %d pending, %d/%d done, paused=%v\n",
-				len(mig.Running), len(mig.Pending), mig.Completed, mig.Total, mig.Paused)
-			fmt.Fprintf(w, "under-replicated %d buckets", mig.UnderReplicated)
-			if mig.UnderReplicated > 0 {
-				fmt.Fprintf(w, " (the oldest for %.1fs; %d with no live copy)", mig.UnderReplicatedSeconds, mig.Unavailable)
-			}
-			if mig.LastRestoreSeconds > 0 {
-				fmt.Fprintf(w, "; last restore took %.1fs", mig.LastRestoreSeconds)
-			}
-			fmt.Fprintln(w)
-			return nil
+			return e.print(cmd, st, func(w io.Writer) error {
+				fmt.Fprintf(w, "table version   %d\nbuckets         %d\ncopies          %d\n", st.TableVersion, st.Buckets, st.Copies)
+				fmt.Fprintf(w, "dataservers     %d alive of %d\nlost copies     %d\n", st.Alive, st.DataServers, st.LostCopies)
+				fmt.Fprintf(w, "migrations      %d running, %d pending, %d/%d done, paused=%v\n",
+					len(mig.Running), len(mig.Pending), mig.Completed, mig.Total, mig.Paused)
+				fmt.Fprintf(w, "under-replicated %d buckets", mig.UnderReplicated)
+				if mig.UnderReplicated > 0 {
+					fmt.Fprintf(w, " (the oldest for %.1fs; %d with no live copy)", mig.UnderReplicatedSeconds, mig.Unavailable)
+				}
+				if mig.LastRestoreSeconds > 0 {
+					fmt.Fprintf(w, "; last restore took %.1fs", mig.LastRestoreSeconds)
+				}
+				_, err := fmt.Fprintln(w)
+				return err
+			})
 		},
 	}
 	table := &cobra.Command{
 		Use: "table", Short: "print the bucket table (bucket, master, slaves)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, cancel := ctx()
+			c, cancel := e.ctx(cmd.Context())
 			defer cancel()
-			t, err := client().Table(c, 0, 0)
+			t, err := e.client().Table(c, 0, 0)
 			if err != nil {
 				return err
 			}
-			fmt.Fprint(cmd.OutOrStdout(), t.String())
-			return nil
+			return e.print(cmd, t, func(w io.Writer) error {
+				_, err := fmt.Fprint(w, t.String())
+				return err
+			})
 		},
 	}
 	nodes := &cobra.Command{
 		Use: "nodes", Short: "list dataservers", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, cancel := ctx()
-			defer cancel()
 			var list []wire.NodeStatus
-			if err := client().Get(c, "/v1/nodes", &list); err != nil {
+			if err := e.getJSON(cmd, "/v1/nodes", &list); err != nil {
 				return err
 			}
 			sort.Slice(list, func(i, j int) bool { return list[i].Addr < list[j].Addr })
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ADDR\tZONE\tALIVE\tDRAINING\tMASTERS\tSLAVES\tTABLE\tLOAD\tHEALTH\tHELD")
-			for _, n := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.0f\t%s\t%d/%d\n", n.Addr, n.Zone, n.Alive, n.Draining, n.Masters, n.Slaves, n.TableVersion, n.Load,
-					n.Health, n.HeldMasters, n.HeldSlaves)
-			}
-			return tw.Flush()
-		},
-	}
-	migrations := &cobra.Command{
-		Use: "migrations", Short: "show migrations with progress", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, cancel := ctx()
-			defer cancel()
-			var m wire.MigrationStatus
-			if err := client().Get(c, "/v1/migrations", &m); err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			pct := 100.0
-			if m.Total > 0 {
-				pct = 100 * float64(m.Completed) / float64(m.Total)
-			}
-			fmt.Fprintf(w, "progress %d/%d moves (%.1f%%), paused=%v\n", m.Completed, m.Total, pct, m.Paused)
-			for _, r := range m.Running {
-				fmt.Fprintf(w, "running bucket %d -> %s: %d keys sent, done=%v %s\n", r.Bucket, r.To, r.KeysSent, r.Done, r.Failed)
-			}
-			for _, p := range m.Pending {
-				fmt.Fprintf(w, "pending bucket %d: %s -> %s\n", p.Bucket, p.From, p.To)
-			}
-			return nil
-		},
-	}
-	admin := func(op, short string, nodeArg bool) *cobra.Command {
-		use := op
-		if nodeArg {
-			use += " ADDR"
-		}
-		return &cobra.Command{
-			Use: use, Short: short, Args: cobra.ExactArgs(map[bool]int{true: 1, false: 0}[nodeArg]),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				c, cancel := ctx()
-				defer cancel()
-				req := &wire.AdminRequest{Op: op}
-				if nodeArg {
-					req.Op = "node-" + op
-					req.Node = args[0]
+			return e.print(cmd, list, func(w io.Writer) error {
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ADDR\tZONE\tALIVE\tDRAINING\tMASTERS\tSLAVES\tTABLE\tLOAD\tHEALTH\tHELD")
+				for _, n := range list {
+					fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.0f\t%s\t%d/%d\n", n.Addr, n.Zone, n.Alive, n.Draining, n.Masters, n.Slaves, n.TableVersion, n.Load,
+						n.Health, n.HeldMasters, n.HeldSlaves)
 				}
-				return printAdmin(cmd.OutOrStdout(), client(), c, req)
+				return tw.Flush()
+			})
+		},
+	}
+	cmd.AddCommand(status, table, nodes, migrationsCmd(e), nodeCmd(e), adminCmd(e, "rebalance", "plan moves that rebalance the table", "rebalance"),
+		migrateCmd(e), areaCmd(e), hooksCmd(e), statCmd(e), shellCmd(e))
+	return cmd
+}
+
+// adminCmd is a subcommand without arguments that sends one admin op.
+func adminCmd(e *ctlEnv, use, short, op string) *cobra.Command {
+	return &cobra.Command{
+		Use: use, Short: short, Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := e.admin(cmd, &wire.AdminRequest{Op: op})
+			return err
+		},
+	}
+}
+
+// admin sends req to the leader and prints its reply: "OK message", or
+// with --json the AdminReply. A refusal is an error (exit status 1).
+func (e *ctlEnv) admin(cmd *cobra.Command, req *wire.AdminRequest) (*wire.AdminReply, error) {
+	reply, err := e.adminQuiet(cmd, req)
+	if err != nil {
+		return nil, err
+	}
+	if perr := e.print(cmd, reply, func(w io.Writer) error {
+		if !reply.OK {
+			return nil
+		}
+		_, err := fmt.Fprintln(w, okLine(reply.Message))
+		return err
+	}); perr != nil {
+		return nil, perr
+	}
+	if !reply.OK {
+		return reply, fmt.Errorf("%s", reply.Message)
+	}
+	return reply, nil
+}
+
+func (e *ctlEnv) adminQuiet(cmd *cobra.Command, req *wire.AdminRequest) (*wire.AdminReply, error) {
+	c, cancel := e.ctx(cmd.Context())
+	defer cancel()
+	return e.client().Admin(c, req)
+}
+
+// okLine is "OK" and the reply's message, if any.
+func okLine(msg string) string {
+	if msg == "" {
+		return "OK"
+	}
+	return "OK " + msg
+}
+
+func nodeCmd(e *ctlEnv) *cobra.Command {
+	node := &cobra.Command{Use: "node", Short: "add, remove or drain a dataserver"}
+	op := func(op, short string) *cobra.Command {
+		return &cobra.Command{
+			Use: op + " ADDR", Short: short, Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				_, err := e.admin(cmd, &wire.AdminRequest{Op: "node-" + op, Node: args[0]})
+				return err
 			},
 		}
 	}
-	node := &cobra.Command{Use: "node", Short: "add, remove or drain a dataserver"}
-	node.AddCommand(admin("add", "let a drained or removed dataserver hold copies again", true),
-		admin("remove", "take a drained or dead dataserver out of the cluster", true),
-		admin("drain", "move every copy off a dataserver (then remove it)", true))
-	rebalance := &cobra.Command{
-		Use: "rebalance", Short: "plan moves that rebalance the table", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, cancel := ctx()
-			defer cancel()
-			return printAdmin(cmd.OutOrStdout(), client(), c, &wire.AdminRequest{Op: "rebalance"})
-		},
-	}
+	node.AddCommand(op("add", "let a drained or removed dataserver hold copies again"),
+		op("remove", "take a drained or dead dataserver out of the cluster"),
+		drainCmd(e))
+	return node
+}
+
+func migrateCmd(e *ctlEnv) *cobra.Command {
 	migrate := &cobra.Command{Use: "migrate", Short: "pause, resume or cancel migrations"}
-	migrateShort := map[string]string{
-		"pause":  "start no new moves (running ones finish)",
-		"resume": "start the planned moves again",
-		"cancel": "drop the plan and the running moves (the next change or rebalance plans again)",
-	}
-	for _, op := range []string{"pause", "resume", "cancel"} {
-		op := op
-		migrate.AddCommand(&cobra.Command{
-			Use: op, Short: migrateShort[op], Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				c, cancel := ctx()
-				defer cancel()
-				return printAdmin(cmd.OutOrStdout(), client(), c, &wire.AdminRequest{Op: "migrations-" + op})
-			},
-		})
-	}
+	migrate.AddCommand(
+		adminCmd(e, "pause", "start no new moves (running ones finish)", "migrations-pause"),
+		adminCmd(e, "resume", "start the planned moves again", "migrations-resume"),
+		adminCmd(e, "cancel", "drop the plan and the running moves (the next change or rebalance plans again)", "migrations-cancel"))
+	return migrate
+}
+
+func areaCmd(e *ctlEnv) *cobra.Command {
+	area := &cobra.Command{Use: "area", Short: "per-area settings"}
 	var quota, opsLimit, bytesLimit int64
 	var readOnly bool
-	area := &cobra.Command{Use: "area", Short: "per-area settings"}
 	areaSet := &cobra.Command{
-		Use: "set AREA", Short: "set an area's quota, flow limits and read-only switch", Args: cobra.ExactArgs(1),
+		Use:   "set AREA",
+		Short: "change an area's quota, flow limits or read-only switch (flags left out keep their setting)",
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := strconv.ParseUint(args[0], 10, 16)
-			if err != nil || n > 1023 {
-				return fmt.Errorf("area must be 0..1023")
+			if err != nil || n > route.MaxArea {
+				return fmt.Errorf("area must be 0..%d", route.MaxArea)
 			}
-			c, cancel := ctx()
-			defer cancel()
-			return printAdmin(cmd.OutOrStdout(), client(), c, &wire.AdminRequest{Op: "area-set", Area: uint16(n),
-				Config: wire.AreaConfig{QuotaBytes: quota, OpsLimit: opsLimit, BytesLimit: bytesLimit, ReadOnly: readOnly}})
+			f := cmd.Flags()
+			if !f.Changed("quota") && !f.Changed("ops") && !f.Changed("bytes") && !f.Changed("read-only") {
+				return fmt.Errorf("nothing to set: give --quota, --ops, --bytes or --read-only")
+			}
+			// The API sets an area's whole config: start from the current
+			// one, so flags left out keep their value.
+			var areas map[uint16]wire.AreaConfig
+			if err := e.getJSON(cmd, "/v1/areas", &areas); err != nil {
+				return err
+			}
+			cfg := areas[uint16(n)]
+			if f.Changed("quota") {
+				cfg.QuotaBytes = quota
+			}
+			if f.Changed("ops") {
+				cfg.OpsLimit = opsLimit
+			}
+			if f.Changed("bytes") {
+				cfg.BytesLimit = bytesLimit
+			}
+			if f.Changed("read-only") {
+				cfg.ReadOnly = readOnly
+			}
+			reply, err := e.adminQuiet(cmd, &wire.AdminRequest{Op: "area-set", Area: uint16(n), Config: cfg})
+			if err != nil {
+				return err
+			}
+			out := ctlAreaSet{AdminReply: *reply, Area: uint16(n), Config: cfg}
+			if err := e.print(cmd, out, func(w io.Writer) error {
+				if !reply.OK {
+					return nil
+				}
+				_, err := fmt.Fprintf(w, "OK area %d: %s\n", n, areaSettings(cfg))
+				return err
+			}); err != nil {
+				return err
+			}
+			if !reply.OK {
+				return fmt.Errorf("%s", reply.Message)
+			}
+			return nil
 		},
 	}
 	areaSet.Flags().Int64Var(&quota, "quota", 0, "byte quota (0 = none)")
 	areaSet.Flags().Int64Var(&opsLimit, "ops", 0, "ops/s limit (0 = none)")
 	areaSet.Flags().Int64Var(&bytesLimit, "bytes", 0, "bytes/s limit (0 = none)")
-	areaSet.Flags().BoolVar(&readOnly, "read-only", false, "refuse writes")
+	areaSet.Flags().BoolVar(&readOnly, "read-only", false, "refuse writes (--read-only=false allows them again)")
 	areaList := &cobra.Command{
 		Use: "list", Short: "print every area's settings", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, cancel := ctx()
-			defer cancel()
 			var areas map[uint16]wire.AreaConfig
-			if err := client().Get(c, "/v1/areas", &areas); err != nil {
+			if err := e.getJSON(cmd, "/v1/areas", &areas); err != nil {
 				return err
 			}
-			return json.NewEncoder(cmd.OutOrStdout()).Encode(areas)
+			if areas == nil {
+				areas = map[uint16]wire.AreaConfig{}
+			}
+			return e.print(cmd, areas, func(w io.Writer) error {
+				ids := make([]int, 0, len(areas))
+				for a := range areas {
+					ids = append(ids, int(a))
+				}
+				sort.Ints(ids)
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "AREA\tQUOTA\tOPS/S\tBYTES/S\tREAD-ONLY")
+				for _, a := range ids {
+					c := areas[uint16(a)]
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v\n", a, limit(c.QuotaBytes), limit(c.OpsLimit), limit(c.BytesLimit), c.ReadOnly)
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	area.AddCommand(areaSet, areaList)
+	return area
+}
 
-	hooks := hooksCmd(client, ctx)
+// limit shows a limit, 0 as "none".
+func limit(n int64) string {
+	if n == 0 {
+		return "none"
+	}
+	return strconv.FormatInt(n, 10)
+}
 
-	rdb := func() *redis.Client {
-		return redis.NewClient(&redis.Options{Addr: proxyAddr, Password: password, Protocol: 2})
-	}
-	stat := &cobra.Command{
-		Use: "stat [AREA]", Short: "per-area statistics (TAIR.STAT)", Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, cancel := ctx()
-			defer cancel()
-			r := rdb()
-			defer r.Close()
-			a := []any{"tair.stat"}
-			for _, s := range args {
-				a = append(a, s)
-			}
-			res, err := r.Do(c, a...).Result()
-			if err != nil {
-				return err
-			}
-			printReply(cmd.OutOrStdout(), res)
-			return nil
-		},
-	}
-	shell := &cobra.Command{
-		Use: "shell", Short: "tairclient-style shell: put/get/remove/incr/stat/delall, or any Redis command", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			r := rdb()
-			defer r.Close()
-			return runShell(cmd.InOrStdin(), cmd.OutOrStdout(), r)
-		},
-	}
-	cmd.AddCommand(status, table, nodes, migrations, node, rebalance, migrate, area, hooks, stat, shell)
-	return cmd
+// areaSettings is one area's config on one line.
+func areaSettings(c wire.AreaConfig) string {
+	return fmt.Sprintf("quota %s, ops/s %s, bytes/s %s, read-only %v", limit(c.QuotaBytes), limit(c.OpsLimit), limit(c.BytesLimit), c.ReadOnly)
 }
 
 // hooksCmd is `tair ctl hooks`: show, set, or switch on and off the
 // dataservers' request hooks (applied without a restart).
-func hooksCmd(client func() *wire.Client, ctx func() (context.Context, context.CancelFunc)) *cobra.Command {
+func hooksCmd(e *ctlEnv) *cobra.Command {
 	hooks := &cobra.Command{
 		Use: "hooks", Short: "show the dataservers' request hooks (set, on, off change them)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, cancel := ctx()
-			defer cancel()
 			var st wire.HooksStatus
-			if err := client().Get(c, "/v1/hooks", &st); err != nil {
+			if err := e.getJSON(cmd, "/v1/hooks", &st); err != nil {
 				return err
 			}
-			enabled := wire.HookList(st.Enabled)
-			if !st.Set {
-				enabled += " (default)"
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "enabled  %s\nknown    %s\n", enabled, strings.Join(st.Known, ","))
-			return nil
+			return e.print(cmd, st, func(w io.Writer) error {
+				enabled := wire.HookList(st.Enabled)
+				if !st.Set {
+					enabled += " (default)"
+				}
+				_, err := fmt.Fprintf(w, "enabled  %s\nknown    %s\n", enabled, strings.Join(st.Known, ","))
+				return err
+			})
 		},
 	}
 	op := func(use, short, op string) *cobra.Command {
 		return &cobra.Command{
 			Use: use, Short: short, Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				c, cancel := ctx()
-				defer cancel()
-				return printAdmin(cmd.OutOrStdout(), client(), c, &wire.AdminRequest{Op: op, Hooks: hookNames(args[0])})
+				_, err := e.admin(cmd, &wire.AdminRequest{Op: op, Hooks: hookNames(args[0])})
+				return err
 			},
 		}
 	}
@@ -314,119 +435,84 @@ func hookNames(list string) []string {
 	return names
 }
 
-func printAdmin(w io.Writer, cl *wire.Client, ctx context.Context, req *wire.AdminRequest) error {
-	reply, err := cl.Admin(ctx, req)
-	if err != nil {
-		return err
+func statCmd(e *ctlEnv) *cobra.Command {
+	return &cobra.Command{
+		Use: "stat [AREA]", Short: "an area's counters summed over the dataservers (TAIR.STAT; default area 0)", Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			area := 0
+			if len(args) == 1 {
+				n, err := strconv.ParseUint(args[0], 10, 16)
+				if err != nil || n > route.MaxArea {
+					return fmt.Errorf("area must be 0..%d", route.MaxArea)
+				}
+				area = int(n)
+			}
+			c, cancel := e.ctx(cmd.Context())
+			defer cancel()
+			r := e.redis(0)
+			defer r.Close()
+			res, err := r.Do(c, "tair.stat", area).Result()
+			if err != nil {
+				return err
+			}
+			st, err := parseStat(area, res)
+			if err != nil {
+				return err
+			}
+			return e.print(cmd, st, func(w io.Writer) error {
+				_, err := fmt.Fprint(w, formatStat(st))
+				return err
+			})
+		},
 	}
-	if !reply.OK {
-		return fmt.Errorf("%s", reply.Message)
-	}
-	fmt.Fprintln(w, "OK", reply.Message)
-	return nil
 }
 
-// tairclient verbs mapped onto proxy commands.
-var shellVerbs = map[string]string{
-	"put": "tair.putv", "get": "tair.getv", "remove": "del", "incr": "tair.incr",
-	"decr": "tair.decr", "stat": "tair.stat", "delall": "tair.delall",
+// statFields are TAIR.STAT's fields, in its order.
+var statFields = []string{"keys", "bytes", "gets", "puts", "hits", "misses", "evictions"}
+
+// parseStat reads TAIR.STAT's field/value pairs (a flat array in RESP2).
+func parseStat(area int, res any) (ctlStat, error) {
+	st := ctlStat{Area: area}
+	pairs, ok := res.([]any)
+	if !ok || len(pairs)%2 != 0 {
+		return st, fmt.Errorf("unexpected TAIR.STAT reply %v", res)
+	}
+	vals := map[string]int64{}
+	for i := 0; i < len(pairs); i += 2 {
+		n, ok := pairs[i+1].(int64)
+		if !ok {
+			return st, fmt.Errorf("unexpected TAIR.STAT reply %v", res)
+		}
+		vals[fmt.Sprint(pairs[i])] = n
+	}
+	st.Keys, st.Bytes, st.Gets, st.Puts = vals["keys"], vals["bytes"], vals["gets"], vals["puts"]
+	st.Hits, st.Misses, st.Evictions = vals["hits"], vals["misses"], vals["evictions"]
+	return st, nil
 }
 
-func runShell(in io.Reader, out io.Writer, r *redis.Client) error {
-	sc := bufio.NewScanner(in)
-	area := 0
-	prompt := func() { fmt.Fprintf(out, "tair[%d]> ", area) }
-	prompt()
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 {
-			prompt()
-			continue
+// formatStat prints the counters one a line, as tairclient's stat.
+func formatStat(st ctlStat) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-10s %d\n", "area", st.Area)
+	for _, f := range statFields {
+		var v int64
+		switch f {
+		case "keys":
+			v = st.Keys
+		case "bytes":
+			v = st.Bytes
+		case "gets":
+			v = st.Gets
+		case "puts":
+			v = st.Puts
+		case "hits":
+			v = st.Hits
+		case "misses":
+			v = st.Misses
+		case "evictions":
+			v = st.Evictions
 		}
-		verb := strings.ToLower(fields[0])
-		switch verb {
-		case "quit", "exit":
-			return nil
-		case "help":
-			fmt.Fprintln(out, "put KEY VALUE [VERSION [EXPIRE]] | get KEY | remove KEY | incr KEY [N] | decr KEY [N] | stat | delall | area N | any Redis command")
-			prompt()
-			continue
-		case "area":
-			if len(fields) == 2 {
-				if n, err := strconv.Atoi(fields[1]); err == nil {
-					area = n
-				}
-			}
-			prompt()
-			continue
-		}
-		args := []any{}
-		if m, ok := shellVerbs[verb]; ok {
-			args = append(args, m)
-			rest := fields[1:]
-			switch verb {
-			case "put":
-				if len(rest) == 2 {
-					rest = append(rest, "0")
-				}
-				if len(rest) == 4 {
-					rest = []string{rest[0], rest[1], rest[2], "EX", rest[3]}
-				}
-			case "incr", "decr":
-				if len(rest) == 1 {
-					rest = append(rest, "1")
-				}
-			case "delall":
-				rest = []string{strconv.Itoa(area)}
-			case "stat":
-				rest = []string{strconv.Itoa(area)}
-			}
-			for _, f := range rest {
-				args = append(args, f)
-			}
-		} else {
-			for _, f := range fields {
-				args = append(args, f)
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		// Each line runs on a pinned connection in the chosen area.
-		conn := r.Conn()
-		if area != 0 {
-			conn.Do(ctx, "select", area)
-		}
-		res, err := conn.Do(ctx, args...).Result()
-		conn.Close()
-		cancel()
-		switch {
-		case err == redis.Nil:
-			fmt.Fprintln(out, "(nil)")
-		case err != nil:
-			fmt.Fprintln(out, "(error)", err)
-		default:
-			printReply(out, res)
-		}
-		prompt()
+		fmt.Fprintf(&b, "%-10s %d\n", f, v)
 	}
-	return sc.Err()
-}
-
-func printReply(w io.Writer, v any) {
-	switch x := v.(type) {
-	case []any:
-		for i, e := range x {
-			fmt.Fprintf(w, "%d) %v\n", i+1, e)
-		}
-	case map[any]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, fmt.Sprint(k))
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			fmt.Fprintf(w, "%s: %v\n", k, x[k])
-		}
-	default:
-		fmt.Fprintln(w, v)
-	}
+	return b.String()
 }
