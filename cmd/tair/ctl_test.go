@@ -304,7 +304,7 @@ func TestCtl(t *testing.T) {
 	}
 	// drain --wait gives up after --timeout while the moves wait.
 	out, err = ctlErr(cs, "node", "drain", victim, "--wait", "--timeout", "300ms", "--interval", "50ms")
-	if err == nil || !regexp.MustCompile(`^timed out after 300ms: node `+regexp.QuoteMeta(victim)+` still holds \d+ copies \(0 moves running, `+
+	if err == nil || !regexp.MustCompile(`^timed out after 300ms: node `+regexp.QuoteMeta(victim)+` still holds \d+ cop(y|ies) \(0 moves running, `+
 		strconv.Itoa(planned)+` pending\)$`).MatchString(err.Error()) {
 		t.Fatalf("drain --wait --timeout while paused: %v", err)
 	}

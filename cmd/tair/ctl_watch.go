@@ -150,8 +150,8 @@ func (p *progressWatch) run(ctx context.Context, interval, timeout time.Duration
 			if p.stuck.IsZero() {
 				p.stuck = time.Now()
 			} else if time.Since(p.stuck) > stuckAfter {
-				return fmt.Errorf("node %s still holds %d copies and no move is planned for them (%w); see `tair ctl nodes`",
-					p.drain, pr.Copies, errStuck)
+				return fmt.Errorf("node %s still holds %s and no move is planned for them (%w); see `tair ctl nodes`",
+					p.drain, copies(pr.Copies), errStuck)
 			}
 		} else if err == nil {
 			p.stuck = time.Time{}
@@ -163,8 +163,8 @@ func (p *progressWatch) run(ctx context.Context, interval, timeout time.Duration
 			p.endFrame()
 			m := last.Migrations
 			if p.drain != "" {
-				return fmt.Errorf("timed out after %v: node %s still holds %d copies (%d moves running, %d pending)",
-					timeout, p.drain, last.Copies, len(m.Running), len(m.Pending))
+				return fmt.Errorf("timed out after %v: node %s still holds %s (%d moves running, %d pending)",
+					timeout, p.drain, copies(last.Copies), len(m.Running), len(m.Pending))
 			}
 			return fmt.Errorf("timed out after %v: %d moves running, %d pending", timeout, len(m.Running), len(m.Pending))
 		case <-tick.C:
@@ -179,7 +179,15 @@ func (p *progressWatch) interrupted(last progress) error {
 	if p.drain == "" {
 		return nil
 	}
-	return fmt.Errorf("stopped waiting: node %s still holds %d copies (the drain goes on)", p.drain, last.Copies)
+	return fmt.Errorf("stopped waiting: node %s still holds %s (the drain goes on)", p.drain, copies(last.Copies))
+}
+
+// copies is "1 copy" or "n copies".
+func copies(n int) string {
+	if n == 1 {
+		return "1 copy"
+	}
+	return fmt.Sprintf("%d copies", n)
 }
 
 // poll reads the plan (and the drained node) and measures the rates.
