@@ -27,14 +27,24 @@ func (e *encoder) length(n uint64) {
 	}
 }
 
-// raw writes s as a plain RDB string.
+// raw writes s as an RDB string: LZF-compressed when it is over 20 bytes
+// and compresses (as Redis with rdbcompression yes), else plain.
 func (e *encoder) raw(s []byte) {
+	if len(s) > 20 {
+		if c := lzfCompress(s); c != nil {
+			e.b = append(e.b, 0xc0|encLZF)
+			e.length(uint64(len(c)))
+			e.length(uint64(len(s)))
+			e.b = append(e.b, c...)
+			return
+		}
+	}
 	e.length(uint64(len(s)))
 	e.b = append(e.b, s...)
 }
 
-// str writes s as Redis's rdbSaveRawString does without compression: an
-// integer encoding for the canonical decimal of an int32, else plain.
+// str writes s as Redis's rdbSaveRawString does: an integer encoding for
+// the canonical decimal of an int32, else raw.
 func (e *encoder) str(s []byte) {
 	if len(s) <= 11 {
 		if v, ok := canonicalInt(s); ok && v >= math.MinInt32 && v <= math.MaxInt32 {

@@ -7,7 +7,7 @@
 // sorted sets and hashes, and the older ones it still loads (plain lists,
 // ziplists, quicklists of ziplists, zipmaps, string-encoded zset scores).
 // Streams, modules and functions are refused (ErrFormat). Encode writes
-// encodings Redis 7.0 loads: strings plain or int-encoded, lists as
+// encodings Redis 7.0 loads: strings plain, int-encoded or LZF, lists as
 // quicklist 2 of listpacks, sets, sorted sets (binary scores) and hashes
 // in their plain encodings.
 //

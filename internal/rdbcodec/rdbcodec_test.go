@@ -78,3 +78,37 @@ func TestLZF(t *testing.T) {
 		t.Fatal("reference before the start accepted")
 	}
 }
+
+func TestLZFCompressRoundTrip(t *testing.T) {
+	x := uint32(1)
+	for _, n := range []int{21, 40, 100, 1000, 9000, 70000} {
+		for _, kind := range []int{0, 1, 2} {
+			in := make([]byte, n)
+			for i := range in {
+				x = x*1103515245 + 12345
+				switch kind {
+				case 0:
+					in[i] = byte(i % 7)
+				case 1:
+					in[i] = byte(x >> 16)
+				default:
+					in[i] = "ab"[x>>16&1]
+				}
+			}
+			c := lzfCompress(in)
+			if c == nil {
+				if kind == 0 || kind == 2 && n >= 100 {
+					t.Fatalf("n=%d kind=%d did not compress", n, kind)
+				}
+				continue
+			}
+			if len(c) > n-4 {
+				t.Fatalf("n=%d: %d bytes", n, len(c))
+			}
+			out := make([]byte, n)
+			if !lzfDecompress(c, out) || !bytes.Equal(out, in) {
+				t.Fatalf("n=%d kind=%d: round trip failed", n, kind)
+			}
+		}
+	}
+}
