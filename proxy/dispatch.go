@@ -216,6 +216,9 @@ func (ss *session) route(r *request, keys []int) {
 		}
 	}
 	if !same {
+		if ss.gather(r, keys, q) { // gather.go: SUNION, ZINTER ... over buckets
+			return
+		}
 		if r.spec.Has(command.MultiKey) && !r.spec.Has(command.Atomic) {
 			if r.write && ss.refuseOverLimit(r, keys) {
 				return

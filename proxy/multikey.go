@@ -121,6 +121,10 @@ func (ss *session) resplit(r *request) {
 // mergeReplies combines the parts' replies into r.reply. The first error
 // of a part is the reply.
 func (ss *session) mergeReplies(r *request) {
+	if r.merge == mergeGather {
+		ss.mergeGathered(r)
+		return
+	}
 	for _, sub := range r.subs {
 		if sub.err != nil {
 			ss.account(sub) // turns it into an error reply

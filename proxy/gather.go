@@ -1,0 +1,607 @@
+package proxy
+
+import (
+	"bytes"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/resp"
+)
+
+// Gathered reads: the multi-key reads that combine whole values (SUNION,
+// SINTER, SDIFF, SINTERCARD, ZUNION, ZINTER, ZDIFF, ZINTERCARD) whose
+// keys span buckets. Each distinct key's value is read from its bucket's
+// master (SMEMBERS, or ZRANGE 0 -1 WITHSCORES with SMEMBERS for a key
+// that turns out to be a set), always in RESP2, and the operation runs
+// here with the dataserver's (Redis's) rules: the order of the type
+// checks and the option errors, WEIGHTS, AGGREGATE, a NaN product or sum
+// taken as 0, the reply in score then member order. Keys of one bucket
+// never come here: the dataserver runs those in one command.
+//
+// Not atomic: each key is read at its own moment. The *STORE forms are
+// writes and stay CROSSSLOT across buckets.
+
+// gatherOp is a gathered command's operation.
+type gatherOp uint8
+
+const (
+	gUnion gatherOp = iota
+	gInter
+	gDiff
+)
+
+type gatherSpec struct {
+	op    gatherOp
+	zset  bool // sorted-set sources (a set counts, scores 1)
+	card  bool // *INTERCARD: the count, with LIMIT
+	first int  // the first key's index
+}
+
+var gatherSpecs = map[string]gatherSpec{
+	"sunion":     {op: gUnion, first: 1},
+	"sinter":     {op: gInter, first: 1},
+	"sdiff":      {op: gDiff, first: 1},
+	"sintercard": {op: gInter, card: true, first: 2},
+	"zunion":     {op: gUnion, zset: true, first: 2},
+	"zinter":     {op: gInter, zset: true, first: 2},
+	"zdiff":      {op: gDiff, zset: true, first: 2},
+	"zintercard": {op: gInter, zset: true, card: true, first: 2},
+}
+
+const mergeGather mergeKind = 100
+
+const wrongTypeText = "WRONGTYPE Operation against a key holding the wrong kind of value"
+
+// gather starts a gathered read of r, whose keys (their indexes) span
+// buckets, and reports whether r is one; finish merges it.
+func (ss *session) gather(r *request, keys []int, q uint32) bool {
+	if r.spec == nil {
+		return false
+	}
+	g, ok := gatherSpecs[r.spec.Name]
+	if !ok {
+		return false
+	}
+	if g.first == 2 {
+		// The keys were found by a numkeys Atoi took ("+2", "02"),
+		// which Redis's string2ll does not.
+		if _, ok := redisInt(r.args[1]); !ok {
+			if g.zset {
+				r.setError("ERR value is not an integer or out of range")
+			} else {
+				r.setError("ERR numkeys should be greater than 0")
+			}
+			return true
+		}
+	}
+	r.merge = mergeGather
+	seen := make(map[string]struct{}, len(keys))
+	for _, k := range keys {
+		key := r.args[k]
+		if _, dup := seen[string(key)]; dup {
+			continue
+		}
+		seen[string(key)] = struct{}{}
+		sub := ss.newReq()
+		sub.bucket = route.BucketOf(key, q)
+		sub.group = sub.bucket
+		sub.area, sub.proto = r.area, 2
+		sub.start = r.start
+		if g.zset {
+			sub.own = append(sub.own[:0], []byte("ZRANGE"), key, []byte("0"), []byte("-1"), []byte("WITHSCORES"))
+		} else {
+			sub.own = append(sub.own[:0], []byte("SMEMBERS"), key)
+		}
+		sub.args = sub.own
+		r.subs = append(r.subs, sub)
+	}
+	for _, sub := range r.subs {
+		ss.send(sub)
+	}
+	return true
+}
+
+// gatherSource is one key's value: its members and, for sorted sets,
+// their scores.
+type gatherSource struct {
+	members []string
+	scores  []float64
+	found   bool
+}
+
+// mergeGathered computes r's reply from its parts' values.
+func (ss *session) mergeGathered(r *request) {
+	g := gatherSpecs[r.spec.Name]
+	if g.zset {
+		// A key that was not a sorted set may be a set: read it so.
+		var again []*request
+		for _, sub := range r.subs {
+			if sub.err == nil && isWrongType(sub.reply) {
+				sub.own = append(sub.own[:0], []byte("SMEMBERS"), sub.own[1])
+				sub.args = sub.own
+				ss.send(sub)
+				again = append(again, sub)
+			}
+		}
+		for _, sub := range again {
+			ss.finish(sub)
+		}
+	}
+	keys := r.spec.AppendKeyIndexes(nil, r.args)
+	byKey := make(map[string]*request, len(r.subs))
+	for _, sub := range r.subs {
+		byKey[string(sub.args[1])] = sub
+	}
+	out := r.reply[:0]
+	fail := func(msg string) { r.reply = resp.AppendError(out, msg) }
+
+	// SINTERCARD parses LIMIT before it reads the keys.
+	var limit int64
+	if g.card && !g.zset {
+		var ok bool
+		if limit, ok = gatherLimit(r, keys, fail); !ok {
+			return
+		}
+	}
+	srcs := make([]gatherSource, len(keys))
+	for i, k := range keys {
+		sub := byKey[string(r.args[k])]
+		if sub.err != nil {
+			ss.account(sub) // turns it into an error reply
+		}
+		if len(sub.reply) == 0 || sub.reply[0] == '-' || sub.reply[0] == '!' {
+			r.reply = append(out, sub.reply...)
+			return
+		}
+		src, ok := parseSource(sub.reply, sub.args[0][0] == 'Z')
+		if !ok {
+			fail("ERR bad reply from dataserver")
+			return
+		}
+		srcs[i] = src
+	}
+	if !g.zset {
+		res := setCombine(srcs, g.op, int(min(limit, math.MaxInt32)))
+		if g.card {
+			r.reply = resp.AppendInt(out, int64(len(res)))
+			return
+		}
+		out = resp.AppendSet(out, len(res), r.proto)
+		for _, m := range res {
+			out = resp.AppendBulkString(out, m)
+		}
+		r.reply = out
+		return
+	}
+	// The sorted-set commands read the sources (WRONGTYPE) before they
+	// parse the options.
+	n := len(keys)
+	if g.card {
+		limit, ok := gatherLimit(r, keys, fail)
+		if !ok {
+			return
+		}
+		cnt := int64(len(zCombine(srcs, make([]float64, n), 0, gInter)))
+		if limit > 0 && cnt > limit {
+			cnt = limit
+		}
+		r.reply = resp.AppendInt(out, cnt)
+		return
+	}
+	weights := make([]float64, n)
+	for i := range weights {
+		weights[i] = 1
+	}
+	agg, withScores := 0, false
+	args := r.args
+	for j := keys[len(keys)-1] + 1; j < len(args); j++ {
+		left := len(args) - j - 1
+		a := args[j]
+		switch {
+		case g.op != gDiff && resp.EqualFold(a, "weights") && left >= n:
+			for i := range weights {
+				w, ok := parseScore(args[j+1+i])
+				if !ok {
+					fail("ERR weight value is not a float")
+					return
+				}
+				weights[i] = w
+			}
+			j += n
+		case g.op != gDiff && resp.EqualFold(a, "aggregate") && left >= 1:
+			switch {
+			case resp.EqualFold(args[j+1], "sum"):
+				agg = 0
+			case resp.EqualFold(args[j+1], "min"):
+				agg = 1
+			case resp.EqualFold(args[j+1], "max"):
+				agg = 2
+			default:
+				fail("ERR syntax error")
+				return
+			}
+			j++
+		case resp.EqualFold(a, "withscores"):
+			withScores = true
+		default:
+			fail("ERR syntax error")
+			return
+		}
+	}
+	res := zCombine(srcs, weights, agg, g.op)
+	sort.Slice(res, func(i, j int) bool {
+		if res[i].s != res[j].s {
+			return res[i].s < res[j].s
+		}
+		return res[i].m < res[j].m
+	})
+	switch {
+	case !withScores:
+		out = resp.AppendArray(out, len(res))
+		for _, it := range res {
+			out = resp.AppendBulkString(out, it.m)
+		}
+	case r.proto >= 3:
+		out = resp.AppendArray(out, len(res))
+		for _, it := range res {
+			out = resp.AppendArray(out, 2)
+			out = resp.AppendBulkString(out, it.m)
+			out = resp.AppendDouble(out, it.s, 3)
+		}
+	default:
+		out = resp.AppendArray(out, 2*len(res))
+		for _, it := range res {
+			out = resp.AppendBulkString(out, it.m)
+			out = resp.AppendDouble(out, it.s, 2)
+		}
+	}
+	r.reply = out
+}
+
+// gatherLimit parses the "[LIMIT limit]" pairs after the keys of a
+// SINTERCARD or ZINTERCARD (0: no limit).
+func gatherLimit(r *request, keys []int, fail func(string)) (int64, bool) {
+	var limit int64
+	rest := r.args[keys[len(keys)-1]+1:]
+	for i := 0; i < len(rest); i += 2 {
+		if !resp.EqualFold(rest[i], "limit") || i+1 >= len(rest) {
+			fail("ERR syntax error")
+			return 0, false
+		}
+		v, ok := redisInt(rest[i+1])
+		if !ok || v < 0 {
+			fail("ERR LIMIT can't be negative")
+			return 0, false
+		}
+		limit = v
+	}
+	return limit, true
+}
+
+// redisInt parses b as Redis's string2ll does (exec.ParseInt): no
+// sign but '-', no leading zeros, no spaces, within int64.
+func redisInt(b []byte) (int64, bool) {
+	n := len(b)
+	if n == 0 || n > 20 {
+		return 0, false
+	}
+	if n == 1 && b[0] == '0' {
+		return 0, true
+	}
+	neg := false
+	i := 0
+	if b[0] == '-' {
+		neg = true
+		i = 1
+		if n == 1 {
+			return 0, false
+		}
+	}
+	if b[i] < '1' || b[i] > '9' {
+		return 0, false
+	}
+	var v uint64
+	for ; i < n; i++ {
+		d := b[i]
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+		if v > (math.MaxUint64-9)/10 {
+			return 0, false
+		}
+		v = v*10 + uint64(d-'0')
+	}
+	if neg {
+		if v > 1<<63 {
+			return 0, false
+		}
+		return -int64(v), true
+	}
+	if v > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(v), true
+}
+
+// parseScore parses a weight as Redis's string2d does (exec.ParseFloat:
+// strtod, no spaces, no NaN, no ERANGE).
+func parseScore(b []byte) (float64, bool) {
+	if len(b) == 0 || b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r' || b[0] == '\v' || b[0] == '\f' {
+		return 0, false
+	}
+	if bytes.IndexByte(b, '_') >= 0 {
+		return 0, false // Go takes digit separators, strtod does not
+	}
+	s := string(b)
+	hex := false
+	if h := strings.TrimLeft(s, "+-"); len(h) > 2 && h[0] == '0' && (h[1] == 'x' || h[1] == 'X') {
+		hex = true
+		if !strings.ContainsAny(h, "pP") {
+			s += "p0" // strtod takes a hex float without an exponent, Go does not
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) {
+		return 0, false
+	}
+	if f == 0 && nonZeroMantissa(s, hex) {
+		return 0, false // underflow to zero: ERANGE too
+	}
+	return f, true
+}
+
+// nonZeroMantissa reports whether the mantissa of a float's text has a
+// non-zero digit (so that a zero result is an underflow).
+func nonZeroMantissa(s string, hex bool) bool {
+	if hex {
+		s = strings.TrimLeft(s, "+-")[2:]
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case !hex && (c == 'e' || c == 'E'), hex && (c == 'p' || c == 'P'):
+			return false
+		case c >= '1' && c <= '9', hex && (c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'):
+			return true
+		}
+	}
+	return false
+}
+
+func isWrongType(b []byte) bool {
+	return bytes.HasPrefix(b, []byte("-WRONGTYPE"))
+}
+
+// parseSource reads an SMEMBERS or ZRANGE WITHSCORES reply in RESP2.
+func parseSource(b []byte, scored bool) (gatherSource, bool) {
+	var src gatherSource
+	n, p, ok := parseHeader(b, 0, '*')
+	if !ok || (scored && n%2 != 0) {
+		return src, false
+	}
+	src.found = n > 0
+	for i := 0; i < n; i++ {
+		l, q, ok := parseHeader(b, p, '$')
+		if !ok || l < 0 || q+l+2 > len(b) {
+			return src, false
+		}
+		v := string(b[q : q+l])
+		p = q + l + 2
+		if scored && i%2 == 1 {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return src, false
+			}
+			src.scores = append(src.scores, f)
+			continue
+		}
+		src.members = append(src.members, v)
+	}
+	if !scored {
+		src.scores = make([]float64, len(src.members))
+		for i := range src.scores {
+			src.scores[i] = 1
+		}
+	}
+	return src, true
+}
+
+// parseHeader reads "<kind><n>\r\n" at b[p:]: n and the offset after it.
+func parseHeader(b []byte, p int, kind byte) (int, int, bool) {
+	if p >= len(b) || b[p] != kind {
+		return 0, 0, false
+	}
+	e := bytes.Index(b[p:], []byte("\r\n"))
+	if e < 0 {
+		return 0, 0, false
+	}
+	n, err := strconv.Atoi(string(b[p+1 : p+e]))
+	if err != nil {
+		return 0, 0, false
+	}
+	return n, p + e + 2, true
+}
+
+// setCombine is SUNION, SINTER (limit: stop there, 0 none) or SDIFF of
+// the sources; every key has been type-checked, and a missing one makes
+// SINTER empty.
+func setCombine(srcs []gatherSource, op gatherOp, limit int) []string {
+	var out []string
+	switch op {
+	case gUnion:
+		seen := map[string]struct{}{}
+		for _, s := range srcs {
+			for _, m := range s.members {
+				if _, ok := seen[m]; !ok {
+					seen[m] = struct{}{}
+					out = append(out, m)
+				}
+			}
+		}
+	case gInter:
+		small := 0
+		for i, s := range srcs {
+			if !s.found {
+				return nil
+			}
+			if len(s.members) < len(srcs[small].members) {
+				small = i
+			}
+		}
+		others := make([]map[string]struct{}, 0, len(srcs)-1)
+		for i, s := range srcs {
+			if i == small {
+				continue
+			}
+			m := make(map[string]struct{}, len(s.members))
+			for _, x := range s.members {
+				m[x] = struct{}{}
+			}
+			others = append(others, m)
+		}
+	next:
+		for _, m := range srcs[small].members {
+			for _, o := range others {
+				if _, ok := o[m]; !ok {
+					continue next
+				}
+			}
+			out = append(out, m)
+			if limit > 0 && len(out) >= limit {
+				break
+			}
+		}
+	default:
+		drop := map[string]struct{}{}
+		for _, s := range srcs[1:] {
+			for _, m := range s.members {
+				drop[m] = struct{}{}
+			}
+		}
+		for _, m := range srcs[0].members {
+			if _, ok := drop[m]; !ok {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+type gatherItem struct {
+	m string
+	s float64
+}
+
+// gWeighted is a score times its weight, a NaN product taken as 0.
+func gWeighted(s, w float64) float64 {
+	v := s * w
+	if math.IsNaN(v) {
+		return 0
+	}
+	return v
+}
+
+// gAggregate is AGGREGATE SUM (0; a NaN sum taken as 0), MIN (1) or
+// MAX (2).
+func gAggregate(agg int, a, b float64) float64 {
+	// As Redis compares (not math.Min/Max, which order -0 before 0):
+	// the accumulated value stays unless the new one is strictly less
+	// (more).
+	switch agg {
+	case 1:
+		if b < a {
+			return b
+		}
+		return a
+	case 2:
+		if b > a {
+			return b
+		}
+		return a
+	}
+	s := a + b
+	if math.IsNaN(s) {
+		return 0
+	}
+	return s
+}
+
+// zCombine is ZUNION, ZINTER or ZDIFF of the sources as Redis 7.0's
+// zunionInterDiffGenericCommand computes it: the union and the
+// intersection take the sources from the smallest to the largest (a
+// stable sort by length); a score times its weight is 0 when NaN, except
+// that the intersection multiplies the later sources' scores unchecked
+// (so MIN and MAX keep their value against a NaN, and SUM makes it 0);
+// the difference keeps the first source's scores.
+func zCombine(srcs []gatherSource, weights []float64, agg int, op gatherOp) []gatherItem {
+	var res []gatherItem
+	if op == gDiff {
+		maps := scoreMaps(srcs)
+	nextd:
+		for j, m := range srcs[0].members {
+			for i := 1; i < len(maps); i++ {
+				if _, ok := maps[i][m]; ok {
+					continue nextd
+				}
+			}
+			res = append(res, gatherItem{m, srcs[0].scores[j]})
+		}
+		return res
+	}
+	order := make([]int, len(srcs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		return len(srcs[order[a]].members) < len(srcs[order[b]].members)
+	})
+	if op == gUnion {
+		acc := map[string]float64{}
+		var seen []string
+		for _, i := range order {
+			s := srcs[i]
+			for j, m := range s.members {
+				v := gWeighted(s.scores[j], weights[i])
+				if old, ok := acc[m]; ok {
+					acc[m] = gAggregate(agg, old, v)
+				} else {
+					acc[m] = v
+					seen = append(seen, m)
+				}
+			}
+		}
+		for _, m := range seen {
+			res = append(res, gatherItem{m, acc[m]})
+		}
+		return res
+	}
+	maps := scoreMaps(srcs)
+	first := srcs[order[0]]
+next:
+	for j, m := range first.members {
+		v := gWeighted(first.scores[j], weights[order[0]])
+		for _, i := range order[1:] {
+			s, ok := maps[i][m]
+			if !ok {
+				continue next
+			}
+			v = gAggregate(agg, v, s*weights[i])
+		}
+		res = append(res, gatherItem{m, v})
+	}
+	return res
+}
+
+func scoreMaps(srcs []gatherSource) []map[string]float64 {
+	maps := make([]map[string]float64, len(srcs))
+	for i, s := range srcs {
+		maps[i] = make(map[string]float64, len(s.members))
+		for j, m := range s.members {
+			maps[i][m] = s.scores[j]
+		}
+	}
+	return maps
+}
