@@ -574,3 +574,20 @@ func FuzzRestore(f *testing.F) {
 		}
 	})
 }
+
+// TestDumpTairTypes: Tair's own types have no Redis serialization: DUMP
+// refuses them (and changes nothing).
+func TestDumpTairTypes(t *testing.T) {
+	onEngines(t, func(t *testing.T, engine string) {
+		h := newHarnessOn(t, engine)
+		if r := h.do("EXHSET", "x", "f", "v"); r[0] == '-' {
+			t.Fatalf("EXHSET: %q", r)
+		}
+		if r := h.do("DUMP", "x"); r != "-"+errTextDumpType+"\r\n" {
+			t.Fatalf("DUMP of a TairHash: %q", r)
+		}
+		if r := h.do("EXHGET", "x", "f"); r != "$1\r\nv\r\n" {
+			t.Fatalf("EXHGET after DUMP: %q", r)
+		}
+	})
+}
