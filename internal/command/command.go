@@ -46,6 +46,11 @@ type Spec struct {
 	LastKey  int
 	Step     int
 	KeysFunc func(args [][]byte) []int
+	// Group is the command's family for COMMAND DOCS (Group(Name) unless
+	// set); Info its COMMAND INFO description (keyspec.go), filled in by
+	// Register unless set.
+	Group string
+	Info  *Info
 }
 
 // Has reports whether s has every flag in f.
@@ -94,6 +99,7 @@ var table = map[string]*Spec{}
 func Register(specs ...*Spec) {
 	for _, s := range specs {
 		s.Name = strings.ToLower(s.Name)
+		fillInfo(s)
 		table[s.Name] = s
 	}
 }
