@@ -164,13 +164,24 @@ func AppendCommand(b []byte, args ...[]byte) []byte {
 	return b
 }
 
-// FormatFloat formats f the way Redis replies with doubles.
+// FormatFloat formats f the way Redis 7.2 replies with doubles (d2string):
+// a whole number within ±2^62 as an integer ("1000000", where the
+// shortest %g form would say "1e+06"), zero with its sign, anything else
+// in the shortest form that reads back the same.
 func FormatFloat(f float64) string {
 	switch {
 	case math.IsInf(f, 1):
 		return "inf"
 	case math.IsInf(f, -1):
 		return "-inf"
+	case f == 0:
+		if math.Signbit(f) {
+			return "-0"
+		}
+		return "0"
+	case f >= -(1<<62) && f <= 1<<62 && f == math.Trunc(f):
+		// Redis's double2ll: within LLONG_MAX/2 the cast is exact.
+		return strconv.FormatInt(int64(f), 10)
 	}
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }

@@ -63,6 +63,9 @@ var dsRedisScript = []string{
 	"SINTER s1 str", "SUNION s1 str", "SADD str a", "SCARD str", "SSCAN str 0", "SSCAN s3 0", "SSCAN nos 0",
 	// sorted sets
 	"ZADD z 1 a 2 b 3 c", "ZADD z 4 a", "ZADD z CH 5 a 6 d", "ZADD z NX 1 a 7 e", "ZADD z XX 1 a 8 f", "ZSCORE z a", "ZSCORE z f",
+	// Whole-number scores print as integers (not "1e+06"), as geo scores are.
+	"ZADD zi 1000000 a 1e15 b 3377785620988224 c -4000000 d", "ZSCORE zi a", "ZSCORE zi d", "ZMSCORE zi b c",
+	"ZRANGE zi 0 -1 WITHSCORES", "ZINCRBY zi 1 a", "ZADD zi INCR 1e6 b",
 	"ZADD z GT 0 a", "ZADD z GT CH 10 a", "ZADD z LT CH 20 a", "ZADD z LT CH 2.5 a", "ZADD z INCR 1 a", "ZADD z INCR NX 1 a", "ZADD z XX INCR 1 zz",
 	"ZADD z NX XX 1 a", "ZADD z GT LT 1 a", "ZADD z NX GT 1 a", "ZADD z INCR 1 a 2 b", "ZADD z 1", "ZADD z x a", "ZADD z 1 a 2", "ZADD z nan a",
 	"ZADD noz XX 1 a", "EXISTS noz", "ZADD z -inf ninf +inf pinf",
