@@ -91,8 +91,14 @@ func fuzzScript(data []byte) [][][]byte {
 			args[i] = w
 		}
 		if _, ok := lookup(args[0]); !ok {
+			// Not a command: pick one by the word's first byte (an empty
+			// word, e.g. a ~ that names "", picks the first).
 			names := fuzzCommands()
-			args[0] = []byte(names[int(args[0][0])%len(names)])
+			pick := 0
+			if len(args[0]) > 0 {
+				pick = int(args[0][0])
+			}
+			args[0] = []byte(names[pick%len(names)])
 		}
 		script = append(script, args)
 	}
