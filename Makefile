@@ -79,7 +79,8 @@ FUZZ_TARGETS = FuzzRESPReader:./resp/:50000x FuzzProxy:./proxy/:2000x \
   FuzzExecRDB:./dataserver/exec/:3000x FuzzExecMDB:./dataserver/exec/:3000x \
   FuzzExecLDB:./dataserver/exec/:1000x FuzzExecKDB:./dataserver/exec/:300x \
   FuzzTableDecode:./internal/route/:20000x FuzzDecode:./engines/ldb/sortedkv/:20000x \
-  FuzzDecodeItems:./engines/generic/:20000x FuzzDecodeObject:./engines/ds/:20000x
+  FuzzDecodeItems:./engines/generic/:20000x FuzzDecodeObject:./engines/ds/:20000x \
+  FuzzRestore:./dataserver/exec/:5000x
 FUZZTIME ?= 2m
 
 fuzz-short:
