@@ -102,9 +102,9 @@ func ctlCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "ctl", Short: "administer a running cluster"}
 	pf := cmd.PersistentFlags()
 	pf.StringSliceVar(&e.csAddrs, "configserver", []string{"127.0.0.1:5198"},
-		"configserver addresses (default: those of the `tair up` running for this user, else 127.0.0.1:5198)")
+		"configserver `addresses` (when not given: those of the tair up running for this user, if any)")
 	pf.StringVar(&e.proxyAddr, "proxy", "127.0.0.1:6379",
-		"proxy address for stat and shell (default: the running `tair up`'s, else 127.0.0.1:6379)")
+		"proxy `address` for stat and shell (when not given: the running tair up's, if any)")
 	pf.StringVar(&e.password, "password", "", "proxy password")
 	pf.BoolVar(&e.json, "json", false, "print JSON (the configserver API's structures; one document per line)")
 	cmd.PersistentPreRun = func(c *cobra.Command, _ []string) {
