@@ -161,6 +161,10 @@ func writeInfo(b *bytes.Buffer, e []interface{}, docs map[string]interface{}) {
 		b.WriteString("},\n")
 	}
 	if subs := e[9].([]interface{}); len(subs) > 0 {
+		// Redis's order is its hash table's: sorted, the file is stable.
+		sort.Slice(subs, func(i, j int) bool {
+			return subs[i].([]interface{})[0].(string) < subs[j].([]interface{})[0].(string)
+		})
 		subdocs := pairs(docs["subcommands"])
 		b.WriteString("Subcommands: []*Sub{\n")
 		for _, s := range subs {
