@@ -5,8 +5,8 @@ import (
 	"math"
 	"sort"
 	"strconv"
-	"strings"
 
+	"github.com/tairkv/tair/internal/redisnum"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
@@ -68,7 +68,7 @@ func (ss *session) gather(r *request, keys []int, q uint32) bool {
 	if g.first == 2 {
 		// The keys were found by a numkeys Atoi took ("+2", "02"),
 		// which Redis's string2ll does not.
-		if _, ok := redisInt(r.args[1]); !ok {
+		if _, ok := redisnum.ParseInt(r.args[1]); !ok {
 			if g.zset {
 				r.setError("ERR value is not an integer or out of range")
 			} else {
@@ -203,7 +203,7 @@ func (ss *session) mergeGathered(r *request) {
 		switch {
 		case g.op != gDiff && resp.EqualFold(a, "weights") && left >= n:
 			for i := range weights {
-				w, ok := parseScore(args[j+1+i])
+				w, ok := redisnum.ParseFloat(args[j+1+i])
 				if !ok {
 					fail("ERR weight value is not a float")
 					return
@@ -271,7 +271,7 @@ func gatherLimit(r *request, keys []int, fail func(string)) (int64, bool) {
 			fail("ERR syntax error")
 			return 0, false
 		}
-		v, ok := redisInt(rest[i+1])
+		v, ok := redisnum.ParseInt(rest[i+1])
 		if !ok || v < 0 {
 			fail("ERR LIMIT can't be negative")
 			return 0, false
@@ -279,96 +279,6 @@ func gatherLimit(r *request, keys []int, fail func(string)) (int64, bool) {
 		limit = v
 	}
 	return limit, true
-}
-
-// redisInt parses b as Redis's string2ll does (exec.ParseInt): no
-// sign but '-', no leading zeros, no spaces, within int64.
-func redisInt(b []byte) (int64, bool) {
-	n := len(b)
-	if n == 0 || n > 20 {
-		return 0, false
-	}
-	if n == 1 && b[0] == '0' {
-		return 0, true
-	}
-	neg := false
-	i := 0
-	if b[0] == '-' {
-		neg = true
-		i = 1
-		if n == 1 {
-			return 0, false
-		}
-	}
-	if b[i] < '1' || b[i] > '9' {
-		return 0, false
-	}
-	var v uint64
-	for ; i < n; i++ {
-		d := b[i]
-		if d < '0' || d > '9' {
-			return 0, false
-		}
-		if v > (math.MaxUint64-9)/10 {
-			return 0, false
-		}
-		v = v*10 + uint64(d-'0')
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, false
-		}
-		return -int64(v), true
-	}
-	if v > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(v), true
-}
-
-// parseScore parses a weight as Redis's string2d does (exec.ParseFloat:
-// strtod, no spaces, no NaN, no ERANGE).
-func parseScore(b []byte) (float64, bool) {
-	if len(b) == 0 || b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r' || b[0] == '\v' || b[0] == '\f' {
-		return 0, false
-	}
-	if bytes.IndexByte(b, '_') >= 0 {
-		return 0, false // Go takes digit separators, strtod does not
-	}
-	s := string(b)
-	hex := false
-	if h := strings.TrimLeft(s, "+-"); len(h) > 2 && h[0] == '0' && (h[1] == 'x' || h[1] == 'X') {
-		hex = true
-		if !strings.ContainsAny(h, "pP") {
-			s += "p0" // strtod takes a hex float without an exponent, Go does not
-		}
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(f) {
-		return 0, false
-	}
-	if f == 0 && nonZeroMantissa(s, hex) {
-		return 0, false // underflow to zero: ERANGE too
-	}
-	return f, true
-}
-
-// nonZeroMantissa reports whether the mantissa of a float's text has a
-// non-zero digit (so that a zero result is an underflow).
-func nonZeroMantissa(s string, hex bool) bool {
-	if hex {
-		s = strings.TrimLeft(s, "+-")[2:]
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case !hex && (c == 'e' || c == 'E'), hex && (c == 'p' || c == 'P'):
-			return false
-		case c >= '1' && c <= '9', hex && (c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'):
-			return true
-		}
-	}
-	return false
 }
 
 func isWrongType(b []byte) bool {
