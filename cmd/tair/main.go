@@ -110,8 +110,21 @@ var shutdownGrace = 4 * time.Second
 // order. A second signal exits at once; a stop that takes longer than
 // shutdownGrace exits too (status 1).
 func runUntilSignal(log *slog.Logger, parts ...closer) error {
+	return stopOnSignal(log, notifyStop(), parts...)
+}
+
+// notifyStop starts catching SIGINT and SIGTERM: from then on a signal
+// waits for stopOnSignal instead of killing the process, so a role that
+// takes a while to start calls it first.
+func notifyStop() chan os.Signal {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	return sigs
+}
+
+// stopOnSignal waits for a signal on sigs (from notifyStop), then closes
+// parts within shutdownGrace; a second signal exits at once.
+func stopOnSignal(log *slog.Logger, sigs chan os.Signal, parts ...closer) error {
 	defer signal.Stop(sigs)
 	sig := <-sigs
 	log.Info("stopping", "signal", sig.String(), "grace", shutdownGrace)

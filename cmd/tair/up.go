@@ -59,6 +59,10 @@ func upCmd() *cobra.Command {
 			if opts.DataServers < 1 {
 				return fmt.Errorf("--dataservers must be at least 1")
 			}
+			// Signals wait for the cluster to be up, then stop it: one
+			// that came while it started (or while its addresses were
+			// written) would otherwise kill the process unclean.
+			sigs := notifyStop()
 			fmt.Fprintf(os.Stderr, "starting %d dataservers (engine %s, %d copies, %d buckets)...\n",
 				opts.DataServers, engine, opts.Copies, opts.Buckets)
 			c, err := cluster.Start(opts)
@@ -85,7 +89,7 @@ func upCmd() *cobra.Command {
 				defer removeInfo()
 			}
 			fmt.Printf("data in %s\nready: redis-cli -p %d   (Ctrl-C stops; tair ctl status finds it)\n", c.Opts.Dir, opts.ProxyPort)
-			return runUntilSignal(log, c)
+			return stopOnSignal(log, sigs, c)
 		},
 	}
 	addConfigFlag(cmd)
