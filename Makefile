@@ -25,7 +25,8 @@ run: build tools
 
 # Debian packages the tests and benchmarks drive (redis-cli, redis-benchmark,
 # redis-server and twemproxy as anchors; nft for the chaos suite's network
-# partitions; headless chromium for the console's browser test). Installed
+# partitions; headless chromium for the console's browser test; redis-py
+# for cluster-mode routing). Installed
 # only when missing.
 tools:
 	@command -v redis-cli >/dev/null && command -v redis-benchmark >/dev/null && \
@@ -38,6 +39,10 @@ tools:
 	  echo "installing chromium (the configserver console's browser test)"; \
 	  (apt-get update -qq || true) >/dev/null; \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@python3 -c 'import redis' 2>/dev/null || { \
+	  echo "installing python3-redis (redis-py in cluster mode against the proxies)"; \
+	  (apt-get update -qq || true) >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-redis >/dev/null; }
 
 # Every test: vet, unit tests with the race detector, integration and fault
 # tests on real processes, and a short bounded fuzz run.
