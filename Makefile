@@ -39,7 +39,7 @@ tools:
 	  echo "installing chromium (the configserver console's browser test)"; \
 	  (apt-get update -qq || true) >/dev/null; \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
-	@python3 -c 'import redis' 2>/dev/null || { \
+	@{ python3 -c 'import redis' || /usr/bin/python3 -c 'import redis'; } 2>/dev/null || { \
 	  echo "installing python3-redis (redis-py in cluster mode against the proxies)"; \
 	  (apt-get update -qq || true) >/dev/null; \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-redis >/dev/null; }
