@@ -145,21 +145,6 @@ func equalFold(b []byte, s string) bool {
 	return true
 }
 
-// parseUint parses a decimal without allocating.
-func parseUint(b []byte) (uint64, bool) {
-	if len(b) == 0 || len(b) > 19 {
-		return 0, false
-	}
-	var n uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	return n, true
-}
-
 // handle runs one command and appends its reply to out. What it serves
 // from this node's data runs inside the hook chain (hooks.go).
 func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []byte {

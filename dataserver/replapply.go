@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tairkv/tair/internal/redisnum"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
@@ -148,9 +149,9 @@ func parseItem(args [][]byte, i int) (item, int, bool) {
 	if i+4 > len(args) {
 		return it, 0, false
 	}
-	seq, ok1 := parseUint(args[i])
-	b, ok2 := parseUint(args[i+1])
-	a, ok3 := parseUint(args[i+2])
+	seq, ok1 := redisnum.ParseUint(args[i])
+	b, ok2 := redisnum.ParseUint(args[i+1])
+	a, ok3 := redisnum.ParseUint(args[i+2])
 	if !ok1 || !ok2 || !ok3 || b > 1<<32-1 || a > route.MaxArea || len(args[i+3]) != 1 {
 		return it, 0, false
 	}
@@ -168,7 +169,7 @@ func parseItem(args [][]byte, i int) (item, int, bool) {
 		if i >= len(args) {
 			return it, 0, false
 		}
-		n64, ok := parseUint(args[i])
+		n64, ok := redisnum.ParseUint(args[i])
 		if !ok || n64 > uint64(len(args)) {
 			return it, 0, false
 		}
@@ -178,7 +179,7 @@ func parseItem(args [][]byte, i int) (item, int, bool) {
 			if i >= len(args) {
 				return it, 0, false
 			}
-			na64, ok := parseUint(args[i])
+			na64, ok := redisnum.ParseUint(args[i])
 			na := int(na64)
 			if !ok || na < 1 || na64 > uint64(len(args)) || i+1+na > len(args) {
 				return it, 0, false

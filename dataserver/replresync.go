@@ -6,6 +6,7 @@ import (
 
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/internal/envelope"
+	"github.com/tairkv/tair/internal/redisnum"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
@@ -113,7 +114,7 @@ func (s *Server) resyncRequest(out []byte, args [][]byte) []byte {
 	if len(args) != 3 {
 		return resp.AppendError(out, "ERR wrong number of arguments for 'tair.resync' command")
 	}
-	b64, ok := parseUint(args[1])
+	b64, ok := redisnum.ParseUint(args[1])
 	rt := s.rt.Load()
 	if !ok || rt == nil || b64 >= uint64(rt.t.Buckets) {
 		return resp.AppendError(out, "ERR bad bucket")

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/tairkv/tair/internal/redisnum"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
@@ -130,26 +131,11 @@ func Parse(args [][]byte) (Header, [][]byte, error) {
 	if len(args) < Fields+1 {
 		return Header{}, nil, ErrEnvelopeArity
 	}
-	area, ok1 := parseUint(args[1])
-	ver, ok2 := parseUint(args[2])
-	proto, ok3 := parseUint(args[3])
+	area, ok1 := redisnum.ParseUint(args[1])
+	ver, ok2 := redisnum.ParseUint(args[2])
+	proto, ok3 := redisnum.ParseUint(args[3])
 	if !ok1 || !ok2 || !ok3 || area > route.MaxArea || (proto != 2 && proto != 3) {
 		return Header{}, nil, ErrBadEnvelope
 	}
 	return Header{Kind: kind, Area: uint16(area), Version: ver, Proto: int(proto)}, args[Fields:], nil
-}
-
-// parseUint parses a decimal of at most 19 digits without allocating.
-func parseUint(b []byte) (uint64, bool) {
-	if len(b) == 0 || len(b) > 19 {
-		return 0, false
-	}
-	var n uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	return n, true
 }

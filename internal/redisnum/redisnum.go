@@ -1,6 +1,7 @@
-// Package redisnum parses numbers from client arguments exactly as Redis
-// does (string2ll, string2d), for the dataservers' commands and the
-// proxy's own computations alike: what one accepts, the other accepts.
+// Package redisnum parses numbers: client arguments exactly as Redis does
+// (string2ll, string2d), for the dataservers' commands and the proxy's own
+// computations alike, so that what one accepts the other accepts; and the
+// cluster's own wire decimals (ParseUint).
 package redisnum
 
 import (
@@ -101,4 +102,22 @@ func nonZeroMantissa(s string, hex bool) bool {
 
 func isSpace(b byte) bool {
 	return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\v' || b == '\f'
+}
+
+// ParseUint parses the cluster's own decimals (an envelope's area and
+// table version, a replication item's sequence): digits only, at most 19
+// (so no overflow), without allocating. Not a Redis rule: clients' numbers
+// go through ParseInt.
+func ParseUint(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, true
 }
