@@ -8,6 +8,7 @@ import (
 
 	"github.com/tairkv/tair/internal/redisnum"
 	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/internal/zsetop"
 	"github.com/tairkv/tair/resp"
 )
 
@@ -405,40 +406,6 @@ type gatherItem struct {
 	s float64
 }
 
-// gWeighted is a score times its weight, a NaN product taken as 0.
-func gWeighted(s, w float64) float64 {
-	v := s * w
-	if math.IsNaN(v) {
-		return 0
-	}
-	return v
-}
-
-// gAggregate is AGGREGATE SUM (0; a NaN sum taken as 0), MIN (1) or
-// MAX (2).
-func gAggregate(agg int, a, b float64) float64 {
-	// As Redis compares (not math.Min/Max, which order -0 before 0):
-	// the accumulated value stays unless the new one is strictly less
-	// (more).
-	switch agg {
-	case 1:
-		if b < a {
-			return b
-		}
-		return a
-	case 2:
-		if b > a {
-			return b
-		}
-		return a
-	}
-	s := a + b
-	if math.IsNaN(s) {
-		return 0
-	}
-	return s
-}
-
 // zCombine is ZUNION, ZINTER or ZDIFF of the sources as Redis 7.0's
 // zunionInterDiffGenericCommand computes it: the union and the
 // intersection take the sources from the smallest to the largest (a
@@ -461,22 +428,20 @@ func zCombine(srcs []gatherSource, weights []float64, agg int, op gatherOp) []ga
 		}
 		return res
 	}
-	order := make([]int, len(srcs))
-	for i := range order {
-		order[i] = i
+	sizes := make([]int, len(srcs))
+	for i, src := range srcs {
+		sizes[i] = len(src.members)
 	}
-	sort.SliceStable(order, func(a, b int) bool {
-		return len(srcs[order[a]].members) < len(srcs[order[b]].members)
-	})
+	order := zsetop.BySize(sizes)
 	if op == gUnion {
 		acc := map[string]float64{}
 		var seen []string
 		for _, i := range order {
 			s := srcs[i]
 			for j, m := range s.members {
-				v := gWeighted(s.scores[j], weights[i])
+				v := zsetop.Weighted(s.scores[j], weights[i])
 				if old, ok := acc[m]; ok {
-					acc[m] = gAggregate(agg, old, v)
+					acc[m] = zsetop.Aggregate(agg, old, v)
 				} else {
 					acc[m] = v
 					seen = append(seen, m)
@@ -492,13 +457,13 @@ func zCombine(srcs []gatherSource, weights []float64, agg int, op gatherOp) []ga
 	first := srcs[order[0]]
 next:
 	for j, m := range first.members {
-		v := gWeighted(first.scores[j], weights[order[0]])
+		v := zsetop.Weighted(first.scores[j], weights[order[0]])
 		for _, i := range order[1:] {
 			s, ok := maps[i][m]
 			if !ok {
 				continue next
 			}
-			v = gAggregate(agg, v, s*weights[i])
+			v = zsetop.Aggregate(agg, v, s*weights[i])
 		}
 		res = append(res, gatherItem{m, v})
 	}

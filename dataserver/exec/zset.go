@@ -13,6 +13,7 @@ import (
 
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/engines/ds"
+	"github.com/tairkv/tair/internal/zsetop"
 	"github.com/tairkv/tair/resp"
 )
 
@@ -795,20 +796,6 @@ func zsource(c *Ctx, i int) (map[string]float64, []zitem, bool, error) {
 	return m, items, found, nil
 }
 
-func zaggregate(agg int, a, b float64) float64 {
-	switch agg {
-	case 1:
-		return math.Min(a, b)
-	case 2:
-		return math.Max(a, b)
-	}
-	s := a + b
-	if math.IsNaN(s) {
-		return 0
-	}
-	return s
-}
-
 // zsetOp serves Z{UNION,INTER,DIFF}[STORE].
 func zsetOp(c *Ctx, op setOpKind, store bool) {
 	nk := 1
@@ -893,14 +880,6 @@ func zsetItems(z *ds.ZSet) []zitem {
 	return out
 }
 
-func weighted(s, w float64) float64 {
-	v := s * w
-	if math.IsNaN(v) {
-		return 0
-	}
-	return v
-}
-
 // zload reads the sources of a Z{UNION,INTER,DIFF}: WRONGTYPE unless
 // each is a sorted set, a set or missing.
 func zload(c *Ctx, keys []int) ([]map[string]float64, [][]zitem, error) {
@@ -916,17 +895,26 @@ func zload(c *Ctx, keys []int) ([]map[string]float64, [][]zitem, error) {
 	return maps, lists, nil
 }
 
+// bySize orders the sources smallest first (zsetop.BySize).
+func bySize(lists [][]zitem) []int {
+	sizes := make([]int, len(lists))
+	for i, l := range lists {
+		sizes[i] = len(l)
+	}
+	return zsetop.BySize(sizes)
+}
+
 func zcombine(maps []map[string]float64, lists [][]zitem, weights []float64, agg int, op setOpKind) []zitem {
 	var res []zitem
 	switch op {
 	case opUnion:
 		acc := map[string]float64{}
 		var order []string
-		for i, items := range lists {
-			for _, it := range items {
-				v := weighted(it.s, weights[i])
+		for _, i := range bySize(lists) {
+			for _, it := range lists[i] {
+				v := zsetop.Weighted(it.s, weights[i])
 				if old, ok := acc[it.m]; ok {
-					acc[it.m] = zaggregate(agg, old, v)
+					acc[it.m] = zsetop.Aggregate(agg, old, v)
 				} else {
 					acc[it.m] = v
 					order = append(order, it.m)
@@ -937,15 +925,18 @@ func zcombine(maps []map[string]float64, lists [][]zitem, weights []float64, agg
 			res = append(res, zitem{m, acc[m]})
 		}
 	case opInter:
+		// As Redis: the smallest source first; only the first score's
+		// NaN is taken as 0, the others fold in as they are.
+		order := bySize(lists)
 	next:
-		for _, it := range lists[0] {
-			v := weighted(it.s, weights[0])
-			for i := 1; i < len(maps); i++ {
+		for _, it := range lists[order[0]] {
+			v := zsetop.Weighted(it.s, weights[order[0]])
+			for _, i := range order[1:] {
 				s, ok := maps[i][it.m]
 				if !ok {
 					continue next
 				}
-				v = zaggregate(agg, v, weighted(s, weights[i]))
+				v = zsetop.Aggregate(agg, v, s*weights[i])
 			}
 			res = append(res, zitem{it.m, v})
 		}

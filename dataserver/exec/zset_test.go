@@ -94,6 +94,15 @@ var dsRedisScript = []string{
 	"ZRANGE zi 0 -1 WITHSCORES", "ZINTERSTORE zi 2 za noz", "EXISTS zi", "ZDIFFSTORE zd 2 za zb", "ZRANGE zd 0 -1 WITHSCORES",
 	"ZUNIONSTORE zu 0 za", "ZUNIONSTORE zu 3 za zb", "ZUNIONSTORE zu 2 za zb WEIGHTS 1 x", "ZUNIONSTORE zu 2 za zb AGGREGATE FOO",
 	"ZUNIONSTORE zu 2 za str", "ZUNIONSTORE zu 1 za WEIGHTS 1 2",
+	// Redis's arithmetic: -0 against 0 under MIN/MAX, NaN products (0 × inf)
+	// of the first source taken as 0 and of the others folded in as they
+	// are, the smallest source first.
+	"ZADD zw 0 a 1 b 2 c 3 d", "ZADD zx 0 a 5 b", "ZADD zinf inf a -inf b 1 c",
+	"ZUNION 2 zw zx WEIGHTS 0 -1 AGGREGATE MIN WITHSCORES", "ZUNION 2 zw zx WEIGHTS -1 0 AGGREGATE MAX WITHSCORES",
+	"ZINTER 2 zw zinf WEIGHTS inf 0 WITHSCORES", "ZINTER 2 zinf zw WEIGHTS 0 inf WITHSCORES",
+	"ZINTER 2 zw zinf WEIGHTS 1 0 AGGREGATE MIN WITHSCORES", "ZINTER 2 zinf zx WEIGHTS 1 inf AGGREGATE MAX WITHSCORES",
+	"ZUNION 2 zinf zinf WEIGHTS 1 -1 WITHSCORES", "ZINTER 3 zx zw zinf WEIGHTS 0 inf -inf WITHSCORES",
+	"ZUNIONSTORE zws 2 zw zinf WEIGHTS inf 0 AGGREGATE MIN", "ZRANGE zws 0 -1 WITHSCORES",
 	"ZUNION 2 za zb", "ZUNION 2 za zb WITHSCORES", "ZINTER 2 za zb WITHSCORES", "ZDIFF 2 za zb WITHSCORES", "ZDIFF 2 za zb WEIGHTS 1 2",
 	"ZINTERCARD 2 za zb", "ZINTERCARD 2 za zb LIMIT 1", "ZINTERCARD 0 za", "ZINTERCARD 2 za zb LIMIT -1",
 	"ZRANGESTORE zs za 0 1", "ZRANGE zs 0 -1 WITHSCORES", "ZRANGESTORE zs za (1 +inf BYSCORE LIMIT 0 1", "ZRANGE zs 0 -1 WITHSCORES",
