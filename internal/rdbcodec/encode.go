@@ -3,6 +3,8 @@ package rdbcodec
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/tairkv/tair/internal/redisnum"
 )
 
 // listpackNodeBytes is the size a quicklist node's listpack is kept
@@ -47,7 +49,7 @@ func (e *encoder) raw(s []byte) {
 // the canonical decimal of an int32, else raw.
 func (e *encoder) str(s []byte) {
 	if len(s) <= 11 {
-		if v, ok := canonicalInt(s); ok && v >= math.MinInt32 && v <= math.MaxInt32 {
+		if v, ok := redisnum.ParseInt(s); ok && v >= math.MinInt32 && v <= math.MaxInt32 {
 			switch {
 			case v >= math.MinInt8 && v <= math.MaxInt8:
 				e.b = append(e.b, 0xc0|encInt8, byte(v))
@@ -137,7 +139,7 @@ func listpackNodes(elems [][]byte) [][]byte {
 // backlen), integers in their integer encodings as lpAppend makes them.
 func appendListpackEntry(b, s []byte) []byte {
 	start := len(b)
-	if v, ok := canonicalInt(s); ok {
+	if v, ok := redisnum.ParseInt(s); ok {
 		switch {
 		case v >= 0 && v <= 127:
 			b = append(b, byte(v))
@@ -198,40 +200,4 @@ func appendBacklen(b []byte, l int) []byte {
 		b = append(b, c)
 	}
 	return b
-}
-
-// canonicalInt parses s as Redis's string2ll accepts it (no sign but '-',
-// no leading zeros, no spaces, within int64).
-func canonicalInt(s []byte) (int64, bool) {
-	if len(s) == 0 || len(s) > 20 {
-		return 0, false
-	}
-	if len(s) == 1 && s[0] == '0' {
-		return 0, true
-	}
-	neg := s[0] == '-'
-	d := s
-	if neg {
-		d = s[1:]
-	}
-	if len(d) == 0 || d[0] < '1' || d[0] > '9' {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range d {
-		if c < '0' || c > '9' || v > (math.MaxUint64-9)/10 {
-			return 0, false
-		}
-		v = v*10 + uint64(c-'0')
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, false
-		}
-		return -int64(v), true
-	}
-	if v > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(v), true
 }
