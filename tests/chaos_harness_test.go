@@ -1348,6 +1348,7 @@ func (c *chaos) checkVersions(skip func(string) bool, deadline time.Time) {
 		return
 	}
 	c.t.Errorf("the versioned operations are not linearizable")
+	c.explainIllegal(history)
 	_, info := porcupine.CheckOperationsVerbose(verModel, history, chaosCheckTimeout)
 	dir, err := os.MkdirTemp("", "tair-chaos-")
 	if err != nil {
@@ -1360,6 +1361,65 @@ func (c *chaos) checkVersions(skip func(string) bool, deadline time.Time) {
 		return
 	}
 	c.t.Logf("porcupine's visualization of the history: %s", path)
+}
+
+// explainIllegal logs, for each key whose history is not linearizable,
+// where the longest linearization stops: its last operations with the
+// state they leave, and the operations of that key that overlap the
+// stop, so that a failure in CI (where porcupine's HTML is out of reach)
+// says which reply broke the model.
+func (c *chaos) explainIllegal(history []porcupine.Operation) {
+	for _, part := range verModel.Partition(history) {
+		res, info := porcupine.CheckOperationsVerbose(verModel, part, chaosCheckTimeout)
+		if res != porcupine.Illegal {
+			continue
+		}
+		key := part[0].Input.(verInput).Key
+		var longest []int
+		for _, p := range info.PartialLinearizations() {
+			for _, l := range p {
+				if len(l) > len(longest) {
+					longest = l
+				}
+			}
+		}
+		c.t.Logf("key %s: %d operations, the longest linearization holds %d", key, len(part), len(longest))
+		in := make(map[int]bool, len(longest))
+		st := verModel.Init()
+		from := max(0, len(longest)-8)
+		var stop int64
+		for i, idx := range longest {
+			in[idx] = true
+			op := part[idx]
+			_, st = verModel.Step(st, op.Input, op.Output)
+			if i >= from {
+				c.t.Logf("  linearized %s  -> %s", describeOp(op), verModel.DescribeState(st))
+			}
+			stop = max(stop, op.Call)
+		}
+		// The operations not linearized that were called by the stop or
+		// within 2 s after it: one of them has no place.
+		shown := 0
+		for idx, op := range part {
+			if in[idx] || op.Call > stop+int64(2*time.Second) || op.Return < stop-int64(2*time.Second) {
+				continue
+			}
+			if shown++; shown > 16 {
+				c.t.Logf("  ...")
+				break
+			}
+			c.t.Logf("  left out   %s", describeOp(op))
+		}
+	}
+}
+
+func describeOp(op porcupine.Operation) string {
+	ret := "open"
+	if op.Return != math.MaxInt64 {
+		ret = fmt.Sprintf("%.3fs", time.Duration(op.Return).Seconds())
+	}
+	return fmt.Sprintf("[%.3fs..%s] client %d %s", time.Duration(op.Call).Seconds(), ret, op.ClientId,
+		verModel.DescribeOperation(op.Input, op.Output))
 }
 
 // The register model accepts what SPEC §2 allows and nothing else, and
@@ -1408,6 +1468,10 @@ func TestVersionRegisterModel(t *testing.T) {
 	} {
 		if got := porcupine.CheckOperations(verModel, c.history); got != c.ok {
 			t.Errorf("%s: linearizable = %v, want %v", c.name, got, c.ok)
+		}
+		if !c.ok && testing.Verbose() {
+			t.Logf("%s:", c.name)
+			(&chaos{t: t}).explainIllegal(c.history)
 		}
 	}
 }
