@@ -281,6 +281,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	s.m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
 		Name: "copy_seconds_total", Help: "Time spent taking and restoring bucket copies (one at a time)."},
 		func() float64 { return time.Duration(s.bulkMu.busy.Load()).Seconds() }))
+	s.m.reg.MustRegister(&nodeCollector{s: s}) // metrics.go
 	s.applyHooks(nil) // the defaults until the configserver says otherwise
 	return s, nil
 }

@@ -100,6 +100,9 @@ type Engine struct {
 	o          engines.Options
 	closed     atomic.Bool
 	stats      [MaxArea + 1][statStripes]counters
+	// expired counts the expired plain keys a write reclaimed or replaced
+	// (lazy expiry); the store counts those its sweeps reclaim.
+	expired atomic.Int64
 }
 
 // statStripes spreads an area's counters over cache lines (by bucket), so
@@ -220,6 +223,7 @@ type updateOp struct {
 	out     engines.Entry
 	act     engines.Action
 	existed bool      // whether fn saw a live record
+	expired bool      // the store held an expired record (reclaimed unless fn failed)
 	raw     RawUpdate // op.apply
 
 	// Put's state; putFn is op.putApply.
@@ -244,7 +248,7 @@ func (e *Engine) getOp() *updateOp {
 
 // release drops every reference the op holds and pools it.
 func (op *updateOp) release() {
-	op.e, op.fn, op.out, op.value, op.po, op.skipped, op.existed = nil, nil, engines.Entry{}, nil, engines.PutOptions{}, false, false
+	op.e, op.fn, op.out, op.value, op.po, op.skipped, op.existed, op.expired = nil, nil, engines.Entry{}, nil, engines.PutOptions{}, false, false, false
 	opPool.Put(op)
 }
 
@@ -253,6 +257,7 @@ func (op *updateOp) release() {
 // here, string values are checked against the limit.
 func (op *updateOp) apply(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
 	wasExpired := exists && engines.Expired(cur.ExpireAt, op.now)
+	op.expired = wasExpired
 	if wasExpired {
 		cur, exists = engines.Entry{}, false
 	}
@@ -308,6 +313,9 @@ func (op *updateOp) run(r Ref) (engines.Entry, engines.Action, error) {
 	op.act = engines.Keep
 	if err := op.e.st.Update(r, op.raw); err != nil {
 		return engines.Entry{}, engines.Keep, err
+	}
+	if op.expired && !r.Prefix {
+		op.e.expired.Add(1)
 	}
 	return op.out, op.act, nil
 }
@@ -871,6 +879,22 @@ func (e *Engine) stats1(area uint16, keys int64) engines.AreaStats {
 		s.Bytes, s.Evictions = e.st.Usage(area)
 	}
 	return s
+}
+
+// ExpiredKeys returns how many expired records were reclaimed: by writes
+// that found them (lazy expiry) and by the store's own sweeps when it
+// counts them (an ExpiryCounter).
+func (e *Engine) ExpiredKeys() int64 {
+	n := e.expired.Load()
+	if ec, ok := e.st.(ExpiryCounter); ok {
+		n += ec.ExpiredKeys()
+	}
+	return n
+}
+
+// ExpiryCounter is a Store that counts the expired records it reclaims.
+type ExpiryCounter interface {
+	ExpiredKeys() int64
 }
 
 // AreaCounter is a Store that counts every area's live keys at once: one

@@ -131,6 +131,9 @@ type Store struct {
 
 	total atomic.Int64 // accounted bytes of all areas
 	areas [numAreas]areaState
+	// expired counts the plain keys reclaimed because they expired (the
+	// dataserver's redis_expired_keys_total).
+	expired atomic.Int64
 
 	evictMu sync.Mutex // one evictor at a time; writers queue behind it
 	cursor  uint32     // round-robin victim shard, guarded by evictMu
@@ -851,6 +854,10 @@ func (s *Store) Usage(area uint16) (bytes, evictions int64) {
 	return a.bytes.Load(), a.evictions.Load()
 }
 
+// ExpiredKeys returns how many records the store reclaimed because they
+// had expired.
+func (s *Store) ExpiredKeys() int64 { return s.expired.Load() }
+
 // TotalBytes returns the accounted bytes of all areas.
 func (s *Store) TotalBytes() int64 { return s.total.Load() }
 
@@ -879,6 +886,9 @@ func (s *Store) reclaimExpired() {
 		}
 		sh.mu.Lock()
 		for len(sh.exp) > 0 && engines.Expired(sh.exp[0].expireAt, now) {
+			if it := sh.exp[0]; it.ps == nil {
+				s.expired.Add(1)
+			}
 			s.removeLocked(sh, sh.exp[0])
 		}
 		sh.mu.Unlock()

@@ -117,6 +117,8 @@ type areaState struct {
 type Store struct {
 	be  Backend
 	now func() time.Time
+	// expired counts the plain keys reclaimed because they had expired.
+	expired atomic.Int64
 
 	life   sync.RWMutex // shared by every operation, exclusive for Close
 	closed bool
@@ -872,6 +874,10 @@ func (s *Store) Usage(area uint16) (int64, int64) {
 	}
 	return s.areas[area].bytes.Load(), 0
 }
+
+// ExpiredKeys returns how many plain keys the sweeps reclaimed because
+// they had expired.
+func (s *Store) ExpiredKeys() int64 { return s.expired.Load() }
 
 // SetQuota sets area's byte quota (0 = none). Quotas live in memory: the
 // dataserver applies them from the configserver when it starts.

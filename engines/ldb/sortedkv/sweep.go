@@ -165,5 +165,11 @@ func (s *Store) reclaim(p *pair, at int64, idx, dataKey []byte, now int64, lockK
 	default:
 		w.del(&sl, true)
 	}
-	return w.commit()
+	if err := w.commit(); err != nil {
+		return err
+	}
+	if sl.phys && sl.rec.expireAt == at && d.kind != kindPrefix {
+		s.expired.Add(1)
+	}
+	return nil
 }
