@@ -69,6 +69,7 @@ const (
 	TypeZSet
 	TypeItems
 	TypeExHash // TairHash: fields with their own version and expiry
+	TypeStream
 )
 
 func (t ValueType) String() string {
@@ -87,6 +88,8 @@ func (t ValueType) String() string {
 		return "items"
 	case TypeExHash:
 		return "exhash"
+	case TypeStream:
+		return "stream"
 	}
 	return fmt.Sprintf("type(%d)", uint8(t))
 }

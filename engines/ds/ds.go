@@ -45,6 +45,7 @@ func init() {
 	engines.RegisterObjectCodec(engines.TypeSet, func(b []byte) (engines.Object, error) { return DecodeSet(b) })
 	engines.RegisterObjectCodec(engines.TypeZSet, func(b []byte) (engines.Object, error) { return DecodeZSet(b) })
 	engines.RegisterObjectCodec(engines.TypeExHash, func(b []byte) (engines.Object, error) { return DecodeExHash(b) })
+	engines.RegisterObjectCodec(engines.TypeStream, func(b []byte) (engines.Object, error) { return DecodeStream(b) })
 }
 
 type encoder struct{ b []byte }
