@@ -394,6 +394,7 @@ func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
 	ls.meta = m
 	s.setMeta(m)
 	for _, e := range events {
+		s.metrics.event(e.Kind)
 		s.events.add(e)
 	}
 	if tableChanged {

@@ -3,6 +3,8 @@ package configserver
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/tairkv/tair/internal/route"
 )
 
 // metrics live in a registry per Server, so several configservers can run
@@ -28,6 +30,12 @@ type metrics struct {
 	invalidQueued  prometheus.Counter
 	invalidSent    *prometheus.CounterVec
 	invalidPending *prometheus.GaugeVec
+
+	// From the served table (setTable) and the leader's events (event).
+	behindMarks prometheus.Gauge
+	nodeBuckets *prometheus.GaugeVec
+	failovers   prometheus.Counter
+	moveFails   prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -62,6 +70,51 @@ func newMetrics() *metrics {
 	m.invalidPending = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tair", Subsystem: "configserver", Name: "invalid_pending",
 		Help: "TAIR.INVALID entries queued for a peer cluster, as last seen by the leader's sender."}, []string{"peer"})
 	m.reg.MustRegister(m.invalidSent, m.invalidPending)
+	m.behindMarks = g("behind_marks", "Slaves the served table marks behind their master (they may lack acknowledged writes and are not promoted until caught up).")
+	m.failovers = c("failovers_total", "Dataservers whose master buckets this configserver, as leader, gave to their slaves (a down or away node).")
+	m.moveFails = c("move_failures_total", "Times this configserver, as leader, saw bucket moves end unfinished (failed, stalled or no longer planned; one count for all that ended at once).")
+	m.nodeBuckets = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tair", Subsystem: "configserver", Name: "node_buckets",
+		Help: "Buckets each dataserver holds in the served table, by role (master, slave)."}, []string{"node", "role"})
+	m.reg.MustRegister(m.nodeBuckets)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// setTable refreshes what the metrics read from the served table.
+func (m *metrics) setTable(t *route.Table) {
+	m.tableVersion.Set(float64(t.Version))
+	marks := 0
+	for _, slaves := range t.Behind {
+		marks += len(slaves)
+	}
+	m.behindMarks.Set(float64(marks))
+	masters, slaves := map[string]int{}, map[string]int{}
+	for _, n := range t.Nodes() {
+		masters[n], slaves[n] = 0, 0
+	}
+	for b := uint32(0); b < t.Buckets; b++ {
+		if ms := t.Master(b); ms != "" {
+			masters[ms]++
+		}
+		for _, sl := range t.Slaves(b) {
+			slaves[sl]++
+		}
+	}
+	m.nodeBuckets.Reset()
+	for n, c := range masters {
+		m.nodeBuckets.WithLabelValues(n, "master").Set(float64(c))
+	}
+	for n, c := range slaves {
+		m.nodeBuckets.WithLabelValues(n, "slave").Set(float64(c))
+	}
+}
+
+// event counts one event the leader loop recorded (leader.go).
+func (m *metrics) event(kind string) {
+	switch kind {
+	case EventFailover:
+		m.failovers.Inc()
+	case EventMoveFailed:
+		m.moveFails.Inc()
+	}
 }

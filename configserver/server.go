@@ -289,7 +289,7 @@ func (s *Server) publish(t *route.Table) {
 	s.table.Store(t)
 	close(s.tableCh)
 	s.tableCh = make(chan struct{})
-	s.metrics.tableVersion.Set(float64(t.Version))
+	s.metrics.setTable(t)
 }
 
 // tableJSON returns t's encoding for GET /v1/table. Every node and proxy
