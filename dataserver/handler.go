@@ -28,6 +28,12 @@ type batchOut struct {
 	// client: a batch of proxy requests (what clientLatency measures;
 	// not replication or migration batches, nor admin commands).
 	client bool
+	// group and ticket: the engine's writes committed by the end of the
+	// batch (its own and others') were not all durable then: its replies
+	// wait for group.WaitDurable(ticket), so that no reply tells of a
+	// write, or shows data, that a kill -9 could still take back.
+	group  engines.GroupCommitter
+	ticket uint64
 }
 
 // dsRequestLimits: dataservers take what proxies and peers send
@@ -67,6 +73,7 @@ func (s *Server) runBatch(cmds []resp.Command, owned bool, peer net.Addr, pr *li
 		b.ps = make([]pending, len(cmds))
 	}
 	b.out, b.quit, b.start = b.out[:0], false, time.Now()
+	b.group, b.ticket = nil, 0
 	b.client = len(cmds) > 0 && isEnvelope(cmds[0].Args[0])
 	if s.closing.Load() {
 		// Not run: NOTMASTER makes proxies retry elsewhere once the
@@ -92,11 +99,20 @@ func (s *Server) runBatch(cmds []resp.Command, owned bool, peer net.Addr, pr *li
 		}
 	}
 	s.m.requests.Add(float64(len(b.ps)))
+	if g := s.durable; g != nil {
+		if t := g.CommitTicket(); !g.Durable(t) {
+			b.group, b.ticket = g, t
+		}
+	}
 	return b
 }
 
-// waits reports whether any reply of b waits for replication.
+// waits reports whether any reply of b waits for replication or for an
+// fsync.
 func (b *batchOut) waits() bool {
+	if b.group != nil && !b.group.Durable(b.ticket) {
+		return true
+	}
 	for i := range b.ps {
 		if len(b.ps[i].waits) > 0 {
 			return true

@@ -8,6 +8,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"github.com/tairkv/tair/internal/envelope"
 	"github.com/tairkv/tair/internal/gnetx"
 	"github.com/tairkv/tair/internal/liveness"
 	"github.com/tairkv/tair/resp"
@@ -24,10 +25,12 @@ import (
 //
 // A loop takes everything a connection has pipelined as a batch. A
 // batch of proxy envelopes runs on the loop (on an in-memory engine, or
-// a persistent one that does not wait for fsyncs): each command in order,
+// a persistent one whose writes do not wait for fsyncs: --sync none, or
+// ldb's group commit, where the batch waits for one fsync after it ran
+// instead of one per write): each command in order,
 // writes appended to their replication streams (runBatch never waits).
-// Its replies are written at once when none waits for replication and
-// no earlier batch is still waiting; otherwise the batch goes to the
+// Its replies are written at once when none waits for replication or an
+// fsync and no earlier batch is still waiting; otherwise the batch goes to the
 // connection's writer goroutine, which releases the replies in order
 // once their replication is done and hands them back to the loop to
 // write, so one connection keeps many batches of synchronous writes in
@@ -270,12 +273,22 @@ func (dc *dsConn) write(out []byte, quit bool) {
 // appendReplies releases b's replies in order (waiting for their
 // replication) and appends them to dst; b goes back to the pool.
 func (s *Server) appendReplies(dst []byte, b *batchOut) []byte {
+	var syncErr error
+	if b.group != nil {
+		if err := b.group.WaitDurable(b.ticket); err != nil {
+			syncErr = envelope.Unsure("the write-ahead log could not be synced: " + err.Error())
+		}
+		b.group = nil
+	}
 	for i := range b.ps {
 		p := &b.ps[i]
 		if p.end < 0 { // a bare error reply (protocol error)
 			p.end = len(b.out)
 		}
-		if err := s.release(p); err != nil {
+		if err := s.release(p); err != nil || syncErr != nil {
+			if err == nil {
+				err = syncErr
+			}
 			dst = resp.AppendErr(dst, err)
 		} else {
 			dst = append(dst, b.out[p.start:p.end]...)

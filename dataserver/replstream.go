@@ -556,6 +556,15 @@ func (st *stream) runConn(c *peerConn) error {
 				return finish(errStopped)
 			}
 		}
+		if g := st.s.durable; g != nil {
+			// The batch's writes committed before it was taken: the
+			// receiver gets them once they are durable here, so that a
+			// kill -9 of this node never leaves a copy with a write
+			// this one lost.
+			if err := g.WaitDurable(g.CommitTicket()); err != nil {
+				return finish(err)
+			}
+		}
 		buf = st.encodeBatch(buf[:0], batch)
 		snapshotBytes, recs := 0, 0 // what the migration's pacing counts
 		for _, e := range batch {

@@ -107,6 +107,11 @@ type Server struct {
 	// writesWait: the engine's writes wait for an fsync, so batches run
 	// off the event loop.
 	writesWait bool
+	// durable is the engine's group committer (ldb under --sync group):
+	// its writes return before their fsync, so no reply and no
+	// replication batch leaves before the fsync that covers what it ran
+	// after (runBatch's ticket; the streams' send loop).
+	durable engines.GroupCommitter
 	fetching   atomic.Bool // a table fetch from a peer is running
 	hbKick     chan struct{}
 	areas      atomic.Pointer[areaTable]
@@ -310,7 +315,8 @@ func (s *Server) Start() error {
 	}
 	s.eng = eng
 	s.dataKept = !fresh && s.dataSurvived()
-	s.writesWait = eng.Persistent() && s.cfg.Sync != engines.SyncNone
+	s.durable = engines.GroupCommitOf(eng)
+	s.writesWait = eng.Persistent() && s.cfg.Sync != engines.SyncNone && s.durable == nil
 	s.x.Store(exec.New(eng, exec.Options{Buckets: route.DefaultBuckets}))
 
 	if err := s.startFrontEnd(); err != nil {

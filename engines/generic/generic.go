@@ -90,6 +90,9 @@ type Config struct {
 	Persistent bool
 	Store      Store
 	Options    engines.Options
+	// GroupCommit, when set, makes writes durable only at its
+	// WaitDurable (engines.GroupCommitter).
+	GroupCommit engines.GroupCommitter
 }
 
 // Engine implements engines.Engine on a Store.
@@ -98,6 +101,7 @@ type Engine struct {
 	persistent bool
 	st         Store
 	o          engines.Options
+	group      engines.GroupCommitter
 	closed     atomic.Bool
 	stats      [MaxArea + 1][statStripes]counters
 	// expired counts the expired plain keys a write reclaimed or replaced
@@ -121,8 +125,13 @@ var _ engines.Engine = (*Engine)(nil)
 // New returns an engine over c.Store; c.Options are adjusted (defaults).
 func New(c Config) *Engine {
 	c.Options.Adjust()
-	return &Engine{name: c.Name, persistent: c.Persistent, st: c.Store, o: c.Options}
+	return &Engine{name: c.Name, persistent: c.Persistent, st: c.Store, o: c.Options, group: c.GroupCommit}
 }
+
+// GroupCommit returns the engine's group committer (nil when writes are
+// durable, or never will be, when they return): see
+// engines.GroupCommitOf.
+func (e *Engine) GroupCommit() engines.GroupCommitter { return e.group }
 
 // Store returns the underlying store (for engine-specific tests and tools).
 func (e *Engine) Store() Store { return e.st }

@@ -15,7 +15,9 @@ type Backend interface {
 	Scan(lo, hi []byte, reverse bool, fn func(k, v []byte) bool) error
 	// Commit applies b atomically, with the durability of the backend's
 	// sync policy: when Commit returns nil under SyncAlways or SyncGroup,
-	// b survives a crash of the process or the machine.
+	// b survives a crash of the process or the machine — under SyncGroup
+	// a backend may instead offer an engines.GroupCommitter (ldb), and
+	// then b survives once its WaitDurable returned.
 	Commit(b *Batch) error
 	// Compact makes the backend reclaim the space of deleted data.
 	Compact() error

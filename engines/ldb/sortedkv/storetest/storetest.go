@@ -67,7 +67,17 @@ func Child(t *testing.T, open OpenFunc) {
 		os.Exit(2)
 	}
 	var mu sync.Mutex // one line per write(2), so lines never interleave
+	// An engine that groups its fsyncs (engines.GroupCommitter)
+	// acknowledges a write once a ticket taken after it is durable, as
+	// the dataserver does before it replies.
+	group := engines.GroupCommitOf(e)
 	ack := func(line string) {
+		if group != nil {
+			if err := group.WaitDurable(group.CommitTicket()); err != nil {
+				fmt.Fprintln(os.Stderr, "wait durable:", err)
+				os.Exit(5)
+			}
+		}
 		mu.Lock()
 		_, err := os.Stdout.WriteString(line)
 		mu.Unlock()
