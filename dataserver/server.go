@@ -111,11 +111,11 @@ type Server struct {
 	// its writes return before their fsync, so no reply and no
 	// replication batch leaves before the fsync that covers what it ran
 	// after (runBatch's ticket; the streams' send loop).
-	durable engines.GroupCommitter
-	fetching   atomic.Bool // a table fetch from a peer is running
-	hbKick     chan struct{}
-	areas      atomic.Pointer[areaTable]
-	hooks      atomic.Pointer[hookChain] // nil: no hook on (hooks.go)
+	durable  engines.GroupCommitter
+	fetching atomic.Bool // a table fetch from a peer is running
+	hbKick   chan struct{}
+	areas    atomic.Pointer[areaTable]
+	hooks    atomic.Pointer[hookChain] // nil: no hook on (hooks.go)
 
 	fe      *gnetx.Engine // the RESP listener's event loops (loop.go)
 	httpLn  net.Listener
@@ -287,7 +287,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		Name: "copy_seconds_total", Help: "Time spent taking and restoring bucket copies (one at a time)."},
 		func() float64 { return time.Duration(s.bulkMu.busy.Load()).Seconds() }))
 	s.m.reg.MustRegister(&nodeCollector{s: s}) // metrics.go
-	s.applyHooks(nil) // the defaults until the configserver says otherwise
+	s.applyHooks(nil)                          // the defaults until the configserver says otherwise
 	return s, nil
 }
 
