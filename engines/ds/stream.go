@@ -1,6 +1,7 @@
 package ds
 
 import (
+	"encoding/binary"
 	"math"
 	"sort"
 	"strconv"
@@ -781,4 +782,58 @@ func DecodeStream(b []byte) (*Stream, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// FirstNodeID is the id of the first entry of the first node, deleted
+// or not (Redis's streamGetEdgeID with tombstones), the largest id when
+// the stream has no node: a MINID trim at it removes nothing.
+func (s *Stream) FirstNodeID() StreamID {
+	if len(s.nodes) == 0 {
+		return MaxStreamID
+	}
+	return s.nodes[0].master
+}
+
+// RaxNodes is the number of nodes of Redis's radix tree over the nodes'
+// 128-bit big-endian master ids (XINFO's radix-tree-nodes): the
+// compressed trie those keys make.
+func (s *Stream) RaxNodes() int {
+	if len(s.nodes) == 0 {
+		return 1
+	}
+	keys := make([][16]byte, len(s.nodes))
+	for i, n := range s.nodes {
+		binary.BigEndian.PutUint64(keys[i][:8], n.master.Ms)
+		binary.BigEndian.PutUint64(keys[i][8:], n.master.Seq)
+	}
+	return raxCount(keys, 0)
+}
+
+// raxCount counts the nodes of the compressed trie of keys (sorted,
+// distinct) below depth d.
+func raxCount(keys [][16]byte, d int) int {
+	if d == 16 {
+		return 1
+	}
+	l := 16 - d
+	for _, k := range keys[1:] {
+		i := d
+		for i < d+l && k[i] == keys[0][i] {
+			i++
+		}
+		l = i - d
+	}
+	if l > 0 {
+		return 1 + raxCount(keys, d+l)
+	}
+	n := 1
+	for i := 0; i < len(keys); {
+		j := i + 1
+		for j < len(keys) && keys[j][d] == keys[i][d] {
+			j++
+		}
+		n += raxCount(keys[i:j], d+1)
+		i = j
+	}
+	return n
 }

@@ -13,6 +13,8 @@ func TestSpecsAgreeWithRedis(t *testing.T) {
 		"pfcount": "Write here: counting caches the cardinality in the value, which slaves must get (Redis: readonly, may_replicate)",
 		"object":  "a container in Redis (keys in OBJECT|ENCODING ...); its key is at 2 here",
 		"memory":  "a container in Redis (MEMORY USAGE's key); its key is at 2 here",
+		"xgroup":  "a container in Redis (its subcommands write); Write here, its key at 2",
+		"xinfo":   "a container in Redis (its subcommands read); ReadOnly here, its key at 2",
 		"dbsize":  "NoKey here: the proxy sums every dataserver's count (Redis: readonly)",
 		"sort_ro": "its key is at 1 (KeysFunc nil); Redis says movablekeys for BY/GET patterns, whose keys are not served in a cluster",
 	}
