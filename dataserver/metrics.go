@@ -32,7 +32,7 @@ var (
 	descTableVersion = dsDesc("tair_dataserver_table_version", "Version of the bucket table this node serves from.")
 	descBuckets      = dsDesc("tair_dataserver_buckets", "Buckets this node holds in its table, by role (master, slave).", "role")
 	descAreaBytes    = dsDesc("tair_dataserver_area_used_bytes", "Bytes the engine accounts to an area on this node.", "area")
-	descAreaQuota    = dsDesc("tair_dataserver_area_quota_bytes", "The byte quota the engine enforces for an area (only areas with one; set while the quota hook is on).", "area")
+	descAreaQuota    = dsDesc("tair_dataserver_area_quota_bytes", "The byte quota the engine enforces for an area (0: none; quotas are enforced while the quota hook is on).", "area")
 	descReplPending  = dsDesc("tair_dataserver_replication_pending_items", "Items sent to a slave (or a move's destination) not acknowledged yet.", "slave")
 	descReplLag      = dsDesc("tair_dataserver_replication_lag_seconds", "Age of the oldest item a slave has not acknowledged (0: none waiting).", "slave")
 	descReplUnreach  = dsDesc("tair_dataserver_replication_unreachable", "1 while a slave has not acknowledged within the replication timeout (or cannot be connected to with items waiting).", "slave")
@@ -65,7 +65,12 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descUptime, time.Since(s.epoch).Seconds())
 	gauge(descMemMax, float64(s.cfg.MemoryLimit))
 
+	var quotas map[uint16]int64
+	if at := s.areas.Load(); at != nil {
+		quotas = at.quota
+	}
 	var hits, misses, evicted, used, expired int64
+	seen := map[uint16]bool{}
 	if eng := s.eng; eng != nil && !s.closing.Load() {
 		for area, st := range eng.AllStats() {
 			hits += st.Hits
@@ -77,6 +82,8 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 				gauge(descDBKeys, float64(st.Keys), "db"+a)
 			}
 			gauge(descAreaBytes, float64(st.Bytes), a)
+			gauge(descAreaQuota, float64(quotas[area]), a)
+			seen[area] = true
 		}
 		if ec, ok := eng.(interface{ ExpiredKeys() int64 }); ok {
 			expired = ec.ExpiredKeys()
@@ -87,11 +94,10 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descEvicted, float64(evicted))
 	counter(descExpired, float64(expired))
 	gauge(descMemUsed, float64(used))
-	if at := s.areas.Load(); at != nil {
-		for area, q := range at.quota {
-			if q > 0 {
-				gauge(descAreaQuota, float64(q), strconv.Itoa(int(area)))
-			}
+	for area, q := range quotas {
+		if !seen[area] {
+			gauge(descAreaBytes, 0, strconv.Itoa(int(area)))
+			gauge(descAreaQuota, float64(q), strconv.Itoa(int(area)))
 		}
 	}
 

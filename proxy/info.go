@@ -326,7 +326,9 @@ func cmdInfo(ss *session, r *request) {
 		}
 		return all || want[s]
 	}
-	if has("keyspace") {
+	if has("keyspace") || has("stats") || has("memory") {
+		// These sections sum the dataservers' figures (NODESTATS): off
+		// the event loop, once the client's earlier commands are answered.
 		r.barrier = func(r *request) { r.reply = resp.AppendVerbatim(r.reply[:0], ss.info2(has), r.proto) }
 		return
 	}
@@ -345,6 +347,10 @@ func (ss *session) info2(has func(string) bool) string {
 	}
 	kv := func(k string, v any) { fmt.Fprintf(&b, "%s:%v\r\n", k, v) }
 	now := time.Now()
+	var ds *dsStats
+	if has("keyspace") || has("stats") || has("memory") {
+		ds = ss.gatherNodeStats(has("keyspace"))
+	}
 	if has("server") {
 		section("Server")
 		_, port := splitHostPort(s.Addr())
@@ -376,13 +382,18 @@ func (ss *session) info2(has func(string) bool) string {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		section("Memory")
-		kv("used_memory", ms.HeapAlloc)
-		kv("used_memory_human", human(int64(ms.HeapAlloc)))
+		// used_memory and maxmemory are the dataservers' (the bytes
+		// their engines account, every copy, and their --memory-limit
+		// summed); the rest is this proxy process's.
+		kv("used_memory", ds.f["used_memory"])
+		kv("used_memory_human", human(ds.f["used_memory"]))
 		kv("used_memory_rss", ms.Sys)
 		kv("used_memory_rss_human", human(int64(ms.Sys)))
 		kv("used_memory_peak", ms.HeapSys)
+		kv("proxy_used_memory", ms.HeapAlloc)
+		kv("proxy_used_memory_human", human(int64(ms.HeapAlloc)))
 		kv("total_system_memory", 0)
-		kv("maxmemory", 0)
+		kv("maxmemory", ds.f["maxmemory"])
 		kv("maxmemory_policy", "noeviction")
 		kv("mem_allocator", "go")
 		kv("gc_cycles", ms.NumGC)
@@ -408,6 +419,11 @@ func (ss *session) info2(has func(string) bool) string {
 		kv("total_net_input_bytes", s.stats.netIn.Load())
 		kv("total_net_output_bytes", s.stats.netOut.Load())
 		kv("instantaneous_ops_per_sec", s.stats.opsPerSec.Load())
+		// The keyspace's counters are the dataservers', summed.
+		kv("expired_keys", ds.f["expired_keys"])
+		kv("evicted_keys", ds.f["evicted_keys"])
+		kv("keyspace_hits", ds.f["keyspace_hits"])
+		kv("keyspace_misses", ds.f["keyspace_misses"])
 		kv("proxy_retries", s.stats.retries.Load())
 		kv("proxy_backend_connections", int64(s.backendConnCount())+s.stats.loopConns.Load())
 		kv("proxy_loop_forwarded", s.stats.loopFwd.Load())
@@ -448,21 +464,25 @@ func (ss *session) info2(has func(string) bool) string {
 	}
 	if has("keyspace") {
 		section("Keyspace")
-		s.dyn.mu.Lock()
-		areas := make([]int, 0, len(s.dyn.areas))
-		for a := range s.dyn.areas {
+		// Every area holding keys, as Redis lists every db that does:
+		// keys and expires counted on the masters, avg_ttl the mean
+		// remaining TTL (ms) of the keys that have one (Redis's is a
+		// sampled estimate of the same).
+		areas := make([]int, 0, len(ds.areas))
+		for a := range ds.areas {
 			areas = append(areas, a)
 		}
-		s.dyn.mu.Unlock()
 		sort.Ints(areas)
 		for _, a := range areas {
-			q := ss.part(&request{area: a, proto: 2}, nil)
-			q.area = a
-			q.args = [][]byte{[]byte("dbsize")}
-			cmdDBSize(ss, q)
-			if n, ok := parseIntReply(q.reply); ok && n > 0 {
-				fmt.Fprintf(&b, "db%d:keys=%d,expires=0,avg_ttl=0\r\n", a, n)
+			k := ds.areas[a]
+			if k.keys == 0 {
+				continue
 			}
+			avg := int64(0)
+			if k.expires > 0 {
+				avg = k.ttl / k.expires
+			}
+			fmt.Fprintf(&b, "db%d:keys=%d,expires=%d,avg_ttl=%d\r\n", a, k.keys, k.expires, avg)
 		}
 	}
 	if has("commandstats") {
@@ -493,6 +513,80 @@ func (ss *session) info2(has func(string) bool) string {
 		}
 	}
 	return b.String()
+}
+
+// dsStats are the dataservers' NODESTATS summed: f by field, areas by
+// area (keyspace).
+type dsStats struct {
+	f     map[string]int64
+	areas map[int]*areaKeys
+}
+
+type areaKeys struct{ keys, expires, ttl int64 }
+
+// gatherNodeStats asks every dataserver of the table for its NODESTATS
+// (with the keyspace of the buckets it masters when keyspace) and sums
+// them. A node that does not answer is left out of the sums.
+func (ss *session) gatherNodeStats(keyspace bool) *dsStats {
+	st := &dsStats{f: map[string]int64{}, areas: map[int]*areaKeys{}}
+	rt := ss.srv.r.load()
+	if rt == nil {
+		return st
+	}
+	args := [][]byte{[]byte("NODESTATS")}
+	if keyspace {
+		args = append(args, []byte("KEYSPACE"))
+	}
+	for _, p := range ss.fanOut(&request{proto: 2}, rt.nodes, args, false) {
+		if len(p.reply) == 0 || p.reply[0] != '*' {
+			continue
+		}
+		fields, err := flatFields(p.reply)
+		if err != nil {
+			continue
+		}
+		for i := 0; i+1 < len(fields); i += 2 {
+			name := string(fields[i])
+			n, err := strconv.ParseInt(string(fields[i+1]), 10, 64)
+			if err != nil {
+				continue
+			}
+			if a, what, ok := areaField(name); ok {
+				k := st.areas[a]
+				if k == nil {
+					k = &areaKeys{}
+					st.areas[a] = k
+				}
+				switch what {
+				case "keys":
+					k.keys += n
+				case "expires":
+					k.expires += n
+				case "ttl_ms":
+					k.ttl += n
+				}
+				continue
+			}
+			st.f[name] += n
+		}
+	}
+	return st
+}
+
+// areaField splits a NODESTATS keyspace field, db<area>_<what>.
+func areaField(name string) (int, string, bool) {
+	if !strings.HasPrefix(name, "db") {
+		return 0, "", false
+	}
+	i := strings.IndexByte(name, '_')
+	if i < 0 {
+		return 0, "", false
+	}
+	a, err := strconv.Atoi(name[2:i])
+	if err != nil || a < 0 {
+		return 0, "", false
+	}
+	return a, name[i+1:], true
 }
 
 func (s *Server) backendConnCount() int {

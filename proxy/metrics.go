@@ -111,6 +111,15 @@ func newMetrics(s *Server) *metrics {
 	m.clientEvictions = prometheus.NewCounter(prometheus.CounterOpts{Name: "tair_proxy_client_output_evictions_total", Help: "Clients closed for not reading their replies."})
 	m.panics = prometheus.NewCounter(prometheus.CounterOpts{Name: "tair_proxy_panics_total", Help: "Panics while handling commands (a bug): each command's is answered with an error and the proxy serves on."})
 	m.sessionPanics = prometheus.NewCounter(prometheus.CounterOpts{Name: "tair_proxy_session_panics_total", Help: "Client sessions ended by an internal error (a bug)."})
+	// Every label value exported from the start, at 0: a rate() over a
+	// series that appears only with its first count misses that count.
+	for _, k := range []string{"dial", "read", "write", "timeout"} {
+		m.backendErrors.WithLabelValues(k)
+	}
+	for _, k := range []retryKind{retryNotMaster, retryTryAgain, retryConn, retryNoMaster} {
+		m.retries.WithLabelValues(k.String())
+	}
+	m.retries.WithLabelValues("resplit")
 	empty := map[string]*cmdStat{}
 	m.stats.Store(&empty)
 	loopFwd := prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -122,6 +131,7 @@ func newMetrics(s *Server) *metrics {
 	m.reg.MustRegister(loopFwd, batches)
 	m.reg.MustRegister(m.latency, m.backendErrors, m.retries, m.tableVersion, m.tableFetchErrors,
 		m.clients, m.backendConns, m.authFailures, m.clientEvictions, m.panics, m.sessionPanics, &cmdCollector{m: m},
+		&redisCollector{s: s},
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -170,6 +180,85 @@ func (m *metrics) resetStats() {
 }
 
 type cmdCollector struct{ m *metrics }
+
+// redisCollector exports the proxy's INFO figures under redis_exporter's
+// names, so that dashboards and alerts written for Redis read a proxy as
+// they read a redis-server: the commands it answered, its clients and
+// connections. The keyspace's figures (hits, misses, expired, evicted,
+// memory, keys) are the dataservers' (dataserver/metrics.go).
+type redisCollector struct{ s *Server }
+
+var (
+	descRedisUp         = prometheus.NewDesc("redis_up", "1 while the proxy has a bucket table to route by (redis_exporter's name).", nil, nil)
+	descRedisUptime     = prometheus.NewDesc("redis_uptime_in_seconds", "Seconds since the proxy started.", nil, nil)
+	descRedisProcessed  = prometheus.NewDesc("redis_commands_processed_total", "Commands the proxy processed (INFO total_commands_processed).", nil, nil)
+	descRedisCalls      = prometheus.NewDesc("redis_commands_total", "Calls per command (INFO commandstats calls).", []string{"cmd"}, nil)
+	descRedisSeconds    = prometheus.NewDesc("redis_commands_duration_seconds_total", "Time spent per command, from reading it to having its reply (INFO commandstats usec).", []string{"cmd"}, nil)
+	descRedisFailed     = prometheus.NewDesc("redis_commands_failed_calls_total", "Calls per command answered with an error (INFO commandstats failed_calls).", []string{"cmd"}, nil)
+	descRedisRejected   = prometheus.NewDesc("redis_commands_rejected_calls_total", "Calls per command refused before they ran (INFO commandstats rejected_calls).", []string{"cmd"}, nil)
+	descRedisClients    = prometheus.NewDesc("redis_connected_clients", "Connected clients (INFO connected_clients).", nil, nil)
+	descRedisBlocked    = prometheus.NewDesc("redis_blocked_clients", "Clients in a blocking command (INFO blocked_clients).", nil, nil)
+	descRedisConns      = prometheus.NewDesc("redis_connections_received_total", "Client connections accepted (INFO total_connections_received).", nil, nil)
+	descRedisRejConns   = prometheus.NewDesc("redis_rejected_connections_total", "Client connections refused for maxclients (INFO rejected_connections).", nil, nil)
+	descRedisNetIn      = prometheus.NewDesc("redis_net_input_bytes_total", "Bytes read from clients (INFO total_net_input_bytes).", nil, nil)
+	descRedisNetOut     = prometheus.NewDesc("redis_net_output_bytes_total", "Bytes written to clients (INFO total_net_output_bytes).", nil, nil)
+	descHotKeys         = prometheus.NewDesc("tair_proxy_hot_keys", "Keys this proxy saw hot in the last full window (TAIR.HOTKEYS).", nil, nil)
+	descHotCacheHits    = prometheus.NewDesc("tair_proxy_hot_cache_hits_total", "GETs of hot keys answered from the proxy's hot-key cache (--hot-cache-ttl).", nil, nil)
+	descHotCacheMisses  = prometheus.NewDesc("tair_proxy_hot_cache_misses_total", "GETs of hot keys the hot-key cache did not hold.", nil, nil)
+	descHotCacheEntries = prometheus.NewDesc("tair_proxy_hot_cache_keys", "Keys held in the hot-key cache.", nil, nil)
+)
+
+func (c *redisCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descRedisUp, descRedisUptime, descRedisProcessed, descRedisCalls, descRedisSeconds,
+		descRedisFailed, descRedisRejected, descRedisClients, descRedisBlocked, descRedisConns, descRedisRejConns,
+		descRedisNetIn, descRedisNetOut, descHotKeys, descHotCacheHits, descHotCacheMisses, descHotCacheEntries} {
+		ch <- d
+	}
+}
+
+func (c *redisCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.s
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	up := 0.0
+	if s.r.load() != nil {
+		up = 1
+	}
+	gauge(descRedisUp, up)
+	gauge(descRedisUptime, time.Since(s.start).Seconds())
+	counter(descRedisProcessed, float64(s.stats.commands.Load()))
+	for _, st := range s.m.sortedStats() {
+		calls, rej := st.calls.Load(), st.rejected.Load()
+		if calls == 0 && rej == 0 {
+			continue // INFO commandstats leaves them out too
+		}
+		counter(descRedisCalls, float64(calls), st.name)
+		counter(descRedisSeconds, float64(st.usec.Load())/1e6, st.name)
+		counter(descRedisFailed, float64(st.failed.Load()), st.name)
+		counter(descRedisRejected, float64(rej), st.name)
+	}
+	gauge(descRedisClients, float64(s.clients.Load()))
+	gauge(descRedisBlocked, float64(s.stats.blocked.Load()))
+	counter(descRedisConns, float64(s.stats.connections.Load()))
+	counter(descRedisRejConns, float64(s.stats.rejected.Load()))
+	counter(descRedisNetIn, float64(s.stats.netIn.Load()))
+	counter(descRedisNetOut, float64(s.stats.netOut.Load()))
+	if s.hot != nil {
+		gauge(descHotKeys, float64(len(s.hot.Hot())))
+	}
+	var hits, misses int64
+	keys := 0
+	if s.hotCache != nil {
+		hits, misses, keys = s.hotCache.Stats()
+	}
+	counter(descHotCacheHits, float64(hits))
+	counter(descHotCacheMisses, float64(misses))
+	gauge(descHotCacheEntries, float64(keys))
+}
 
 var (
 	descCalls  = prometheus.NewDesc("tair_proxy_commands_total", "Commands by name.", []string{"cmd"}, nil)
