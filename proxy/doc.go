@@ -80,14 +80,14 @@
 // MGET, MSET, DEL, UNLINK, EXISTS, TOUCH and TAIR.INVALID are split per bucket (reads
 // per master node) and merged in key order (multikey.go). The reads that
 // combine whole values, SUNION, SINTER, SDIFF, SINTERCARD, ZUNION,
-// ZINTER, ZDIFF and ZINTERCARD, are gathered (gather.go): each key's
+// ZINTER, ZDIFF, ZINTERCARD and PFCOUNT, are gathered (gather.go): each key's
 // value is read from its bucket's master and the operation runs in the
 // proxy with Redis's rules. A gathered read is not atomic across
 // buckets: each key is read at its own moment, so writes between the
 // reads may show in some of the keys and not in others. Keys of one
 // bucket still go to the dataserver in one command. The other
 // multi-key commands (the Atomic ones: the *STORE forms, MSETNX, RENAME,
-// PFCOUNT ...) over several buckets are refused with CROSSSLOT.
+// PFMERGE ...) over several buckets are refused with CROSSSLOT.
 //
 // # Limits
 //

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/tairkv/tair/internal/hll"
 	"github.com/tairkv/tair/internal/redisnum"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/zsetop"
@@ -13,8 +14,9 @@ import (
 )
 
 // Gathered reads: the multi-key reads that combine whole values (SUNION,
-// SINTER, SDIFF, SINTERCARD, ZUNION, ZINTER, ZDIFF, ZINTERCARD) whose
-// keys span buckets. Each distinct key's value is read from its bucket's
+// SINTER, SDIFF, SINTERCARD, ZUNION, ZINTER, ZDIFF, ZINTERCARD, and
+// PFCOUNT of several HyperLogLogs, read with GET) whose keys span
+// buckets. Each distinct key's value is read from its bucket's
 // master (SMEMBERS, or ZRANGE 0 -1 WITHSCORES with SMEMBERS for a key
 // that turns out to be a set), always in RESP2, and the operation runs
 // here with the dataserver's (Redis's) rules: the order of the type
@@ -36,6 +38,7 @@ const (
 
 type gatherSpec struct {
 	op    gatherOp
+	hll   bool // PFCOUNT: the union's cardinality of HyperLogLogs (GET)
 	zset  bool // sorted-set sources (a set counts, scores 1)
 	card  bool // *INTERCARD: the count, with LIMIT
 	first int  // the first key's index
@@ -50,6 +53,7 @@ var gatherSpecs = map[string]gatherSpec{
 	"zinter":     {op: gInter, zset: true, first: 2},
 	"zdiff":      {op: gDiff, zset: true, first: 2},
 	"zintercard": {op: gInter, zset: true, card: true, first: 2},
+	"pfcount":    {op: gUnion, hll: true, first: 1},
 }
 
 const mergeGather mergeKind = 100
@@ -91,9 +95,12 @@ func (ss *session) gather(r *request, keys []int, q uint32) bool {
 		sub.group = sub.bucket
 		sub.area, sub.proto = r.area, 2
 		sub.start = r.start
-		if g.zset {
+		switch {
+		case g.hll:
+			sub.own = append(sub.own[:0], []byte("GET"), key)
+		case g.zset:
 			sub.own = append(sub.own[:0], []byte("ZRANGE"), key, []byte("0"), []byte("-1"), []byte("WITHSCORES"))
-		} else {
+		default:
 			sub.own = append(sub.own[:0], []byte("SMEMBERS"), key)
 		}
 		sub.args = sub.own
@@ -116,6 +123,10 @@ type gatherSource struct {
 // mergeGathered computes r's reply from its parts' values.
 func (ss *session) mergeGathered(r *request) {
 	g := gatherSpecs[r.spec.Name]
+	if g.hll {
+		ss.mergePFCount(r)
+		return
+	}
 	if g.zset {
 		// A key that was not a sorted set may be a set: read it so.
 		var again []*request
@@ -260,6 +271,60 @@ func (ss *session) mergeGathered(r *request) {
 		}
 	}
 	r.reply = out
+}
+
+// mergePFCount is PFCOUNT of keys in several buckets: each key's value
+// (GET), checked and merged in the keys' order as Redis's pfcountCommand
+// does (the first key that is not a HyperLogLog, or is a corrupted one,
+// answers its error), then the cardinality of the union. Nothing is
+// cached, as Redis caches nothing for several keys.
+func (ss *session) mergePFCount(r *request) {
+	byKey := make(map[string]*request, len(r.subs))
+	for _, sub := range r.subs {
+		byKey[string(sub.args[1])] = sub
+	}
+	out := r.reply[:0]
+	regs := new([hll.Registers]uint8)
+	for _, k := range r.spec.AppendKeyIndexes(nil, r.args) {
+		sub := byKey[string(r.args[k])]
+		if sub.err != nil {
+			ss.account(sub) // turns it into an error reply
+		}
+		if len(sub.reply) == 0 || sub.reply[0] == '-' || sub.reply[0] == '!' {
+			r.reply = append(out, sub.reply...)
+			return
+		}
+		v, null, ok := parseBulk(sub.reply)
+		switch {
+		case !ok:
+			r.reply = resp.AppendError(out, "ERR bad reply from dataserver")
+			return
+		case null:
+			continue
+		case !hll.Valid(v):
+			r.reply = resp.AppendError(out, hll.ErrTextNotHLL)
+			return
+		case !hll.MergeInto(regs, v):
+			r.reply = resp.AppendError(out, hll.ErrTextInvalid)
+			return
+		}
+	}
+	// As Redis's long long (a crafted value's 2^63 is negative).
+	r.reply = resp.AppendInt(out, int64(hll.CountRegisters(regs)))
+}
+
+// parseBulk reads a RESP2 bulk string reply: its bytes, or null.
+func parseBulk(b []byte) (v []byte, null, ok bool) {
+	n, p, ok := parseHeader(b, 0, '$')
+	switch {
+	case !ok:
+		return nil, false, false
+	case n == -1:
+		return nil, true, true
+	case n < 0 || p+n+2 > len(b):
+		return nil, false, false
+	}
+	return b[p : p+n], false, true
 }
 
 // gatherLimit parses the "[LIMIT limit]" pairs after the keys of a

@@ -1,7 +1,7 @@
 package tests
 
 // Gathered reads through the real proxy: SUNION, SINTER, SDIFF,
-// SINTERCARD, ZUNION, ZINTER, ZDIFF and ZINTERCARD whose keys live in
+// SINTERCARD, ZUNION, ZINTER, ZDIFF, ZINTERCARD and PFCOUNT whose keys live in
 // different buckets (on different dataservers) are read key by key and
 // combined by the proxy; their replies must be redis-server's, byte for
 // byte (the set commands' members in any order), in RESP2 and RESP3,
@@ -46,6 +46,21 @@ func gatherSetup() [][]string {
 	add("SET", "gstr", "v")
 	add("HSET", "ghash", "f", "v")
 	add("RPUSH", "glist", "a")
+	// HyperLogLogs: sparse ones, a dense one (5000 elements), and a
+	// corrupted sparse one (its opcodes cover 8 of 16384 registers).
+	add("PFADD", "gh1", "a", "b", "c", "d", "e")
+	add("PFADD", "gh2", "c", "d", "e", "f", "g", "h")
+	h3 := []string{"PFADD", "gh3"}
+	for i := 0; i < 100; i++ {
+		h3 = append(h3, fmt.Sprint(i))
+	}
+	add(h3...)
+	hbig := []string{"PFADD", "ghbig"}
+	for i := 0; i < 5000; i++ {
+		hbig = append(hbig, fmt.Sprint("e", i))
+	}
+	add(hbig...)
+	add("SET", "ghbad", "HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\xff\xff")
 	return out
 }
 
@@ -139,6 +154,12 @@ func gatherLines() []scriptLine {
 		for _, tail := range [][]string{{"LIMIT", "0"}, {"LIMIT", "1"}, {"LIMIT", "-1"}, {"LIMIT"}, {"WITHSCORES"}} {
 			add("", append(append([]string(nil), base...), tail...)...)
 		}
+	}
+	// PFCOUNT of several keys: the union's cardinality; the first key
+	// that is not a HyperLogLog, or a corrupted one, answers its error.
+	hKeys := []string{"gh1", "gh2", "gh3", "ghbig", "ghbad", "gstr", "ghash", "gnone"}
+	for _, ks := range append(seqs(hKeys, 2), seqs([]string{"gh1", "gh3", "ghbig", "ghbad", "gstr", "gnone"}, 3)...) {
+		add("", append([]string{"PFCOUNT"}, ks...)...)
 	}
 	return out
 }

@@ -45,6 +45,7 @@ import (
 
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/internal/errs"
+	"github.com/tairkv/tair/internal/hll"
 )
 
 func init() {
@@ -56,8 +57,8 @@ func init() {
 
 // Redis's error texts of hyperloglog.c.
 const (
-	errTextNotHLL     = "WRONGTYPE Key is not a valid HyperLogLog string value."
-	errTextInvalidHLL = "INVALIDOBJ Corrupted HLL object detected"
+	errTextNotHLL     = hll.ErrTextNotHLL
+	errTextInvalidHLL = hll.ErrTextInvalid
 	errTextPFNoKey    = "ERR The specified key does not exist"
 	errTextNotSparse  = "ERR HLL encoding is not sparse"
 )
@@ -74,7 +75,7 @@ func hllOf(e engines.Entry) ([]byte, error) {
 	if e.Type != engines.TypeString {
 		return nil, errs.ErrWrongType
 	}
-	if !hllValid(e.Value) {
+	if !hll.Valid(e.Value) {
 		return nil, ReplyError(errTextNotHLL)
 	}
 	return e.Value, nil
@@ -131,12 +132,12 @@ func cmdPFAdd(c *Ctx) {
 			}
 			s = bytes.Clone(v)
 		} else {
-			s = hllNew()
+			s = hll.New()
 			updated = 1 // created
 		}
 		for _, ele := range c.Args[2:] {
 			var r int
-			switch s, r = hllAdd(s, ele); r {
+			switch s, r = hll.Add(s, ele); r {
 			case 1:
 				updated++
 			case -1:
@@ -150,7 +151,7 @@ func cmdPFAdd(c *Ctx) {
 		if updated == 0 {
 			return cur, engines.Keep, nil
 		}
-		hllInvalidate(s)
+		hll.Invalidate(s)
 		next := cur
 		if !exists {
 			next = engines.Entry{Type: engines.TypeString}
@@ -192,16 +193,16 @@ func cmdPFCount(c *Ctx) {
 		if err != nil {
 			return cur, engines.Keep, err
 		}
-		if n, ok := hllCached(v); ok {
+		if n, ok := hll.Cached(v); ok {
 			card = n
 			return cur, engines.Keep, nil
 		}
-		n, ok := hllCountOf(v)
+		n, ok := hll.CountOf(v)
 		if !ok {
 			return cur, engines.Keep, ReplyError(errTextInvalidHLL)
 		}
 		s := bytes.Clone(v)
-		hllSetCached(s, n)
+		hll.SetCached(s, n)
 		card, cached = n, true
 		next := cur
 		next.Value = s
@@ -224,19 +225,19 @@ func pfCountUnion(c *Ctx) {
 	if !c.SameBucket(hllKeys(c)...) {
 		return
 	}
-	max := new([hllRegisters]uint8)
+	max := new([hll.Registers]uint8)
 	for i := 1; i < len(c.Args); i++ {
 		v, err := hllRead(c, i)
 		if err != nil {
 			c.Fail(err)
 			return
 		}
-		if v != nil && !hllMergeInto(max, v) {
+		if v != nil && !hll.MergeInto(max, v) {
 			c.Error(errTextInvalidHLL)
 			return
 		}
 	}
-	c.Int(int64(hllCountRegisters(max)))
+	c.Int(int64(hll.CountRegisters(max)))
 }
 
 // hllKeys are the indexes of args[1:].
@@ -254,7 +255,7 @@ func cmdPFMerge(c *Ctx) {
 		return
 	}
 	// The registers' maximum over every key, the destination's too.
-	max := new([hllRegisters]uint8)
+	max := new([hll.Registers]uint8)
 	dense := false
 	for i := 1; i < len(c.Args); i++ {
 		v, err := hllRead(c, i)
@@ -265,10 +266,10 @@ func cmdPFMerge(c *Ctx) {
 		if v == nil {
 			continue
 		}
-		if v[hllEncodingByte] == hllDense {
+		if v[hll.EncodingByte] == hll.Dense {
 			dense = true // a dense source makes the destination dense
 		}
-		if !hllMergeInto(max, v) {
+		if !hll.MergeInto(max, v) {
 			c.Error(errTextInvalidHLL)
 			return
 		}
@@ -285,28 +286,28 @@ func cmdPFMerge(c *Ctx) {
 			}
 			s, at = bytes.Clone(v), cur.ExpireAt
 		} else {
-			s = hllNew()
+			s = hll.New()
 		}
 		if dense {
-			d, ok := hllSparseToDense(s)
+			d, ok := hll.SparseToDense(s)
 			if !ok {
 				return cur, engines.Keep, ReplyError(errTextInvalidHLL)
 			}
 			s = d
 		}
 		// Register by register, as Redis: a sparse destination's code
-		// is the one its hllSparseSet calls build, and may turn dense.
+		// is the one its hll.SparseSet calls build, and may turn dense.
 		for j, v := range max {
 			if v == 0 {
 				continue
 			}
-			if s[hllEncodingByte] == hllDense {
-				hllDenseSet(s[hllHdrSize:], j, v)
+			if s[hll.EncodingByte] == hll.Dense {
+				hll.DenseSet(s[hll.HdrSize:], j, v)
 			} else {
-				s, _ = hllSparseSet(s, j, v) // valid: merged above
+				s, _ = hll.SparseSet(s, j, v) // valid: merged above
 			}
 		}
-		hllInvalidate(s)
+		hll.Invalidate(s)
 		result = s
 		return hllRecord(s, at), engines.Store, nil
 	})
@@ -342,10 +343,10 @@ func cmdPFDebug(c *Ctx) {
 			return cur, engines.Keep, err
 		}
 		val = v
-		if !convert || v[hllEncodingByte] == hllDense {
+		if !convert || v[hll.EncodingByte] == hll.Dense {
 			return cur, engines.Keep, nil
 		}
-		d, ok := hllSparseToDense(v)
+		d, ok := hll.SparseToDense(v)
 		if !ok {
 			return cur, engines.Keep, ReplyError(errTextInvalidHLL)
 		}
@@ -365,19 +366,19 @@ func cmdPFDebug(c *Ctx) {
 	}
 	switch {
 	case eqFold(sub, "getreg"):
-		regs := val[hllHdrSize:]
-		c.Array(hllRegisters)
-		for j := 0; j < hllRegisters; j++ {
-			c.Int(int64(hllDenseGet(regs, j)))
+		regs := val[hll.HdrSize:]
+		c.Array(hll.Registers)
+		for j := 0; j < hll.Registers; j++ {
+			c.Int(int64(hll.DenseGet(regs, j)))
 		}
 	case eqFold(sub, "decode"):
-		if val[hllEncodingByte] != hllSparse {
+		if val[hll.EncodingByte] != hll.Sparse {
 			c.Error(errTextNotSparse)
 			return
 		}
 		c.Bulk(hllDecode(val))
 	case eqFold(sub, "encoding"):
-		if val[hllEncodingByte] == hllDense {
+		if val[hll.EncodingByte] == hll.Dense {
 			c.Status("dense")
 		} else {
 			c.Status("sparse")
@@ -400,22 +401,22 @@ func boolInt64(b bool) int64 {
 // "z:len", "Z:len" and "v:value,len", space separated.
 func hllDecode(s []byte) []byte {
 	var out []byte
-	for p := hllHdrSize; p < len(s); {
+	for p := hll.HdrSize; p < len(s); {
 		op := s[p]
 		switch {
-		case hllIsZero(op):
+		case hll.IsZero(op):
 			out = append(out, "z:"...)
-			out = strconv.AppendInt(out, int64(hllZeroLen(op)), 10)
+			out = strconv.AppendInt(out, int64(hll.ZeroLen(op)), 10)
 			p++
-		case hllIsXZero(op):
+		case hll.IsXZero(op):
 			out = append(out, "Z:"...)
-			out = strconv.AppendInt(out, int64(hllXZeroLen(op, hllAt(s, p+1))), 10)
+			out = strconv.AppendInt(out, int64(hll.XZeroLen(op, hll.At(s, p+1))), 10)
 			p += 2
 		default:
 			out = append(out, "v:"...)
-			out = strconv.AppendInt(out, int64(hllValValue(op)), 10)
+			out = strconv.AppendInt(out, int64(hll.ValValue(op)), 10)
 			out = append(out, ',')
-			out = strconv.AppendInt(out, int64(hllValLen(op)), 10)
+			out = strconv.AppendInt(out, int64(hll.ValLen(op)), 10)
 			p++
 		}
 		out = append(out, ' ')

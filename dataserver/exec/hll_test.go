@@ -20,6 +20,7 @@ import (
 	"github.com/tairkv/tair/engines/ldb"
 	"github.com/tairkv/tair/engines/mdb"
 	"github.com/tairkv/tair/engines/rdb"
+	"github.com/tairkv/tair/internal/hll"
 	"github.com/tairkv/tair/resp"
 )
 
@@ -61,11 +62,11 @@ func hllElems(key string, from, to int) [][]byte {
 // hllDenseValue is a dense HyperLogLog whose registers are reg(i), with a
 // stale cache.
 func hllDenseValue(reg func(i int) uint8) []byte {
-	v := make([]byte, hllDenseSize)
+	v := make([]byte, hll.DenseSize)
 	copy(v, "HYLL")
 	v[15] = 0x80
-	for i := 0; i < hllRegisters; i++ {
-		hllDenseSetReg(v[hllHdrSize:], i, reg(i))
+	for i := 0; i < hll.Registers; i++ {
+		hll.DenseSetReg(v[hll.HdrSize:], i, reg(i))
 	}
 	return v
 }
@@ -157,7 +158,7 @@ func hllFixedScript() [][][]byte {
 	hdr := hllSparseValue(0x80, 0x7f, 0xff)
 	copy(hdr[5:], "xyz")
 	set("snotused", hdr)
-	set("szeros", hllSparseValue(0x80, bytes.Repeat([]byte{0x00}, hllRegisters)...))
+	set("szeros", hllSparseValue(0x80, bytes.Repeat([]byte{0x00}, hll.Registers)...))
 	set("sempty", hllSparseValue(0x80))
 	set("strunc", hllSparseValue(0x80, 0x3f, 0x3f, 0x3f, 0x3e, 0x7f))           // 64*3+63, then XZERO 16129 cut short
 	set("sover", hllSparseValue(0x80, 0x7f, 0xff, 0x80))                        // one register too many
@@ -455,7 +456,7 @@ func TestHLLPropagation(t *testing.T) {
 			var reached, unreached string
 			for i := 0; reached == "" || unreached == ""; i++ {
 				e := "e" + strconv.Itoa(i)
-				idx, _ := hllPatLen([]byte(e))
+				idx, _ := hll.PatLen([]byte(e))
 				switch {
 				case idx < 16256 && reached == "":
 					reached = e
@@ -475,34 +476,34 @@ func TestHLLPropagation(t *testing.T) {
 // TestHLLFormat pins the format's constants and a few values computed
 // by hand from hyperloglog.c's rules.
 func TestHLLFormat(t *testing.T) {
-	if hllDenseSize != 12304 {
-		t.Fatalf("dense size %d", hllDenseSize)
+	if hll.DenseSize != 12304 {
+		t.Fatalf("dense size %d", hll.DenseSize)
 	}
-	if got := string(hllNew()); got != "HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x7f\xff" {
+	if got := string(hll.New()); got != "HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x7f\xff" {
 		t.Fatalf("empty HLL %q", got)
 	}
 	// Every register written and read back, neighbours untouched.
-	regs := make([]byte, hllDenseSize-hllHdrSize)
-	for i := 0; i < hllRegisters; i++ {
-		hllDenseSetReg(regs, i, uint8(i*7%64))
+	regs := make([]byte, hll.DenseSize-hll.HdrSize)
+	for i := 0; i < hll.Registers; i++ {
+		hll.DenseSetReg(regs, i, uint8(i*7%64))
 	}
-	for i := 0; i < hllRegisters; i++ {
-		if got := hllDenseGet(regs, i); got != uint8(i*7%64) {
+	for i := 0; i < hll.Registers; i++ {
+		if got := hll.DenseGet(regs, i); got != uint8(i*7%64) {
 			t.Fatalf("register %d = %d, want %d", i, got, i*7%64)
 		}
 	}
 	// The estimate of an empty HLL is 0; of registers all at 63, 2^63.
 	var histo [64]int
-	histo[0] = hllRegisters
-	if n := hllEstimate(&histo); n != 0 {
+	histo[0] = hll.Registers
+	if n := hll.Estimate(&histo); n != 0 {
 		t.Fatalf("empty estimate %d", n)
 	}
-	histo[0], histo[63] = 0, hllRegisters
-	if n := hllEstimate(&histo); n != 1<<63 {
+	histo[0], histo[63] = 0, hll.Registers
+	if n := hll.Estimate(&histo); n != 1<<63 {
 		t.Fatalf("all-63 estimate %d", n)
 	}
 	// Sets that split an XZERO, extend a VAL and merge VALs.
-	s := hllNew()
+	s := hll.New()
 	for _, c := range []struct {
 		index int
 		count uint8
@@ -517,17 +518,17 @@ func TestHLLFormat(t *testing.T) {
 		{1003, 40, "", 1}, // dense
 	} {
 		var r int
-		s, r = hllSparseSet(s, c.index, c.count)
+		s, r = hll.SparseSet(s, c.index, c.count)
 		if r != c.ret {
 			t.Fatalf("set %d=%d returned %d, want %d", c.index, c.count, r, c.ret)
 		}
 		if c.want == "" {
-			if s[hllEncodingByte] != hllDense || len(s) != hllDenseSize || hllDenseGet(s[hllHdrSize:], 1003) != 40 || hllDenseGet(s[hllHdrSize:], 999) != 2 {
+			if s[hll.EncodingByte] != hll.Dense || len(s) != hll.DenseSize || hll.DenseGet(s[hll.HdrSize:], 1003) != 40 || hll.DenseGet(s[hll.HdrSize:], 999) != 2 {
 				t.Fatalf("not promoted: %q", s[:20])
 			}
 			continue
 		}
-		if got := string(s[hllHdrSize:]); got != c.want {
+		if got := string(s[hll.HdrSize:]); got != c.want {
 			t.Fatalf("set %d=%d: %q, want %q", c.index, c.count, got, c.want)
 		}
 	}
