@@ -956,6 +956,7 @@ func xreadHistory(c *Ctx, s *ds.Stream, g *ds.StreamGroup, cons *ds.StreamConsum
 		}
 		n.DeliveryTime = now
 		n.DeliveryCount++
+		cons.ActiveTime = now
 		*props = append(*props, xclaimProp(key, groupName, g, n))
 	}
 }
