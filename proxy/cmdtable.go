@@ -76,6 +76,16 @@ func init() {
 		"tair.stat":    barrier(cmdTairStat),
 		"tair.delall":  barrier(cmdTairDelAll),
 		"tair.hotkeys": barrier(cmdTairHotkeys),
+		"subscribe":    cmdSubscribe,
+		"psubscribe":   cmdPSubscribe,
+		"ssubscribe":   cmdSSubscribe,
+		"unsubscribe":  cmdUnsubscribe,
+		"punsubscribe": cmdPUnsubscribe,
+		"sunsubscribe": cmdSUnsubscribe,
+		"publish":      cmdPublish,
+		"spublish":     cmdSPublish,
+		"pubsub":       cmdPubsub,
+		"tair.pubfwd":  cmdPubFwd,
 	}
 }
 

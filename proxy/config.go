@@ -98,6 +98,19 @@ type Config struct {
 	// negative disables); SlowlogMaxLen bounds the log (default 128).
 	SlowlogSlowerThan time.Duration
 	SlowlogMaxLen     int
+	// PubSubHardLimit, PubSubSoftLimit and PubSubSoftSeconds are Redis's
+	// client-output-buffer-limit pubsub (32 MiB, 8 MiB, 60 s): a
+	// subscriber whose pending output is over the hard limit, or over the
+	// soft limit for longer than PubSubSoftSeconds, is disconnected.
+	// Negative: no such limit.
+	PubSubHardLimit   int64
+	PubSubSoftLimit   int64
+	PubSubSoftSeconds time.Duration
+	// PubSubPeerWait bounds how long PUBLISH and PUBSUB wait for the
+	// other proxies' answers (default 100 ms); a proxy that has not
+	// answered by then counts 0, and is not waited for again until it
+	// has answered what it was sent.
+	PubSubPeerWait time.Duration
 }
 
 // DefaultConfig returns the defaults.
@@ -125,6 +138,10 @@ func DefaultConfig() Config {
 		SlowlogMaxLen:     128,
 		HotCacheKeys:      1024,
 		HotCacheBytes:     64 << 20,
+		PubSubHardLimit:   32 << 20,
+		PubSubSoftLimit:   8 << 20,
+		PubSubSoftSeconds: 60 * time.Second,
+		PubSubPeerWait:    100 * time.Millisecond,
 	}
 }
 
@@ -190,6 +207,18 @@ func (c *Config) Adjust() {
 	}
 	if c.HotCacheBytes <= 0 {
 		c.HotCacheBytes = d.HotCacheBytes
+	}
+	if c.PubSubHardLimit == 0 {
+		c.PubSubHardLimit = d.PubSubHardLimit
+	}
+	if c.PubSubSoftLimit == 0 {
+		c.PubSubSoftLimit = d.PubSubSoftLimit
+	}
+	if c.PubSubSoftSeconds <= 0 {
+		c.PubSubSoftSeconds = d.PubSubSoftSeconds
+	}
+	if c.PubSubPeerWait <= 0 {
+		c.PubSubPeerWait = d.PubSubPeerWait
 	}
 }
 

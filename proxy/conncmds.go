@@ -21,6 +21,18 @@ import (
 const Version = "7.2.4"
 
 func cmdPing(ss *session, r *request) {
+	if ss.psRESP2() && len(r.args) <= 2 {
+		// RESP2's subscribed mode: ["pong", message]
+		b := resp.AppendArray(r.reply[:0], 2)
+		b = resp.AppendBulkString(b, "pong")
+		if len(r.args) == 2 {
+			b = resp.AppendBulk(b, r.args[1])
+		} else {
+			b = resp.AppendBulkString(b, "")
+		}
+		r.raw(b)
+		return
+	}
 	switch len(r.args) {
 	case 1:
 		r.status("PONG")
@@ -54,6 +66,7 @@ func cmdQuit(ss *session, r *request) {
 }
 
 func cmdReset(ss *session, r *request) {
+	queued := ss.psReset() // leaves subscribed mode
 	ss.tx.reset()
 	ss.setArea(0)
 	ss.proto = 2
@@ -63,7 +76,7 @@ func cmdReset(ss *session, r *request) {
 	ss.user = ""
 	ss.rd.Unauth = !ss.authed
 	r.proto = 2
-	r.status("RESET")
+	r.raw(resp.AppendStatus(queued, "RESET"))
 }
 
 func cmdTime(ss *session, r *request) {

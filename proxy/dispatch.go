@@ -148,6 +148,9 @@ func (ss *session) prepare(r *request, args [][]byte) {
 		r.setError("ERR wrong number of arguments for '" + spec.Name + "' command")
 		return
 	}
+	if ss.psRefuse(r, args) { // RESP2's subscribed mode
+		return
+	}
 	if ss.tx.active && !txControl(spec.Name) {
 		ss.tx.queue(ss, r, args)
 		return

@@ -169,6 +169,7 @@ func (ss *session) closedByLoop() {
 	ss.closing = true
 	ss.closed.Store(true)
 	delete(ss.ls.sessions, ss)
+	ss.psDrop()
 	if ss.work != nil {
 		close(ss.work)
 	}
@@ -184,7 +185,7 @@ func (ss *session) closedByLoop() {
 // goroutine, which also answers every error.
 func (ss *session) tryFast(args [][]byte) bool {
 	s := ss.srv
-	if !ss.authed || ss.tx.active {
+	if !ss.authed || ss.tx.active || ss.psRESP2() {
 		return false
 	}
 	ent := s.lookup(args[0])

@@ -64,6 +64,7 @@ type Server struct {
 
 	watchWarned atomic.Bool
 	livePeers   atomic.Pointer[[]string]
+	ps          pubsubHub // subscribers and peer links (pubsub.go)
 
 	stats   serverStats
 	slowlog slowlog
@@ -224,6 +225,7 @@ func (s *Server) Close() error {
 	for _, n := range s.r.allNodes() {
 		n.closeAll()
 	}
+	s.ps.peers.close()
 	if !liveness.WaitTimeout(&s.wg, closeWait) {
 		// An event loop wedged in a command never closes its sessions,
 		// whose goroutines wait for it: stop without them.

@@ -82,6 +82,8 @@ type session struct {
 	work      chan *slowBatch
 
 	closed atomic.Bool // the connection is closed (read off the loop)
+
+	ps psClient // pub/sub subscriptions and mailbox (pubsub.go)
 }
 
 func newSession(s *Server, c gnet.Conn, ls *loopState) *session {
@@ -145,6 +147,7 @@ func (ss *session) runBatch(b *slowBatch) (ok bool) {
 		}
 	}()
 	ss.out = ss.out[:0]
+	ss.psBatchStart()
 	if len(b.cmds) > 0 {
 		ss.handleBatch(b.cmds, b.start)
 	}
@@ -155,7 +158,8 @@ func (ss *session) runBatch(b *slowBatch) (ok bool) {
 	out, quit := ss.out, ss.quit
 	// The loop writes out before it hands over the next batch, so the
 	// buffer is free again by then.
-	ss.ls.post(func() { ss.slowDone(out, quit) })
+	// (with the pub/sub messages queued meanwhile behind it)
+	ss.psBatchEnd(out, func(out []byte) { ss.slowDone(out, quit) })
 	if cap(ss.out) > 1<<20 {
 		ss.out = nil
 	}
