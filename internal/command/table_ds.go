@@ -142,6 +142,7 @@ func init() {
 		one("exhpttl", 3, r|Tair),
 		one("exhver", 3, r|Tair),
 		one("exhsetver", 4, w|Tair),
+		one("exhmsetwithopts", -6, w|Tair),
 		one("exhdel", -3, w|Tair),
 		one("exhdelwithver", -4, w|Tair),
 		one("exhlen", -2, r|Tair),
