@@ -494,12 +494,20 @@ func (ss *session) psSetTotal() {
 	c.total.Store(int32(len(c.sets[0]) + len(c.sets[1]) + len(c.sets[2])))
 }
 
-func cmdPublish(ss *session, r *request) {
-	r.integer(ss.srv.publish(r.args[1], r.args[2], false))
-}
+func cmdPublish(ss *session, r *request)  { ss.psPublish(r, false) }
+func cmdSPublish(ss *session, r *request) { ss.psPublish(r, true) }
 
-func cmdSPublish(ss *session, r *request) {
-	r.integer(ss.srv.publish(r.args[1], r.args[2], true))
+// psPublish answers PUBLISH or SPUBLISH. A subscriber publishing (RESP3)
+// gets what its mailbox holds, its own message included, before the
+// count, as Redis writes a message to its own client first.
+func (ss *session) psPublish(r *request, shard bool) {
+	n := ss.srv.publish(r.args[1], r.args[2], shard)
+	var b []byte
+	if ss.ps.total.Load() > 0 {
+		b = appendPSItems(r.reply[:0], ss.ps.take(), r.proto)
+	}
+	r.reply = resp.AppendInt(b, n)
+	r.local = true
 }
 
 // pubsubHelp is PUBSUB HELP's text, as Redis 7.0's.

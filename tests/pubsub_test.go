@@ -17,6 +17,7 @@ import (
 	"github.com/tairkv/tair/cluster"
 	"github.com/tairkv/tair/internal/testcluster"
 	"github.com/tairkv/tair/internal/testutil"
+	"github.com/tairkv/tair/proxy"
 )
 
 // psStep is one command of a pub/sub script, sent on connection conn.
@@ -90,6 +91,7 @@ var pubsubScript = []psStep{
 	{1, []string{"PSUBSCRIBE"}},
 	{1, []string{"SSUBSCRIBE"}},
 	{0, []string{"SUBSCRIBE", "q"}},
+	{0, []string{"PUBLISH", "q", "self"}},
 	{0, []string{"QUIT"}},
 }
 
@@ -198,7 +200,7 @@ func TestPubSubAgainstRedis(t *testing.T) {
 // proxies, PUBSUB gathers both.
 func TestPubSubAcrossProxies(t *testing.T) {
 	ctx := ctx(t)
-	c := testcluster.New(t, testcluster.Options{Options: cluster.Options{DataServers: 1, Copies: 1, Proxies: 2, Buckets: 64}})
+	c := testcluster.New(t, testcluster.Options{Options: cluster.Options{DataServers: 1, Copies: 1, Proxies: 2, Buckets: 64, Proxy: slowPeerWait}})
 	client := func(i, proto int) *redis.Client {
 		cl := redis.NewClient(&redis.Options{Addr: c.Proxies[i].Addr(), MaxRetries: -1, Protocol: proto})
 		t.Cleanup(func() { _ = cl.Close() })
@@ -322,13 +324,17 @@ func TestPubSubAcrossProxies(t *testing.T) {
 	})
 }
 
+// slowPeerWait lets a loaded test machine answer within the bound, so
+// that PUBLISH's counts are exact (proxy/pubsub_test.go checks the bound).
+func slowPeerWait(_ int, c *proxy.Config) { c.PubSubPeerWait = 2 * time.Second }
+
 // redis-cli in subscribe mode prints what a PUBLISH through another
 // proxy sends.
 func TestPubSubRedisCLI(t *testing.T) {
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		t.Skip("redis-cli not installed (make test installs it)")
 	}
-	c := testcluster.New(t, testcluster.Options{Options: cluster.Options{DataServers: 1, Copies: 1, Proxies: 2, Buckets: 64}})
+	c := testcluster.New(t, testcluster.Options{Options: cluster.Options{DataServers: 1, Copies: 1, Proxies: 2, Buckets: 64, Proxy: slowPeerWait}})
 	host, port, _ := net.SplitHostPort(c.Proxies[0].Addr())
 	cctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
