@@ -16,6 +16,10 @@ import (
 // so no other client waits; only this client's own pipeline does, as in
 // Redis.
 func (ss *session) blockingPop(r *request) {
+	if r.spec.Name == "xread" || r.spec.Name == "xreadgroup" {
+		ss.streamRead(r) // streamblock.go
+		return
+	}
 	ti := len(r.args) - 1
 	switch r.spec.Name {
 	case "blmpop", "bzmpop":

@@ -22,7 +22,7 @@ const (
 	commandsEnd   = "<!-- commands:end -->"
 )
 
-var groupOrder = []string{"string", "bitmap", "hyperloglog", "generic", "hash", "list", "set", "sorted_set", "geo",
+var groupOrder = []string{"string", "bitmap", "hyperloglog", "generic", "hash", "list", "set", "sorted_set", "geo", "stream",
 	"transactions", "connection", "server", "cluster", "tair", "tairstring", "tairhash"}
 
 func TestREADMECommandTable(t *testing.T) {

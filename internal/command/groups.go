@@ -48,6 +48,8 @@ func Group(name string) string {
 		return "tairstring"
 	case strings.HasPrefix(name, "geo"):
 		return "geo"
+	case strings.HasPrefix(name, "x"):
+		return "stream"
 	case strings.HasPrefix(name, "pf"):
 		return "hyperloglog"
 	case strings.HasPrefix(name, "h"):

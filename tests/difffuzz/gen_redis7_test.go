@@ -15,6 +15,146 @@ func init() {
 	skipped["pfdebug"] = "a debugging aid whose replies describe the encoding; pinned byte for byte by dataserver/exec's differential test"
 	skipped["dump"] = "its payload's bytes follow the value's internal encoding, which differs from Redis's by design; the round trip both ways is pinned against redis-server by dataserver/exec's dump_test.go"
 	skipped["restore"] = "needs a payload (binary, with a CRC64) that random draws would never make valid; options, errors and payloads DUMPed by redis-server are pinned by dataserver/exec's dump_test.go"
+	for name, f := range streamGens {
+		gens[name] = f
+	}
+}
+
+// streamID draws a stream id for XADD and the ranges: small explicit ids
+// (the clock's ids from * would differ between the servers), sometimes
+// ms-*, the specials, or not an id.
+func (g *gen) streamID(add bool) string {
+	if g.chance(0.8) {
+		id := strconv.Itoa(g.r.Intn(12))
+		if g.chance(0.7) {
+			id += "-" + strconv.Itoa(g.r.Intn(3))
+		} else if add && g.chance(0.5) {
+			id += "-*"
+		}
+		return id
+	}
+	if add {
+		return g.pick("0-0", "18446744073709551615-18446744073709551615", "abc", "-1", "1-x", "+", "-")
+	}
+	return g.pick("-", "+", "(1-1", "(5", "(", "(-", "0", "18446744073709551615-18446744073709551615", "abc", "(0-0")
+}
+
+// streamGroup and streamConsumer draw names, mostly a few that exist.
+func (g *gen) streamGroup() string    { return g.pick("g1", "g1", "g2", "nog") }
+func (g *gen) streamConsumer() string { return g.pick("c1", "c2", "c3") }
+
+// streamTrim draws XADD's and XTRIM's trim options.
+func (g *gen) streamTrim() []string {
+	var out []string
+	if g.chance(0.5) {
+		out = append(out, g.kw("MAXLEN"))
+		if g.chance(0.5) {
+			out = append(out, g.pick("~", "="))
+		}
+		out = append(out, g.pick("0", "1", "2", "5", "-1", "abc"))
+	} else {
+		out = append(out, g.kw("MINID"))
+		if g.chance(0.5) {
+			out = append(out, g.pick("~", "="))
+		}
+		out = append(out, g.streamID(false))
+	}
+	if g.chance(0.2) {
+		out = append(out, g.kw("LIMIT"), g.pick("0", "1", "10", "-1"))
+	}
+	return out
+}
+
+// streamGens draw the stream commands. Nothing the clock decides is drawn:
+// no XADD *, no BLOCK (the dataserver answers at once, redis-server waits),
+// no reply with idle or delivery times (XPENDING's extended form, XINFO
+// CONSUMERS and STREAM FULL): dataserver/exec's differential test pins those
+// with their times normalised.
+var streamGens = map[string]func(g *gen) []string{
+	"xadd": func(g *gen) []string {
+		out := []string{g.typedKey("stream")}
+		if g.chance(0.1) {
+			out = append(out, g.kw("NOMKSTREAM"))
+		}
+		if g.chance(0.3) {
+			out = append(out, g.streamTrim()...)
+		}
+		out = append(out, g.streamID(true))
+		for i := 0; i < 1+g.r.Intn(2); i++ {
+			out = append(out, g.field(), g.val())
+		}
+		if g.chance(0.05) {
+			out = out[:len(out)-1]
+		}
+		return out
+	},
+	"xtrim": func(g *gen) []string { return cat(g.typedKey("stream"), g.streamTrim()) },
+	"xlen":  func(g *gen) []string { return []string{g.typedKey("stream")} },
+	"xrange": func(g *gen) []string {
+		return cat(g.typedKey("stream"), g.streamID(false), g.streamID(false), g.opts(1, g.with("COUNT", g.count)))
+	},
+	"xrevrange": func(g *gen) []string {
+		return cat(g.typedKey("stream"), g.streamID(false), g.streamID(false), g.opts(1, g.with("COUNT", g.count)))
+	},
+	"xdel": func(g *gen) []string {
+		return cat(g.typedKey("stream"), g.streamID(false), g.opts(2, func() []string { return []string{g.streamID(false)} }))
+	},
+	"xsetid": func(g *gen) []string {
+		return cat(g.typedKey("stream"), g.streamID(false), g.opts(1, g.with("ENTRIESADDED", g.count),
+			g.with("MAXDELETEDID", func() string { return g.streamID(false) })))
+	},
+	"xread": func(g *gen) []string {
+		keys := g.taggedKeys("stream", 1, 2)
+		out := g.opts(1, g.with("COUNT", g.count))
+		out = append(out, g.kw("STREAMS"))
+		out = append(out, keys...)
+		for range keys {
+			out = append(out, g.pick("0", "$", "1-1", "5", "abc", ">"))
+		}
+		return out
+	},
+	"xgroup": func(g *gen) []string {
+		k, gr := g.typedKey("stream"), g.streamGroup()
+		switch g.r.Intn(7) {
+		case 0, 1:
+			return cat(g.kw("CREATE"), k, gr, g.pick("0", "$", "3-0", "abc"), g.opts(1, g.flag("MKSTREAM"), g.with("ENTRIESREAD", g.count)))
+		case 2:
+			return cat(g.kw("SETID"), k, gr, g.pick("0", "$", "3-0", "-", "abc"), g.opts(1, g.with("ENTRIESREAD", g.count)))
+		case 3:
+			return []string{g.kw("DESTROY"), k, gr}
+		case 4:
+			return []string{g.kw("CREATECONSUMER"), k, gr, g.streamConsumer()}
+		case 5:
+			return []string{g.kw("DELCONSUMER"), k, gr, g.streamConsumer()}
+		}
+		// no unknown subcommand: inside MULTI Redis refuses one when it is
+		// queued (processCommand knows XGROUP's subcommands and their
+		// arities), the proxy only when EXEC runs it
+		return []string{g.kw("HELP")}
+	},
+	"xreadgroup": func(g *gen) []string {
+		out := []string{g.kw("GROUP"), g.streamGroup(), g.streamConsumer()}
+		out = append(out, g.opts(2, g.with("COUNT", g.count), g.flag("NOACK"))...)
+		out = append(out, g.kw("STREAMS"), g.typedKey("stream"), g.pick(">", ">", "0", "3-0", "$"))
+		return out
+	},
+	"xack": func(g *gen) []string {
+		return cat(g.typedKey("stream"), g.streamGroup(), g.streamID(false), g.opts(2, func() []string { return []string{g.streamID(false)} }))
+	},
+	"xpending": func(g *gen) []string { return []string{g.typedKey("stream"), g.streamGroup()} },
+	"xclaim": func(g *gen) []string {
+		return cat(g.typedKey("stream"), g.streamGroup(), g.streamConsumer(), "0", g.streamID(false), g.kw("JUSTID"),
+			g.opts(2, g.flag("FORCE"), g.with("RETRYCOUNT", g.count), g.with("LASTID", func() string { return g.streamID(false) })))
+	},
+	"xautoclaim": func(g *gen) []string {
+		return cat(g.typedKey("stream"), g.streamGroup(), g.streamConsumer(), "0", g.streamID(false), g.opts(1, g.with("COUNT", g.count)), g.kw("JUSTID"))
+	},
+	"xinfo": func(g *gen) []string {
+		if g.chance(0.5) {
+			return []string{g.kw("GROUPS"), g.typedKey("stream")}
+		}
+		return []string{g.kw("STREAM"), g.typedKey("stream")}
+	},
 }
 
 // bitOffset draws a bit offset: mostly within a few bytes, sometimes at
