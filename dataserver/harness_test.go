@@ -29,7 +29,7 @@ import (
 // GET /v1/table from a table the test controls. With autoSwitch it
 // completes a move when its source reports Done, as the real one does.
 type fakeCS struct {
-	t          *testing.T
+	t          testing.TB
 	ln         net.Listener
 	srv        *http.Server
 	down       atomic.Bool
@@ -46,7 +46,7 @@ type fakeCS struct {
 	hbs   map[string]wire.Heartbeat
 }
 
-func newFakeCS(t *testing.T) *fakeCS {
+func newFakeCS(t testing.TB) *fakeCS {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -55,13 +55,27 @@ func newFakeCS(t *testing.T) *fakeCS {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/heartbeat", f.heartbeat)
 	mux.HandleFunc("GET /v1/table", func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.table == nil {
-			w.WriteHeader(http.StatusNotModified)
-			return
+		// A long poll as the configserver's: a table newer than ?after=,
+		// or 304 once ?wait= (ms) has passed without one. (Answering at
+		// once had every dataserver's table loop spin, fetching and
+		// decoding the same table thousands of times a second.)
+		after, _ := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
+		wait, _ := strconv.Atoi(r.URL.Query().Get("wait"))
+		deadline := time.Now().Add(time.Duration(wait) * time.Millisecond)
+		for {
+			f.mu.Lock()
+			if f.table != nil && (f.table.Version > after || r.URL.Query().Get("after") == "") {
+				_ = json.NewEncoder(w).Encode(f.table)
+				f.mu.Unlock()
+				return
+			}
+			f.mu.Unlock()
+			if !time.Now().Before(deadline) || r.Context().Err() != nil {
+				w.WriteHeader(http.StatusNotModified)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
-		_ = json.NewEncoder(w).Encode(f.table)
 	})
 	f.srv = &http.Server{Handler: mux}
 	go func() { _ = f.srv.Serve(ln) }()
@@ -204,14 +218,14 @@ func testConfig(cs string) Config {
 	return c
 }
 
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	if os.Getenv("TAIR_TEST_VERBOSE") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-func startNode(t *testing.T, cfg Config) *Server {
+func startNode(t testing.TB, cfg Config) *Server {
 	t.Helper()
 	s, err := New(cfg, testLogger(t))
 	if err != nil {
@@ -236,7 +250,7 @@ func ringTable(version uint64, q uint32, copies int, nodes ...string) *route.Tab
 	return t
 }
 
-func waitVersion(t *testing.T, v uint64, nodes ...*Server) {
+func waitVersion(t testing.TB, v uint64, nodes ...*Server) {
 	t.Helper()
 	testutil.Eventually(t, 5*time.Second, func() bool {
 		for _, n := range nodes {
