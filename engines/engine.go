@@ -53,6 +53,10 @@ type Key struct {
 	// an area's bytes differ between them, and a slave refusing what its
 	// master acknowledged would lose the write at the next failover.
 	Replica bool
+	// NoStats keeps the operation out of the area's statistics (gets,
+	// hits, misses, puts): a command's internal probe, such as the check
+	// that a key is not a prefix-stored hash, is not a read of the key.
+	NoStats bool
 }
 
 // ValueType is the type of a record's value.

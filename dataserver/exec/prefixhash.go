@@ -46,8 +46,10 @@ func (c *Ctx) pkeyFields(k engines.Key) ([]engines.KV, error) {
 
 // firstPkeyField returns the first skey of k (ok false: none, or no
 // such pkey), hidden or not: enough to tell that k is a prefix-stored
-// hash and to read the expiry its fields share.
+// hash and to read the expiry its fields share. A probe: it is not
+// counted as a read of the key (keyspace hits/misses).
 func (c *Ctx) firstPkeyField(k engines.Key) (kv engines.KV, ok bool, err error) {
+	k.NoStats = true
 	kvs, err := c.Eng.PrefixRange(k, engines.RangeOptions{Limit: 1})
 	switch {
 	case errors.Is(err, errs.ErrNotFound):
@@ -138,14 +140,21 @@ func (c *Ctx) dropPkey(i int) {
 
 // prefixCheck fails with WRONGTYPE when a plain record holds the key.
 func prefixCheck(c *Ctx, i int) error {
-	_, exists, err := c.Lookup(i)
-	if err != nil {
+	// Lookup's rule (hidden and expired keys are missing), as a probe:
+	// the hash read that follows is the one counted (keyspace hits and
+	// misses).
+	k := c.Key(i)
+	k.NoStats = true
+	e, err := c.Eng.Get(k)
+	switch {
+	case errors.Is(err, errs.ErrNotFound):
+		return nil
+	case err != nil:
 		return err
+	case e.Hidden:
+		return nil
 	}
-	if exists {
-		return errs.ErrWrongType
-	}
-	return nil
+	return errs.ErrWrongType
 }
 
 // prefixExpire is the expiry new fields of the hash at args[i] inherit:

@@ -170,7 +170,7 @@ func (e *Engine) counters(k *engines.Key) *counters {
 // Replicated writes (k.Replica) are not counted: the master counted the
 // client's operation, and a cluster's statistics sum every node's.
 func (e *Engine) countGet(k *engines.Key, hit bool) {
-	if k.Replica {
+	if k.Replica || k.NoStats {
 		return
 	}
 	if hit {
@@ -181,7 +181,7 @@ func (e *Engine) countGet(k *engines.Key, hit bool) {
 }
 
 func (e *Engine) countPut(k *engines.Key) {
-	if !k.Replica {
+	if !k.Replica && !k.NoStats {
 		e.counters(k).puts.Add(1)
 	}
 }
