@@ -22,7 +22,7 @@ import (
 var (
 	errBackendClosed = errors.New("proxy: backend connection closed")
 	errBackendDial   = errors.New("proxy: cannot connect to dataserver")
-	errBackendTimout = errors.New("proxy: dataserver did not answer in time")
+	errBackendTimeout = errors.New("proxy: dataserver did not answer in time")
 )
 
 // node is one dataserver: a few pipelined connections, created lazily.
@@ -293,7 +293,7 @@ func (bc *backendConn) readLoop() {
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
-				err = fmt.Errorf("%w: %s", errBackendTimout, bc.n.addr)
+				err = fmt.Errorf("%w: %s", errBackendTimeout, bc.n.addr)
 				bc.n.srv.m.backendErrors.WithLabelValues("timeout").Inc()
 			} else {
 				err = fmt.Errorf("%w: %s: %v", errBackendClosed, bc.n.addr, err)

@@ -196,8 +196,8 @@ func TestBackendConnTimeout(t *testing.T) {
 		t.Fatal("push refused")
 	}
 	r.wg.Wait()
-	if !errors.Is(r.err, errBackendTimout) || !r.written {
-		t.Fatalf("err %v written %v, want %v and written", r.err, r.written, errBackendTimout)
+	if !errors.Is(r.err, errBackendTimeout) || !r.written {
+		t.Fatalf("err %v written %v, want %v and written", r.err, r.written, errBackendTimeout)
 	}
 	if d := time.Since(start); d < 150*time.Millisecond || d > 2*time.Second {
 		t.Fatalf("timed out after %v", d)

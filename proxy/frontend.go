@@ -264,7 +264,7 @@ func (ls *loopState) tick() {
 	for _, lb := range ls.backends {
 		if lb.head < len(lb.flight) && now.Sub(lb.flight[lb.head].start) > s.cfg.RequestTimeout {
 			s.m.backendErrors.WithLabelValues("timeout").Inc()
-			lb.fail(fmt.Errorf("%w: %s", errBackendTimout, lb.n.addr), true)
+			lb.fail(fmt.Errorf("%w: %s", errBackendTimeout, lb.n.addr), true)
 		}
 	}
 	ls.flushSessions()
