@@ -20,8 +20,8 @@ import (
 // Backend errors. A request that fails with one of them carries
 // request.written: whether its bytes may have reached the dataserver.
 var (
-	errBackendClosed = errors.New("proxy: backend connection closed")
-	errBackendDial   = errors.New("proxy: cannot connect to dataserver")
+	errBackendClosed  = errors.New("proxy: backend connection closed")
+	errBackendDial    = errors.New("proxy: cannot connect to dataserver")
 	errBackendTimeout = errors.New("proxy: dataserver did not answer in time")
 )
 
