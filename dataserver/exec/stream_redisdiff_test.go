@@ -76,6 +76,11 @@ var streamScript = []string{
 	"XTRIM str MAXLEN 1", "XSETID str 1-1", "XREAD STREAMS str 0", "XGROUP CREATE str g 0", "XINFO STREAM str",
 	"XPENDING str g", "XACK str g 1-1", "XCLAIM str g c 0 1-1", "XAUTOCLAIM str g c 0 0", "XREADGROUP GROUP g c STREAMS str >",
 	"LPUSH l a", "XADD s 200-1 a b", "TYPE s",
+	"GET s", "SET s2 x GET", "LPUSH s a", "RPOP s", "LLEN s", "SADD s a", "SCARD s", "HSET s f v", "HGET s f", "HLEN s",
+	"ZADD s 1 a", "ZCARD s", "SORT s", "SORT_RO s", "PFADD s a", "PFCOUNT s", "GETBIT s 0", "SETBIT s 0 1", "BITCOUNT s",
+	"APPEND s x", "STRLEN s", "INCR s", "GETRANGE s 0 1", "GEOADD s 1 1 a", "GEOPOS s a", "LRANGE s 0 -1", "SMEMBERS s",
+	"HGETALL s", "ZRANGE s 0 -1", "SINTER s", "SUNIONSTORE d s", "ZUNIONSTORE d 1 s", "GETDEL s", "GETEX s", "LPOS s a",
+	"BLPOP s 0.01", "LMOVE s d LEFT LEFT", "EXISTS s", "TOUCH s", "PERSIST s", "TTL s", "TYPE s",
 	// XREAD
 	"XREAD STREAMS s 0", "XREAD COUNT 2 STREAMS s 0", "XREAD STREAMS s 100-1", "XREAD STREAMS s $", "XREAD STREAMS s 200-1",
 	"XREAD STREAMS s nos 0 0", "XREAD STREAMS nos s 0 5-5", "XREAD STREAMS nos 0", "XREAD STREAMS s", "XREAD STREAMS s 0 0",
