@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -209,6 +210,17 @@ func appendDocs(b []byte, group string, in *command.Info, proto int) []byte {
 	return b
 }
 
+// hasKeys reports whether a key spec of in names keys: Redis's
+// doesCommandHaveKeys leaves out not_key specs (SPUBLISH's channel).
+func hasKeys(in *command.Info) bool {
+	for _, ks := range in.KeySpecs {
+		if !slices.Contains(ks.Flags, "not_key") {
+			return true
+		}
+	}
+	return false
+}
+
 // commandGetKeys answers COMMAND GETKEYS|GETKEYSANDFLAGS cmd arg ...:
 // the keys the table finds (Spec.KeyIndexes), with their key-spec flags.
 func commandGetKeys(r *request, withFlags bool) {
@@ -227,7 +239,7 @@ func commandGetKeys(r *request, withFlags bool) {
 		}
 		arity, in = sub.Arity, &sub.Info
 	}
-	if len(in.KeySpecs) == 0 && s.KeysFunc == nil {
+	if !hasKeys(in) && s.KeysFunc == nil {
 		r.setError("ERR The command has no key arguments")
 		return
 	}

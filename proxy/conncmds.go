@@ -395,8 +395,13 @@ func (ss *session) clientLine(now time.Time) string {
 	if user == "" {
 		user = "default"
 	}
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=N db=%d sub=0 psub=0 ssub=0 multi=%d qbuf=%d qbuf-free=0 argv-mem=0 multi-mem=0 rbs=%d rbp=0 obl=0 oll=0 omem=%d tot-mem=%d events=r cmd=%s user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
-		ss.id, ss.addr, ss.laddr, *ss.info.name.Load(), age, idle, ss.info.db.Load(), ss.info.multi.Load(),
+	sub, psub, ssub := ss.psCounts()
+	flags := "N"
+	if sub+psub+ssub > 0 {
+		flags = "P"
+	}
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=%d multi=%d qbuf=%d qbuf-free=0 argv-mem=0 multi-mem=0 rbs=%d rbp=0 obl=0 oll=0 omem=%d tot-mem=%d events=r cmd=%s user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+		ss.id, ss.addr, ss.laddr, *ss.info.name.Load(), age, idle, flags, ss.info.db.Load(), sub, psub, ssub, ss.info.multi.Load(),
 		0, ss.info.qbuf.Load(), ss.info.omem.Load(), ss.info.qbuf.Load()+ss.info.omem.Load(),
 		cmd, user, ss.proto, *ss.info.libName.Load(), *ss.info.libVer.Load())
 }

@@ -352,6 +352,16 @@ func (ss *session) psReset() []byte {
 	return appendPSItems(nil, items, ss.proto)
 }
 
+// psCounts is the session's channels, patterns and shard channels
+// (CLIENT LIST), read from any session.
+func (ss *session) psCounts() (int, int, int) {
+	h := &ss.srv.ps
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	c := &ss.ps
+	return len(c.sets[psChannel]), len(c.sets[psPattern]), len(c.sets[psShard])
+}
+
 // psRESP2 reports whether the session is in RESP2's subscribed mode.
 func (ss *session) psRESP2() bool { return ss.proto == 2 && ss.ps.total.Load() > 0 }
 

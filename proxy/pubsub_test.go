@@ -73,6 +73,9 @@ func TestPubSubOneProxy(t *testing.T) {
 	if got := pub.do("PUBSUB", "NUMSUB", "a", "b", "c"); got != "*6\r\n$1\r\na\r\n:1\r\n$1\r\nb\r\n:1\r\n$1\r\nc\r\n:0\r\n" {
 		t.Fatal(got)
 	}
+	if got := pub.do("CLIENT", "LIST"); !strings.Contains(got, " flags=P db=0 sub=2 psub=1 ssub=0 ") {
+		t.Fatalf("CLIENT LIST shows no subscriber:\n%s", got)
+	}
 	if got := pub.do("PUBSUB", "NUMPAT"); got != ":1\r\n" {
 		t.Fatal(got)
 	}
