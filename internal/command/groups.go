@@ -23,7 +23,9 @@ func init() {
 		"connection":   "asking auth client echo hello ping quit readonly readwrite reset select",
 		"server":       "command config dbsize flushall flushdb info lastsave memory role slowlog time",
 		"cluster":      "cluster",
-		"tairstring":   "cas cad",
+		"pubsub": "psubscribe publish pubsub punsubscribe spublish ssubscribe subscribe sunsubscribe " +
+			"unsubscribe",
+		"tairstring": "cas cad",
 	} {
 		for _, n := range strings.Fields(names) {
 			groupOf[n] = group
