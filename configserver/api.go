@@ -38,6 +38,7 @@ func (s *Server) apiHandler() http.Handler {
 	mux.HandleFunc("POST /v1/proxies", s.leaderOnly(s.handleProxyBeat))
 	mux.HandleFunc("GET /v1/proxies", s.leaderOnly(s.handleProxies))
 	mux.HandleFunc("GET /v1/events", s.leaderOnly(s.handleEvents))
+	mux.HandleFunc("POST /v1/scripts", s.leaderOnly(s.handleScripts))
 	// The status endpoints answer here too, for tools given only --listen.
 	mux.HandleFunc("GET /status", s.handleStatus)
 	mux.HandleFunc("GET /healthz", s.handleHealthz)

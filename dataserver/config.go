@@ -52,6 +52,10 @@ type Config struct {
 	// least 4 replication timeouts (a command may wait 3 of them for a
 	// forwarded request).
 	StallTimeout time.Duration
+	// BusyReplyThreshold: a script running longer makes the requests
+	// for its bucket answer BUSY (Redis's busy-reply-threshold; default
+	// 5s; script.go).
+	BusyReplyThreshold time.Duration
 
 	// ReplicationMode is "strict" or "degraded" (default).
 	ReplicationMode string
@@ -142,6 +146,9 @@ func (c *Config) Adjust() {
 	}
 	if c.ReplicationTimeout <= 0 {
 		c.ReplicationTimeout = d.ReplicationTimeout
+	}
+	if c.BusyReplyThreshold <= 0 {
+		c.BusyReplyThreshold = 5 * time.Second
 	}
 	if c.StallTimeout <= 0 {
 		c.StallTimeout = max(10*c.HeartbeatInterval, 4*c.ReplicationTimeout)

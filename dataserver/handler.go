@@ -131,7 +131,7 @@ func upper(b []byte) string {
 
 // specials are the commands the dataserver answers itself.
 var specials = []string{"TAIR.REPLHELLO", "TAIR.REPL", "TAIR.TABLE", "TAIR.RESYNC",
-	"PING", "ECHO", "QUIT", "DBSIZE", "SCANBUCKET", "FLUSHDB", "FLUSHALL", "MULTIEXEC", "TAIR.KEYVER", "NODESTATS"}
+	"PING", "ECHO", "QUIT", "DBSIZE", "SCANBUCKET", "FLUSHDB", "FLUSHALL", "MULTIEXEC", "TAIR.KEYVER", "NODESTATS", "TAIR.SCRIPT"}
 
 // special returns the upper-case name of b when it is one of specials,
 // else "" (without allocating: it runs for every command).
@@ -192,6 +192,8 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []
 		return s.tableReply(out)
 	case name == "TAIR.RESYNC":
 		return s.resyncRequest(out, args)
+	case name == "TAIR.SCRIPT":
+		return s.scriptVerb(out, args, p, peer)
 	}
 	switch name {
 	case "PING":
@@ -311,6 +313,9 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []
 func (s *Server) serve(out []byte, x *exec.Executor, env envelope.Header, b uint32, args [][]byte, write bool, p *pending) []byte {
 	if err := s.checkArea(env.Area, write, args); err != nil {
 		return resp.AppendErr(out, err)
+	}
+	if msg := s.scriptGate(b); msg != "" {
+		return resp.AppendError(out, msg)
 	}
 	if !write {
 		out, _ = x.Exec(env.Area, env.Proto, false, args, out)

@@ -68,7 +68,6 @@ var Refused = map[string]string{}
 
 func init() {
 	for reason, names := range map[string]string{
-		"scripting is not built yet (issue 15)":                                      "eval evalsha eval_ro evalsha_ro script fcall fcall_ro function",
 		"not built yet (issue 15)":                                                   "migrate wait",
 		"areas are Tair's namespaces; keys do not move between them":                 "move swapdb",
 		"persistence belongs to the engine (ldb, kdb); backups are `tair ctl` work":  "save bgsave bgrewriteaof",

@@ -33,8 +33,8 @@ type diffCase struct {
 	// is compared up to "user_script:<line>: " and from " script: ".
 	vmErr bool
 	body  string
-	keys []string
-	args []string
+	keys  []string
+	args  []string
 }
 
 func sc(body string, kv ...string) diffCase {

@@ -32,6 +32,12 @@ func (st *state) redisLib() *lua.LTable {
 		"breakpoint":         func(L *lua.LState) int { L.Push(lua.LFalse); return 1 },
 		"debug":              func(L *lua.LState) int { return 0 },
 		"acl_check_cmd":      st.aclCheck,
+		"register_function": func(L *lua.LState) int {
+			if st.onRegister == nil {
+				L.RaiseError("redis.register_function can only be called on FUNCTION LOAD command")
+			}
+			return st.onRegister(L)
+		},
 	}
 	for n, f := range fns {
 		t.RawSetString(n, L.NewFunction(f))
@@ -92,6 +98,9 @@ func callArgs(L *lua.LState) ([][]byte, string) {
 }
 
 func (st *state) redisCall(L *lua.LState, raise bool) int {
+	if st.loading {
+		L.RaiseError("Script attempted to access nonexistent global variable 'call'")
+	}
 	args, bad := callArgs(L)
 	if bad != "" {
 		if raise {

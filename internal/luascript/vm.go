@@ -145,13 +145,17 @@ type state struct {
 	ro    map[*lua.LTable]bool
 	null  *lua.LUserData // cjson.null
 	guard *lua.LTable
+	chunk string // the chunk's name in error positions
+	// loading: a library's code runs at FUNCTION LOAD (no redis.call).
+	loading    bool
+	onRegister lua.LGFunction
 }
 
 // newState opens the libraries Redis gives scripts and protects them.
 func (e *Env) newState(run *Run) *state {
 	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: callStackSize,
 		RegistrySize: registrySize, RegistryMaxSize: registryMaxSize, MinimizeStackMemory: true})
-	st := &state{L: L, env: e, run: run, resp: 2, ro: map[*lua.LTable]bool{}}
+	st := &state{L: L, env: e, run: run, resp: 2, ro: map[*lua.LTable]bool{}, chunk: chunkName}
 	for _, lib := range []struct {
 		name string
 		f    lua.LGFunction
@@ -171,7 +175,7 @@ func (e *Env) newState(run *Run) *state {
 	g.RawSetString("setmetatable", L.NewFunction(st.setmetatable))
 	g.RawSetString("tostring", L.NewFunction(luaToString))
 	g.RawSetString("tonumber", L.NewFunction(luaToNumber))
-	g.RawSetString("error", L.NewFunction(luaError))
+	g.RawSetString("error", L.NewFunction(st.luaError))
 	g.RawSetString("pcall", L.NewFunction(st.pcall))
 	g.RawSetString("unpack", L.NewFunction(luaUnpack))
 	if t, ok := g.RawGetString("string").(*lua.LTable); ok {
@@ -459,7 +463,7 @@ func (st *state) trailer(err error) string {
 	line := ""
 	for _, l := range strings.Split(ae.StackTrace, "\n") {
 		l = strings.TrimSpace(l)
-		if rest, ok := strings.CutPrefix(l, chunkName+":"); ok {
+		if rest, ok := strings.CutPrefix(l, st.chunk+":"); ok {
 			if i := strings.IndexByte(rest, ':'); i > 0 {
 				line = rest[:i]
 				break
@@ -469,7 +473,7 @@ func (st *state) trailer(err error) string {
 	if line == "" {
 		// The error's own position ("user_script:3: ...").
 		if s, ok := ae.Object.(lua.LString); ok {
-			if rest, ok := strings.CutPrefix(string(s), chunkName+":"); ok {
+			if rest, ok := strings.CutPrefix(string(s), st.chunk+":"); ok {
 				if i := strings.IndexByte(rest, ':'); i > 0 {
 					line = rest[:i]
 				}
@@ -479,7 +483,7 @@ func (st *state) trailer(err error) string {
 	if line == "" {
 		line = "0"
 	}
-	return " script: " + st.run.Name + ", on @" + chunkName + ":" + line + "."
+	return " script: " + st.run.Name + ", on @" + st.chunk + ":" + line + "."
 }
 
 func luaString(v lua.LValue) string {
@@ -527,7 +531,7 @@ func luaToNumber(L *lua.LState) int {
 // luaError is Lua 5.1's error: a string (or number) message gets the
 // position of the function at level (1: the caller), unless that is a
 // Go function.
-func luaError(L *lua.LState) int {
+func (st *state) luaError(L *lua.LState) int {
 	v := L.Get(1)
 	level := 1
 	if L.GetTop() >= 2 {
@@ -538,7 +542,7 @@ func luaError(L *lua.LState) int {
 		if level > 0 {
 			if dbg, ok := L.GetStack(level); ok {
 				if _, err := L.GetInfo("Sl", dbg, lua.LNil); err == nil && dbg.CurrentLine > 0 {
-					v = lua.LString(fmt.Sprintf("%s:%d: %s", chunkName, dbg.CurrentLine, luaString(v)))
+					v = lua.LString(fmt.Sprintf("%s:%d: %s", st.chunk, dbg.CurrentLine, luaString(v)))
 				}
 			}
 		}

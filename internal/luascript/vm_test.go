@@ -11,7 +11,10 @@ import (
 
 type nopCaller struct{ calls int }
 
-func (c *nopCaller) Call(_ *command.Spec, _ [][]byte, _ int) []byte { c.calls++; return []byte("+OK\r\n") }
+func (c *nopCaller) Call(_ *command.Spec, _ [][]byte, _ int) []byte {
+	c.calls++
+	return []byte("+OK\r\n")
+}
 
 func run(t *testing.T, body string, r *Run) string {
 	t.Helper()

@@ -1,0 +1,377 @@
+package proxy
+
+import (
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tairkv/tair/internal/envelope"
+	"github.com/tairkv/tair/internal/luascript"
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/resp"
+)
+
+// # Scripts and functions
+//
+// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL and FCALL_RO run on the
+// master of their keys' bucket (every declared key in one bucket, else
+// CROSSSLOT); a script without keys runs on the master of the bucket
+// its sha hashes to (the function's name for FCALL), so the same script
+// always lands on the same node. The proxy sends them as
+//
+//	TAIR.SCRIPT <bucket> TAIR.X <area> <table version> <proto> <command> ...
+//
+// (dataserver/script.go) on connections of its own (scriptConns), one
+// request at a time each: a script may run for seconds, and on the
+// shared pipelined connections it would hold up every request queued
+// behind it. NOTMASTER and TRYAGAIN are retried after a table refresh,
+// as any request; a lost connection after the request was written is
+// answered "the write may have applied" unless the script was
+// read-only.
+//
+// SCRIPT LOAD and EXISTS go to one dataserver, which keeps the bodies
+// with the configserver (so any proxy and any dataserver, one that joins
+// later too, knows a script loaded anywhere); SCRIPT FLUSH and KILL go
+// to every dataserver (KILL answers OK when a node stopped a script,
+// else UNKILLABLE when one could not, else NOTBUSY). FUNCTION LOAD,
+// DELETE and FLUSH go to one dataserver, then FUNCTION REFRESH to every
+// other; LIST and STATS to one; KILL to every one.
+
+func init() {
+	for _, n := range []string{"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"} {
+		localHandlers[n] = barrier(cmdEval)
+	}
+	localHandlers["script"] = barrier(cmdScript)
+	localHandlers["function"] = barrier(cmdFunction)
+}
+
+// scriptPools holds each proxy's idle script connections per dataserver.
+var scriptPools sync.Map // *Server → *scriptPool
+
+type scriptPool struct {
+	mu   sync.Mutex
+	idle map[string][]*scriptConn
+}
+
+type scriptConn struct {
+	c  net.Conn
+	rd *resp.ReplyReader
+}
+
+func (s *Server) scriptPool() *scriptPool {
+	if p, ok := scriptPools.Load(s); ok {
+		return p.(*scriptPool)
+	}
+	p, _ := scriptPools.LoadOrStore(s, &scriptPool{idle: map[string][]*scriptConn{}})
+	return p.(*scriptPool)
+}
+
+// maxIdleScriptConns bounds the idle connections kept per dataserver.
+const maxIdleScriptConns = 8
+
+// errNotWritten: the request never reached the dataserver.
+var errNotWritten = errors.New("script connection failed before the request was sent")
+
+// scriptRoundTrip sends one command to addr and returns its raw reply;
+// written tells whether the request may have reached the dataserver.
+func (s *Server) scriptRoundTrip(addr string, req []byte, timeout time.Duration) (reply []byte, written bool, err error) {
+	p := s.scriptPool()
+	p.mu.Lock()
+	var sc *scriptConn
+	if l := p.idle[addr]; len(l) > 0 {
+		sc, p.idle[addr] = l[len(l)-1], l[:len(l)-1]
+	}
+	p.mu.Unlock()
+	if sc == nil {
+		c, err := net.DialTimeout("tcp", addr, s.cfg.DialTimeout)
+		if err != nil {
+			return nil, false, err
+		}
+		sc = &scriptConn{c: c, rd: resp.NewReplyReader(c, 0, resp.Limits{})}
+	}
+	_ = sc.c.SetDeadline(time.Now().Add(timeout))
+	if _, err := sc.c.Write(req); err != nil {
+		_ = sc.c.Close()
+		return nil, true, err
+	}
+	raw, err := sc.rd.ReadReply()
+	if err != nil {
+		_ = sc.c.Close()
+		return nil, true, err
+	}
+	reply = append([]byte(nil), raw...)
+	p.mu.Lock()
+	if len(p.idle[addr]) < maxIdleScriptConns && s.ctx.Err() == nil {
+		p.idle[addr] = append(p.idle[addr], sc)
+		sc = nil
+	}
+	p.mu.Unlock()
+	if sc != nil {
+		_ = sc.c.Close()
+	}
+	return reply, true, nil
+}
+
+// scriptTimeout bounds one script request: the script itself may run
+// long (SCRIPT KILL stops it), so it is generous.
+const scriptTimeout = 10 * time.Minute
+
+// scriptRequest is the TAIR.SCRIPT command for bucket b.
+func (ss *session) scriptRequest(r *request, b uint32, ver uint64, args [][]byte) []byte {
+	h := envelope.Header{Kind: envelope.Master, Area: uint16(r.area), Version: ver, Proto: r.proto}
+	full := append([][]byte{[]byte("TAIR.SCRIPT"), strconv.AppendUint(nil, uint64(b), 10)}, envelope.Args(h, args)...)
+	return resp.AppendCommand(nil, full...)
+}
+
+// sendScript runs args on bucket b's master, retrying refusals while the
+// table moves; write says whether it may write (a lost connection then
+// cannot be retried).
+func (ss *session) sendScript(r *request, b uint32, args [][]byte, write bool) []byte {
+	deadline := time.Now().Add(ss.srv.cfg.DialTimeout*5 + 5*time.Second)
+	for attempt := 1; ; attempt++ {
+		rt := ss.srv.r.load()
+		if rt == nil {
+			return resp.AppendErr(nil, clusterDown(errNoTable))
+		}
+		n := rt.master(b)
+		if n == nil {
+			if time.Now().After(deadline) {
+				return resp.AppendErr(nil, bucketNoMaster(b))
+			}
+			ss.backoff(r, retryNoMaster, attempt)
+			continue
+		}
+		reply, written, err := ss.srv.scriptRoundTrip(n.addr, ss.scriptRequest(r, b, rt.t.Version, args), scriptTimeout)
+		if err != nil {
+			if written && write {
+				return resp.AppendErr(nil, envelope.Unsure("the connection to "+n.addr+" broke while the script ran"))
+			}
+			if time.Now().After(deadline) {
+				return resp.AppendErr(nil, clusterDown(err))
+			}
+			ss.backoff(r, retryConn, attempt)
+			continue
+		}
+		ref, ok := envelope.Decode(reply)
+		if !ok || time.Now().After(deadline) {
+			return reply
+		}
+		r.reply = reply
+		if ref.Reason == envelope.NotMaster {
+			ss.backoff(r, retryNotMaster, attempt)
+		} else {
+			ss.backoff(r, retryTryAgain, attempt)
+		}
+	}
+}
+
+// scriptKeys checks EVAL's and FCALL's numkeys and keys as Redis does
+// and returns the bucket they route to (name's when there are none).
+func (ss *session) scriptKeys(r *request, name []byte) (uint32, bool) {
+	args := r.args
+	n, err := strconv.ParseInt(string(args[2]), 10, 64)
+	switch {
+	case err != nil:
+		r.setError("ERR value is not an integer or out of range")
+		return 0, false
+	case n < 0:
+		r.setError("ERR Number of keys can't be negative")
+		return 0, false
+	case n > int64(len(args)-3):
+		r.setError("ERR Number of keys can't be greater than number of args")
+		return 0, false
+	}
+	rt := ss.srv.r.load()
+	if rt == nil {
+		r.setErr(errNoTable)
+		return 0, false
+	}
+	if n == 0 {
+		return route.BucketOf(name, rt.t.Buckets), true
+	}
+	b := rt.t.Bucket(args[3])
+	for _, k := range args[4 : 3+n] {
+		if rt.t.Bucket(k) != b {
+			r.setError("CROSSSLOT Keys in request don't hash to the same slot")
+			return 0, false
+		}
+	}
+	return b, true
+}
+
+func cmdEval(ss *session, r *request) {
+	name := strings.ToLower(string(r.args[0]))
+	var route []byte
+	switch name {
+	case "eval", "eval_ro":
+		route = []byte(luascript.Sha1Hex(r.args[1]))
+	case "evalsha", "evalsha_ro":
+		route = []byte(strings.ToLower(string(r.args[1])))
+	default:
+		route = r.args[1]
+	}
+	b, ok := ss.scriptKeys(r, route)
+	if !ok {
+		return
+	}
+	r.raw(ss.sendScript(r, b, r.args, !strings.HasSuffix(name, "_ro")))
+}
+
+// anyBucket is the bucket a keyless script command goes to: key's.
+func (ss *session) anyBucket(key []byte) uint32 {
+	rt := ss.srv.r.load()
+	if rt == nil {
+		return 0
+	}
+	return route.BucketOf(key, rt.t.Buckets)
+}
+
+// scriptEveryNode sends args to every dataserver of the table and
+// returns their replies (an unreachable node's is its error).
+func (ss *session) scriptEveryNode(r *request, args [][]byte) [][]byte {
+	rt := ss.srv.r.load()
+	if rt == nil {
+		return [][]byte{resp.AppendErr(nil, clusterDown(errNoTable))}
+	}
+	replies := make([][]byte, len(rt.nodes))
+	var wg sync.WaitGroup
+	for i, n := range rt.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reply, _, err := ss.srv.scriptRoundTrip(n.addr, ss.scriptRequest(r, 0, rt.t.Version, args), 30*time.Second)
+			if err != nil {
+				reply = resp.AppendErr(nil, clusterDown(err))
+			}
+			replies[i] = reply
+		}()
+	}
+	wg.Wait()
+	return replies
+}
+
+func isErrorWith(reply []byte, prefix string) bool {
+	return len(reply) > 0 && reply[0] == '-' && strings.HasPrefix(string(reply[1:]), prefix)
+}
+
+// killReply merges the nodes' SCRIPT KILL (or FUNCTION KILL) replies.
+func killReply(replies [][]byte) []byte {
+	for _, rep := range replies {
+		if string(rep) == "+OK\r\n" {
+			return rep
+		}
+	}
+	for _, rep := range replies {
+		if isErrorWith(rep, "UNKILLABLE") {
+			return rep
+		}
+	}
+	for _, rep := range replies {
+		if !isErrorWith(rep, "NOTBUSY") {
+			return rep
+		}
+	}
+	return replies[0]
+}
+
+// firstError is the first error among replies, or OK.
+func firstError(replies [][]byte) []byte {
+	for _, rep := range replies {
+		if len(rep) == 0 || rep[0] == '-' {
+			return rep
+		}
+	}
+	return []byte("+OK\r\n")
+}
+
+var scriptHelp = []string{
+	"SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"DEBUG (YES|SYNC|NO)",
+	"    Set the debug mode for subsequent scripts executed.",
+	"EXISTS <sha1> [<sha1> ...]",
+	"    Return information about the existence of the scripts in the script cache.",
+	"FLUSH [ASYNC|SYNC]",
+	"    Flush the Lua scripts cache. Very dangerous on replicas.",
+	"    When called without the optional mode argument, the behavior is determined by the",
+	"    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+	"    * ASYNC: Asynchronously flush the scripts cache.",
+	"    * SYNC: Synchronously flush the scripts cache.",
+	"KILL",
+	"    Kill the currently executing Lua script.",
+	"LOAD <script>",
+	"    Load a script into the scripts cache without executing it.",
+	"HELP",
+	"    Prints this help.",
+}
+
+func cmdScript(ss *session, r *request) {
+	sub := strings.ToLower(string(r.args[1]))
+	bad := func() {
+		r.setError("ERR unknown subcommand or wrong number of arguments for '" + string(r.args[1]) + "'. Try SCRIPT HELP.")
+	}
+	switch sub {
+	case "help":
+		if len(r.args) != 2 {
+			bad()
+			return
+		}
+		out := resp.AppendArray(nil, len(scriptHelp))
+		for _, l := range scriptHelp {
+			out = resp.AppendStatus(out, l)
+		}
+		r.raw(out)
+	case "load":
+		if len(r.args) != 3 {
+			bad()
+			return
+		}
+		r.raw(ss.sendScript(r, ss.anyBucket([]byte(luascript.Sha1Hex(r.args[2]))), r.args, false))
+	case "exists":
+		if len(r.args) < 3 {
+			bad()
+			return
+		}
+		r.raw(ss.sendScript(r, ss.anyBucket(r.args[2]), r.args, false))
+	case "flush":
+		if len(r.args) > 3 || len(r.args) == 3 && !strings.EqualFold(string(r.args[2]), "async") && !strings.EqualFold(string(r.args[2]), "sync") {
+			r.setError("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+			return
+		}
+		r.raw(firstError(ss.scriptEveryNode(r, r.args)))
+	case "kill":
+		if len(r.args) != 2 {
+			bad()
+			return
+		}
+		r.raw(killReply(ss.scriptEveryNode(r, r.args)))
+	default:
+		bad()
+	}
+}
+
+func cmdFunction(ss *session, r *request) {
+	sub := strings.ToLower(string(r.args[1]))
+	switch sub {
+	case "load", "delete", "flush":
+		// One node checks and stores it; then every node reloads.
+		reply := ss.sendScript(r, 0, r.args, false)
+		if len(reply) > 0 && reply[0] != '-' {
+			refresh := [][]byte{[]byte("FUNCTION"), []byte("REFRESH")}
+			ss.scriptEveryNode(r, refresh)
+		}
+		r.raw(reply)
+	case "kill":
+		if len(r.args) != 2 {
+			r.setError("ERR unknown subcommand or wrong number of arguments for 'kill'. Try FUNCTION HELP.")
+			return
+		}
+		r.raw(killReply(ss.scriptEveryNode(r, r.args)))
+	case "refresh":
+		r.setError("ERR unknown subcommand '" + string(r.args[1]) + "'. Try FUNCTION HELP.")
+	default:
+		r.raw(ss.sendScript(r, 0, r.args, false))
+	}
+}
