@@ -313,7 +313,8 @@ func TestDeployCompose(t *testing.T) {
 			volumes[k] = true
 		}
 	}
-	var etcdSvc string
+	etcdSvcs := map[string]bool{}
+	var initialClusters []string
 	for _, name := range sortedKeys(services) {
 		s, _ := services[name].(map[string]any)
 		where := file + ": " + name
@@ -327,8 +328,11 @@ func TestDeployCompose(t *testing.T) {
 			argv = strings.Fields(c)
 		}
 		if img, _ := s["image"].(string); strings.Contains(img, "etcd") {
-			etcdSvc = name
+			etcdSvcs[name] = true
 			for _, a := range argv {
+				if v, ok := strings.CutPrefix(a, "--initial-cluster="); ok {
+					initialClusters = append(initialClusters, where+": "+v)
+				}
 				if v, ok := strings.CutPrefix(a, "--listen-client-urls="); ok && !strings.Contains(v, ":2379") {
 					t.Errorf("%s: etcd listens for clients on %s, not 2379", where, v)
 				}
@@ -398,10 +402,19 @@ func TestDeployCompose(t *testing.T) {
 			}
 		}
 	}
-	if etcdSvc == "" {
-		t.Errorf("%s: no etcd service", file)
+	// etcd: three members (the configservers' state survives one's
+	// loss), each starting with all three in its initial cluster.
+	if len(etcdSvcs) != 3 {
+		t.Errorf("%s: %d etcd services, want a 3-member etcd", file, len(etcdSvcs))
 	}
-	for role, n := range map[string]int{"configserver": 2, "dataserver": 3, "proxy": 1} {
+	for _, ic := range initialClusters {
+		for m := range etcdSvcs {
+			if !strings.Contains(ic, m+"=http://"+m+":2380") {
+				t.Errorf("%s: the initial cluster lacks member %s", ic, m)
+			}
+		}
+	}
+	for role, n := range map[string]int{"configserver": 2, "dataserver": 3, "proxy": 2} {
 		if len(byRole[role]) != n {
 			t.Errorf("%s: %d %s services, want %d", file, len(byRole[role]), role, n)
 		}
@@ -420,8 +433,8 @@ func TestDeployCompose(t *testing.T) {
 			}
 			if v, ok := flagArg(s.args, "etcd"); ok {
 				for _, a := range strings.Split(v, ",") {
-					if h, p, _ := net.SplitHostPort(a); h != etcdSvc || p != "2379" {
-						t.Errorf("%s: --etcd %s is not the etcd service", where, a)
+					if h, p, _ := net.SplitHostPort(a); !etcdSvcs[h] || p != "2379" {
+						t.Errorf("%s: --etcd %s is not an etcd service", where, a)
 					}
 				}
 			}

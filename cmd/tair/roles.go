@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
@@ -69,6 +71,8 @@ func configserverFlags(cmd *cobra.Command) {
 	f.Duration("handoff-window", d.HandoffWindow, "how long a down dataserver keeps its slave copies (caught up from its masters' backlog when it returns) before they are rebuilt elsewhere; negative: rebuild at once")
 	f.StringSlice("invalid-peers", nil, "proxies host:port,... of the peer clusters TAIR.INVALID also deletes in (queued in etcd while a peer is down)")
 	f.String("invalid-peer-auth", "", "AUTH for the peer clusters' proxies: password or user:password")
+	f.String("admin-token", "", "admin credential that operator actions (tair ctl's and the console's) must carry; empty: none needed")
+	f.String("admin-token-file", "", "file holding the admin credential (its first line), instead of --admin-token")
 }
 
 func configserverConfig(v *viper.Viper) configserver.Config {
@@ -92,6 +96,8 @@ func configserverConfig(v *viper.Viper) configserver.Config {
 	c.HandoffWindow = v.GetDuration("handoff-window")
 	c.InvalidPeers = splitList(v.GetStringSlice("invalid-peers"))
 	c.InvalidPeerAuth = v.GetString("invalid-peer-auth")
+	c.AdminToken = v.GetString("admin-token")
+	c.AdminTokenFile = v.GetString("admin-token-file")
 	return c
 }
 
@@ -112,6 +118,7 @@ func dataserverFlags(cmd *cobra.Command) {
 	f.String("dir", "", "data directory (persistent engines)")
 	f.String("sync", string(d.Sync), "durability of persistent engines: always, group or none")
 	f.String("zone", "", "zone label for position-safe tables")
+	f.String("zone-file", "", "a file holding the zone label, read at start when --zone is not set (on Kubernetes an init container writes the node's topology.kubernetes.io/zone there)")
 	f.String("rack", "", "rack label for position-safe tables")
 	f.String("replication", d.ReplicationMode, "when a slave is unreachable: degraded (carry on) or strict (fail writes)")
 	f.Duration("replication-timeout", d.ReplicationTimeout, "how long a slave may stay unreachable before degraded/strict applies")
@@ -157,7 +164,15 @@ func dataserverConfig(v *viper.Viper) dataserver.Config {
 
 func dataserverCmd() *cobra.Command {
 	return roleCmd("dataserver", "run one storage node", dataserverFlags, func(v *viper.Viper, log *slog.Logger) (role, error) {
-		return dataserver.New(dataserverConfig(v), log)
+		c := dataserverConfig(v)
+		if zf := v.GetString("zone-file"); zf != "" && c.Zone == "" {
+			b, err := os.ReadFile(zf)
+			if err != nil {
+				return nil, fmt.Errorf("dataserver: --zone-file: %w", err)
+			}
+			c.Zone = strings.TrimSpace(string(b))
+		}
+		return dataserver.New(c, log)
 	})
 }
 
