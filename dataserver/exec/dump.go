@@ -4,9 +4,12 @@ package exec
 // a value DUMPed by Redis 7.0 RESTOREs here, and one DUMPed here
 // RESTOREs into Redis 7.0. Strings, lists, sets, sorted sets and hashes
 // (objects, or a prefix-stored hash on persistent engines) are served;
-// Tair's own types (TairHash, items) have no Redis serialization and
-// DUMP refuses them, as RESTORE refuses streams, modules and functions
-// (ERR Bad data format).
+// Streams too (their entries, ids, counters, groups, pending entries and
+// consumers; RESTORE keeps the payload's node layout, DUMP packs the
+// entries as XADDs would, without tombstones). Tair's
+// own types (TairHash, items) have no Redis serialization and DUMP
+// refuses them, as RESTORE refuses modules and functions (ERR Bad data
+// format).
 //
 // RESTORE is replicated as itself (the payload decodes the same way
 // everywhere), with a relative TTL made absolute (ABSTTL appended), as
@@ -102,6 +105,8 @@ func rdbValue(src snapshot) (rdbcodec.Value, bool) {
 		v := rdbcodec.Value{Kind: rdbcodec.Hash, Elems: make([][]byte, 0, 2*o.Len())}
 		o.Range(func(f, val string) bool { v.Elems = append(v.Elems, []byte(f), []byte(val)); return true })
 		return v, true
+	case *ds.Stream:
+		return rdbcodec.Value{Kind: rdbcodec.Stream, Stream: streamValue(o)}, true
 	}
 	return rdbcodec.Value{}, false
 }
@@ -254,6 +259,8 @@ func restoreSnapshot(c *Ctx, v rdbcodec.Value, at int64) snapshot {
 			z.Set(string(m), v.Scores[i])
 		}
 		e.Type, e.Object = engines.TypeZSet, z
+	case rdbcodec.Stream:
+		e.Type, e.Object = engines.TypeStream, restoreStream(v.Stream)
 	case rdbcodec.Hash:
 		if c.Eng.Persistent() {
 			kvs := make([]engines.KV, 0, len(v.Elems)/2)
@@ -281,4 +288,68 @@ func bytesCompare(a, b []byte) int {
 		return 1
 	}
 	return 0
+}
+
+// streamValue is s as rdbcodec serializes it.
+func streamValue(s *ds.Stream) *rdbcodec.StreamValue {
+	id := func(x ds.StreamID) rdbcodec.StreamID { return rdbcodec.StreamID{Ms: x.Ms, Seq: x.Seq} }
+	v := &rdbcodec.StreamValue{LastID: id(s.LastID), FirstID: id(s.FirstID), MaxDeletedID: id(s.MaxDeletedID),
+		EntriesAdded: uint64(s.EntriesAdded)}
+	s.Range(ds.StreamID{}, ds.MaxStreamID, false, func(e *ds.StreamEntry) bool {
+		en := rdbcodec.StreamEntry{ID: id(e.ID), Fields: make([][]byte, len(e.Fields))}
+		for i, f := range e.Fields {
+			en.Fields[i] = []byte(f)
+		}
+		v.Entries = append(v.Entries, en)
+		return true
+	})
+	for _, g := range s.Groups() {
+		gv := rdbcodec.StreamGroup{Name: []byte(g.Name), LastID: id(g.LastID), EntriesRead: g.EntriesRead}
+		g.PEL.Ascend(func(n *ds.StreamNACK) bool {
+			gv.PEL = append(gv.PEL, rdbcodec.StreamNACK{ID: id(n.ID), DeliveryTime: n.DeliveryTime,
+				DeliveryCount: n.DeliveryCount, Consumer: []byte(n.Consumer.Name)})
+			return true
+		})
+		for _, c := range g.Consumers() {
+			gv.Consumers = append(gv.Consumers, rdbcodec.StreamConsumer{Name: []byte(c.Name), SeenTime: c.SeenTime, ActiveTime: c.ActiveTime})
+		}
+		v.Groups = append(v.Groups, gv)
+	}
+	return v
+}
+
+// restoreStream is the stream a RESTORE payload holds.
+func restoreStream(v *rdbcodec.StreamValue) *ds.Stream {
+	id := func(x rdbcodec.StreamID) ds.StreamID { return ds.StreamID{Ms: x.Ms, Seq: x.Seq} }
+	s := ds.NewStream()
+	for _, e := range v.Entries {
+		fields := make([]string, len(e.Fields))
+		for i, f := range e.Fields {
+			fields[i] = string(f)
+		}
+		s.Append(id(e.ID), fields)
+	}
+	layout := make([]ds.StreamNodeLayout, 0, len(v.Nodes))
+	for _, n := range v.Nodes {
+		l := ds.StreamNodeLayout{Master: id(n.Master), Last: id(n.Last), Live: n.Live, Deleted: n.Deleted, Bytes: n.Bytes}
+		for _, f := range n.Fields {
+			l.Fields = append(l.Fields, string(f))
+		}
+		layout = append(layout, l)
+	}
+	s.SetLayout(layout) // the payload's nodes, tombstones counted (else as XADDs pack)
+	s.LastID, s.FirstID, s.MaxDeletedID = id(v.LastID), id(v.FirstID), id(v.MaxDeletedID)
+	s.EntriesAdded = int64(v.EntriesAdded)
+	for _, gv := range v.Groups {
+		g, _ := s.CreateGroup(string(gv.Name), id(gv.LastID), gv.EntriesRead)
+		for _, cv := range gv.Consumers {
+			c, _ := g.CreateConsumer(string(cv.Name), cv.SeenTime)
+			c.ActiveTime = cv.ActiveTime
+		}
+		for _, n := range gv.PEL {
+			c, _ := g.CreateConsumer(string(n.Consumer), 0)
+			g.AddNACK(id(n.ID), c, n.DeliveryTime).DeliveryCount = n.DeliveryCount
+		}
+	}
+	return s
 }

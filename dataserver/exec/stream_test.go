@@ -167,8 +167,8 @@ func TestStreamPropagation(t *testing.T) {
 	}
 }
 
-// TestStreamKeysAndDump: streams move with RENAME/COPY, expire, and DUMP
-// refuses them clearly (no RDB stream serialization here).
+// TestStreamKeysAndDump: streams move with RENAME/COPY, expire, DUMP and
+// RESTORE.
 func TestStreamKeysAndDump(t *testing.T) {
 	h := newHarness(t)
 	h.x = New(h.eng, Options{Now: h.clock.Now, Buckets: 1}) // one bucket: no CROSSSLOT
@@ -177,7 +177,6 @@ func TestStreamKeysAndDump(t *testing.T) {
 		{"XGROUP CREATE s g 0", "+OK\r\n"},
 		{"TYPE s", "+stream\r\n"},
 		{"OBJECT ENCODING s", "$6\r\nstream\r\n"},
-		{"DUMP s", "-ERR DUMP is not supported for this type of value\r\n"},
 		{"COPY s s2", ":1\r\n"},
 		{"XINFO GROUPS s2", "*1\r\n*12\r\n$4\r\nname\r\n$1\r\ng\r\n$9\r\nconsumers\r\n:0\r\n$7\r\npending\r\n:0\r\n$17\r\nlast-delivered-id\r\n$3\r\n0-0\r\n$12\r\nentries-read\r\n$-1\r\n$3\r\nlag\r\n:1\r\n"},
 		{"XADD s2 2-1 f v", "$3\r\n2-1\r\n"},
@@ -194,6 +193,21 @@ func TestStreamKeysAndDump(t *testing.T) {
 		if got := h.line(c[0]); got != c[1] {
 			t.Errorf("%s: %q, want %q", c[0], got, c[1])
 		}
+	}
+	// DUMP and RESTORE (redis-server's payloads: stream_redisdiff_test.go)
+	h.line("XADD d 1-1 f v")
+	h.line("XGROUP CREATE d g 0")
+	h.line("XREADGROUP GROUP g c STREAMS d >")
+	dump := h.line("DUMP d")
+	if !strings.HasPrefix(dump, "$") {
+		t.Fatalf("DUMP of a stream: %q", dump)
+	}
+	payload := dump[strings.Index(dump, "\r\n")+2 : len(dump)-2]
+	if got := h.do("RESTORE", "d2", "0", payload); got != "+OK\r\n" {
+		t.Fatalf("RESTORE: %q", got)
+	}
+	if a, b := h.line("XINFO STREAM d FULL"), h.line("XINFO STREAM d2 FULL"); a != b {
+		t.Errorf("restored stream differs:\n%q\n%q", a, b)
 	}
 }
 

@@ -837,3 +837,39 @@ func raxCount(keys [][16]byte, d int) int {
 	}
 	return n
 }
+
+// StreamNodeLayout is one of Redis's listpack nodes as a RESTORE payload
+// has it: its master id and fields, the last entry it holds (deleted or
+// not), its live and deleted entries and its size in bytes.
+type StreamNodeLayout struct {
+	Master, Last  StreamID
+	Live, Deleted int
+	Bytes         int
+	Fields        []string
+}
+
+// SetLayout replaces the node layout (RESTORE keeps a payload's, whose
+// nodes may hold tombstones); false, and nothing changed, when it does
+// not hold exactly the stream's entries in order.
+func (s *Stream) SetLayout(l []StreamNodeLayout) bool {
+	nodes := make([]*streamNode, 0, len(l))
+	total := 0
+	for i, x := range l {
+		if x.Live < 0 || x.Deleted < 0 || x.Last.Less(x.Master) || i > 0 && !l[i-1].Last.Less(x.Master) {
+			return false
+		}
+		live := 0
+		s.Range(x.Master, x.Last, false, func(*StreamEntry) bool { live++; return true })
+		if live != x.Live {
+			return false
+		}
+		total += live
+		nodes = append(nodes, &streamNode{master: x.Master, last: x.Last, live: x.Live, deleted: x.Deleted, bytes: x.Bytes,
+			fields: append([]string(nil), x.Fields...)})
+	}
+	if total != s.Len() {
+		return false
+	}
+	s.nodes = nodes
+	return true
+}

@@ -331,8 +331,10 @@ func (d *decoder) object() (Value, error) {
 			return Value{}, err
 		}
 		return v, v.check()
+	case typeStreamListpacks, typeStreamListpacks2, typeStreamListpacks3:
+		return d.stream(t)
 	}
-	return Value{}, errCorrupt // streams, modules, functions, unknown types
+	return Value{}, errCorrupt // modules, functions, unknown types
 }
 
 // textDouble is rdbLoadDoubleValue: a length byte (253 nan, 254 +inf,

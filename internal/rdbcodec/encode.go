@@ -92,6 +92,8 @@ func (e *encoder) object(v Value) {
 			e.str(m)
 			e.b = binary.LittleEndian.AppendUint64(e.b, math.Float64bits(v.Scores[i]))
 		}
+	case Stream:
+		e.stream(v.Stream)
 	case Hash:
 		e.b = append(e.b, typeHash)
 		e.length(uint64(len(v.Elems) / 2))

@@ -5,11 +5,11 @@
 //
 // Decode reads every encoding Redis 7.0 may DUMP for strings, lists, sets,
 // sorted sets and hashes, and the older ones it still loads (plain lists,
-// ziplists, quicklists of ziplists, zipmaps, string-encoded zset scores).
-// Streams, modules and functions are refused (ErrFormat). Encode writes
-// encodings Redis 7.0 loads: strings plain, int-encoded or LZF, lists as
-// quicklist 2 of listpacks, sets, sorted sets (binary scores) and hashes
-// in their plain encodings.
+// ziplists, quicklists of ziplists, zipmaps, string-encoded zset scores),
+// and streams (stream.go). Modules and functions are refused (ErrFormat).
+// Encode writes encodings Redis 7.0 loads: strings plain, int-encoded or
+// LZF, lists as quicklist 2 of listpacks, sets, sorted sets (binary
+// scores) and hashes in their plain encodings, streams as listpacks.
 //
 // Every length read from a payload is checked against the bytes left (or,
 // for LZF, against the most a compressed run can expand to and a total
@@ -34,6 +34,7 @@ const (
 	Set
 	ZSet
 	Hash
+	Stream
 )
 
 // Value is one decoded value.
@@ -46,6 +47,8 @@ type Value struct {
 	// alternating (field, value, field, value ...).
 	Elems  [][]byte
 	Scores []float64
+	// Stream is a Stream's content (stream.go).
+	Stream *StreamValue
 }
 
 // Errors of Decode, with Redis's texts (without the "ERR " prefix).
