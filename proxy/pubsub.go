@@ -249,6 +249,11 @@ func (ss *session) psFlush() {
 	if len(items) == 0 {
 		return
 	}
+	if ss.dirty {
+		// Replies released this round wait in lout: the messages follow.
+		ss.lout = appendPSItems(ss.lout, items, ss.proto)
+		return
+	}
 	ss.writeClient(appendPSItems(nil, items, ss.proto))
 	ss.psCheckOutput()
 }
@@ -268,7 +273,7 @@ func (ss *session) psBatchEnd(out []byte, done func(out []byte)) {
 	c := &ss.ps
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
-	if items := c.takeLocked(); len(items) > 0 {
+	if items := c.takeLocked(); len(items) > 0 && !ss.quit {
 		out = appendPSItems(out, items, ss.proto)
 	}
 	c.busy = false
