@@ -143,10 +143,7 @@ func (ss *session) mergeGathered(r *request) {
 		}
 	}
 	keys := r.spec.AppendKeyIndexes(nil, r.args)
-	byKey := make(map[string]*request, len(r.subs))
-	for _, sub := range r.subs {
-		byKey[string(sub.args[1])] = sub
-	}
+	byKey := subsByKey(r)
 	out := r.reply[:0]
 	fail := func(msg string) { r.reply = resp.AppendError(out, msg) }
 
@@ -160,12 +157,8 @@ func (ss *session) mergeGathered(r *request) {
 	}
 	srcs := make([]gatherSource, len(keys))
 	for i, k := range keys {
-		sub := byKey[string(r.args[k])]
-		if sub.err != nil {
-			ss.account(sub) // turns it into an error reply
-		}
-		if len(sub.reply) == 0 || sub.reply[0] == '-' || sub.reply[0] == '!' {
-			r.reply = append(out, sub.reply...)
+		sub, ok := ss.partReply(r, byKey, k)
+		if !ok {
 			return
 		}
 		src, ok := parseSource(sub.reply, sub.args[0][0] == 'Z')
@@ -279,19 +272,12 @@ func (ss *session) mergeGathered(r *request) {
 // answers its error), then the cardinality of the union. Nothing is
 // cached, as Redis caches nothing for several keys.
 func (ss *session) mergePFCount(r *request) {
-	byKey := make(map[string]*request, len(r.subs))
-	for _, sub := range r.subs {
-		byKey[string(sub.args[1])] = sub
-	}
+	byKey := subsByKey(r)
 	out := r.reply[:0]
 	regs := new([hll.Registers]uint8)
 	for _, k := range r.spec.AppendKeyIndexes(nil, r.args) {
-		sub := byKey[string(r.args[k])]
-		if sub.err != nil {
-			ss.account(sub) // turns it into an error reply
-		}
-		if len(sub.reply) == 0 || sub.reply[0] == '-' || sub.reply[0] == '!' {
-			r.reply = append(out, sub.reply...)
+		sub, ok := ss.partReply(r, byKey, k)
+		if !ok {
 			return
 		}
 		v, null, ok := parseBulk(sub.reply)
@@ -311,6 +297,35 @@ func (ss *session) mergePFCount(r *request) {
 	}
 	// As Redis's long long (a crafted value's 2^63 is negative).
 	r.reply = resp.AppendInt(out, int64(hll.CountRegisters(regs)))
+}
+
+// subsByKey maps each distinct key of a gathered read to the part that
+// read it.
+func subsByKey(r *request) map[string]*request {
+	byKey := make(map[string]*request, len(r.subs))
+	for _, sub := range r.subs {
+		byKey[string(sub.args[1])] = sub
+	}
+	return byKey
+}
+
+// partReply is the part of r that read its key at k; false when that
+// part failed, its error then r's reply.
+func (ss *session) partReply(r *request, byKey map[string]*request, k int) (*request, bool) {
+	sub := byKey[string(r.args[k])]
+	if sub.err != nil {
+		ss.account(sub) // turns it into an error reply
+	}
+	if isError(sub.reply) {
+		r.reply = append(r.reply[:0], sub.reply...)
+		return sub, false
+	}
+	return sub, true
+}
+
+// isError reports whether a reply is an error (or missing).
+func isError(reply []byte) bool {
+	return len(reply) == 0 || reply[0] == '-' || reply[0] == '!'
 }
 
 // parseBulk reads a RESP2 bulk string reply: its bytes, or null.
