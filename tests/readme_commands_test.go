@@ -23,7 +23,7 @@ const (
 )
 
 var groupOrder = []string{"string", "bitmap", "hyperloglog", "generic", "hash", "list", "set", "sorted_set", "geo", "stream",
-	"transactions", "connection", "server", "cluster", "pubsub", "tair", "tairstring", "tairhash"}
+	"scripting", "transactions", "connection", "server", "cluster", "pubsub", "tair", "tairstring", "tairhash"}
 
 func TestREADMECommandTable(t *testing.T) {
 	_ = proxy.KeySlot // the proxy's own commands join the table when it is linked in

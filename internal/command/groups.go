@@ -26,6 +26,7 @@ func init() {
 		"pubsub": "psubscribe publish pubsub punsubscribe spublish ssubscribe subscribe sunsubscribe " +
 			"unsubscribe",
 		"tairstring": "cas cad",
+		"scripting":  "eval evalsha eval_ro evalsha_ro fcall fcall_ro function script",
 	} {
 		for _, n := range strings.Fields(names) {
 			groupOf[n] = group
