@@ -195,12 +195,13 @@ func TestPubSubAgainstRedis(t *testing.T) {
 }
 
 // Two proxies of one cluster: go-redis subscribers on both (RESP2 and
-// RESP3), publishers on both; every subscriber gets every message in
-// each publisher's order, PUBLISH counts the subscribers of both
-// proxies, PUBSUB gathers both.
+// RESP3), publishers on both at once; every subscriber gets every
+// message in each publisher's order, PUBLISH counts the subscribers of
+// both proxies, PUBSUB gathers both; a dataserver's death changes
+// nothing.
 func TestPubSubAcrossProxies(t *testing.T) {
 	ctx := ctx(t)
-	c := testcluster.New(t, testcluster.Options{Options: cluster.Options{DataServers: 1, Copies: 1, Proxies: 2, Buckets: 64, Proxy: slowPeerWait}})
+	c := testcluster.New(t, testcluster.Options{Options: cluster.Options{DataServers: 2, Copies: 2, Proxies: 2, Buckets: 64, Proxy: slowPeerWait}})
 	client := func(i, proto int) *redis.Client {
 		cl := redis.NewClient(&redis.Options{Addr: c.Proxies[i].Addr(), MaxRetries: -1, Protocol: proto})
 		t.Cleanup(func() { _ = cl.Close() })
@@ -249,13 +250,27 @@ func TestPubSubAcrossProxies(t *testing.T) {
 	if ch, err := pubs[0].PubSubChannels(ctx, "n*").Result(); err != nil || len(ch) != 1 || ch[0] != "news" {
 		t.Fatalf("CHANNELS n* = %v, %v", ch, err)
 	}
-	const per = 100
-	for i := 0; i < per; i++ {
-		for j, p := range pubs {
-			n, err := p.Publish(ctx, "news", fmt.Sprintf("p%d-%d", j, i)).Result()
-			if err != nil || n != 5 {
-				t.Fatalf("PUBLISH via proxy %d = %d, %v; want 5 receivers", j, n, err)
+	// Both publishers at once; a dataserver dies halfway (its buckets
+	// fail over), which pub/sub never notices.
+	const per = 200
+	errs := make(chan error, len(pubs))
+	for j, p := range pubs {
+		go func() {
+			for i := 0; i < per; i++ {
+				n, err := p.Publish(ctx, "news", fmt.Sprintf("p%d-%d", j, i)).Result()
+				if err != nil || n != 5 {
+					errs <- fmt.Errorf("PUBLISH %d via proxy %d = %d, %v; want 5 receivers", i, j, n, err)
+					return
+				}
 			}
+			errs <- nil
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	c.Kill("ds1")
+	for range pubs {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
 		}
 	}
 	// Every subscriber gets 2*per messages; each publisher's in order.
