@@ -33,7 +33,7 @@ func (s *Server) apiHandler() http.Handler {
 	mux.HandleFunc("GET /v1/areas", s.handleAreas)
 	mux.HandleFunc("GET /v1/hooks", s.handleHooks)
 	mux.HandleFunc("GET /v1/stats", s.leaderOnly(s.handleStats))
-	mux.HandleFunc("POST /v1/admin", s.leaderOnly(s.handleAdmin))
+	mux.HandleFunc("POST /v1/admin", s.leaderOnly(s.requireAdmin(s.handleAdmin)))
 	mux.HandleFunc("POST /v1/invalid", s.leaderOnly(s.handleInvalid))
 	mux.HandleFunc("POST /v1/proxies", s.leaderOnly(s.handleProxyBeat))
 	mux.HandleFunc("GET /v1/proxies", s.leaderOnly(s.handleProxies))

@@ -77,6 +77,11 @@ type Config struct {
 	// InvalidPeerAuth is what the invalid server AUTHs with on the peers'
 	// proxies: "password" or "user:password" ("" = no AUTH).
 	InvalidPeerAuth string
+	// AdminToken, when set, is the admin credential every operator action
+	// (POST /v1/admin) must carry (see auth.go); AdminTokenFile names a
+	// file holding it instead.
+	AdminToken     string
+	AdminTokenFile string
 }
 
 // DefaultConfig returns the defaults.

@@ -119,6 +119,9 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := cfg.loadAdminToken(); err != nil {
+		return nil, err
+	}
 	if log == nil {
 		log = slog.Default()
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,10 +25,17 @@ type ctlEnv struct {
 	csAddrs   []string
 	proxyAddr string
 	password  string
-	json      bool
+	// adminToken is the configserver's admin credential (--admin-token,
+	// else $TAIR_ADMIN_TOKEN), sent with every request.
+	adminToken string
+	json       bool
 }
 
-func (e *ctlEnv) client() *wire.Client { return wire.NewClient(e.csAddrs...) }
+func (e *ctlEnv) client() *wire.Client {
+	c := wire.NewClient(e.csAddrs...)
+	c.SetAdminToken(e.adminToken)
+	return c
+}
 
 // ctx bounds one request to the configserver or proxy.
 func (e *ctlEnv) ctx(parent context.Context) (context.Context, context.CancelFunc) {
@@ -106,11 +114,15 @@ func ctlCmd() *cobra.Command {
 	pf.StringVar(&e.proxyAddr, "proxy", "127.0.0.1:6379",
 		"proxy `address` for stat and shell (when not given: the running tair up's, if any)")
 	pf.StringVar(&e.password, "password", "", "proxy password")
+	pf.StringVar(&e.adminToken, "admin-token", "", "the configservers' admin credential, for the commands that change the cluster (default $TAIR_ADMIN_TOKEN)")
 	pf.BoolVar(&e.json, "json", false, "print JSON (the configserver API's structures; one document per line)")
 	cmd.PersistentPreRun = func(c *cobra.Command, _ []string) {
 		// The error a command returns says it; go-redis's own log lines
 		// ("failed to dial after 5 attempts") would say it twice.
 		redis.SetLogger(quietLog{})
+		if !c.Flags().Changed("admin-token") {
+			e.adminToken = os.Getenv("TAIR_ADMIN_TOKEN")
+		}
 		// No address given: the cluster `tair up` (`make run`) runs.
 		info, ok := readUpInfo()
 		if !ok {

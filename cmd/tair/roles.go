@@ -71,6 +71,8 @@ func configserverFlags(cmd *cobra.Command) {
 	f.Duration("handoff-window", d.HandoffWindow, "how long a down dataserver keeps its slave copies (caught up from its masters' backlog when it returns) before they are rebuilt elsewhere; negative: rebuild at once")
 	f.StringSlice("invalid-peers", nil, "proxies host:port,... of the peer clusters TAIR.INVALID also deletes in (queued in etcd while a peer is down)")
 	f.String("invalid-peer-auth", "", "AUTH for the peer clusters' proxies: password or user:password")
+	f.String("admin-token", "", "admin credential that operator actions (tair ctl's and the console's) must carry; empty: none needed")
+	f.String("admin-token-file", "", "file holding the admin credential (its first line), instead of --admin-token")
 }
 
 func configserverConfig(v *viper.Viper) configserver.Config {
@@ -94,6 +96,8 @@ func configserverConfig(v *viper.Viper) configserver.Config {
 	c.HandoffWindow = v.GetDuration("handoff-window")
 	c.InvalidPeers = splitList(v.GetStringSlice("invalid-peers"))
 	c.InvalidPeerAuth = v.GetString("invalid-peer-auth")
+	c.AdminToken = v.GetString("admin-token")
+	c.AdminTokenFile = v.GetString("admin-token-file")
 	return c
 }
 

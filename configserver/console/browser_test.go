@@ -33,11 +33,17 @@ func chromium() string {
 
 const testBuckets = 256
 
+// adminToken is the configservers' admin credential in the browser test.
+const adminToken = "console-test-credential"
+
 // TestConsoleInBrowser drives the console in headless Chromium against a
 // real in-process cluster (two configservers, three dataservers, a
 // proxy), loading the page from the standby configserver, whose API calls
 // the leader answers: the dataservers and every bucket are shown, and
 // draining a node from the page (click, confirm) moves its buckets away.
+// The configservers want an admin credential: the page asks for it at the
+// first operation refused with 401 (a wrong one is refused and asked for
+// again) and sends it with the later ones without asking.
 // It saves a screenshot, to $TAIR_CONSOLE_SCREENSHOT when set (the
 // README's docs/console.png: TAIR_CONSOLE_SCREENSHOT=$PWD/docs/console.png),
 // else in the test's temporary directory.
@@ -52,7 +58,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	began := time.Now()
 	c := testcluster.New(t, testcluster.Options{Options: cluster.Options{
 		ConfigServers: 2, DataServers: 3, Buckets: testBuckets, Zones: []string{"zone-a", "zone-b", "zone-c"},
-		ConfigServer: func(_ int, cfg *configserver.Config) { cfg.MovesPerNode = 8 },
+		ConfigServer: func(_ int, cfg *configserver.Config) { cfg.MovesPerNode, cfg.AdminToken = 8, adminToken },
 	}})
 	var dsAddrs []string
 	for _, ds := range c.DataServers {
@@ -78,7 +84,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		cl.Close()
 	}
-	if r, err := wire.NewClient(leader.Addr()).Admin(ctx, &wire.AdminRequest{Op: "area-set", Area: 1,
+	wc := wire.NewClient(leader.Addr())
+	wc.SetAdminToken(adminToken)
+	if r, err := wc.Admin(ctx, &wire.AdminRequest{Op: "area-set", Area: 1,
 		Config: wire.AreaConfig{QuotaBytes: 1 << 20, OpsLimit: 20000}}); err != nil || !r.OK {
 		t.Fatalf("area-set: %v %+v", err, r)
 	}
@@ -160,6 +168,32 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("confirmation %q", question)
 	}
 	run("confirm", chromedp.Click(chromedp.CSS(`#confirm-ok`)))
+	// Refused with 401: the page asks for the credential. A wrong one is
+	// refused; the drain again, the right one, and it is done.
+	credential := func(cred string) {
+		t.Helper()
+		wait("the credential prompt", `document.getElementById('confirm').open && !document.getElementById('cred-label').hidden`, 10*time.Second)
+		eval(`document.getElementById('confirm-text').textContent`, &question)
+		if !strings.Contains(question, "admin credential") || !strings.Contains(question, "Drain "+victim) {
+			t.Fatalf("credential prompt %q", question)
+		}
+		run("the credential", chromedp.SetValue(chromedp.CSS(`#cred`), cred), chromedp.Click(chromedp.CSS(`#confirm-ok`)))
+	}
+	credential("not-the-credential")
+	wait("the refusal", fmt.Sprintf(`document.getElementById('flash').textContent === 'node-drain %s: refused — wrong admin credential'`, victim), 10*time.Second)
+	var nodes []wire.NodeStatus
+	if err := wc.Get(ctx, "/v1/nodes", &nodes); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if n.Addr == victim && n.Draining {
+			t.Fatalf("%s draining after a wrong credential", victim)
+		}
+	}
+	run("drain "+victim+" again",
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`#nodes button[data-op="node-drain"][data-node="%s"]`, victim))),
+		chromedp.WaitVisible(chromedp.CSS(`#confirm[open] #confirm-ok`)), chromedp.Click(chromedp.CSS(`#confirm-ok`)))
+	credential(adminToken)
 	wait("the drain's reply", fmt.Sprintf(`document.getElementById('flash').textContent.startsWith('node-drain %s: done')`, victim), 10*time.Second)
 
 	// The screenshot while buckets move (moving ones marked, a quarter of
@@ -202,11 +236,17 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 
 	// Pause and resume migrations, and set an area's limits through the
-	// form: each confirmed, each seen by the leader.
+	// form: each confirmed, each seen by the leader, the credential sent
+	// without asking again.
 	admin := func(what, click, reply string) {
 		t.Helper()
-		run(what, chromedp.Click(chromedp.CSS(click)), chromedp.WaitVisible(chromedp.CSS(`#confirm[open] #confirm-ok`)),
-			chromedp.Click(chromedp.CSS(`#confirm-ok`)))
+		run(what, chromedp.Click(chromedp.CSS(click)), chromedp.WaitVisible(chromedp.CSS(`#confirm[open] #confirm-ok`)))
+		var credAsked string
+		eval(`String(!document.getElementById('cred-label').hidden)`, &credAsked)
+		if credAsked != "false" {
+			t.Fatalf("%s: the credential asked for again", what)
+		}
+		run(what+" confirmed", chromedp.Click(chromedp.CSS(`#confirm-ok`)))
 		wait(what+"'s reply", fmt.Sprintf(`document.getElementById('flash').textContent.startsWith(%q)`, reply), 10*time.Second)
 	}
 	admin("pause", `button[data-op="migrations-pause"]`, "migrations-pause: done")
@@ -217,7 +257,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS(`#area-ops`), "1000"), chromedp.SetValue(chromedp.CSS(`#area-bytes`), "2k"))
 	admin("area-set", `#area-form button[type=submit]`, "area-set 7: done")
 	var areas map[uint16]wire.AreaConfig
-	if err := wire.NewClient(leader.Addr()).Get(ctx, "/v1/areas", &areas); err != nil {
+	if err := wc.Get(ctx, "/v1/areas", &areas); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := areas[7], (wire.AreaConfig{QuotaBytes: 64 << 20, OpsLimit: 1000, BytesLimit: 2048}); got != want {

@@ -34,6 +34,8 @@ type Client struct {
 	mu    struct{ sync.Mutex }
 	addrs []string
 	cur   int
+
+	adminToken string // see SetAdminToken
 }
 
 // NewClient returns a client for the given configserver addresses
@@ -189,6 +191,12 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, lea
 				queue = append([]string{nl.Leader}, queue...)
 			}
 			lastErr = fmt.Errorf("wire: %s is not the leader", addr)
+		case status == http.StatusUnauthorized:
+			var ae AuthError
+			if json.Unmarshal(data, &ae) != nil || ae.Error == "" {
+				ae.Error = strings.TrimSpace(string(data))
+			}
+			return fmt.Errorf("%w by %s: %s", ErrUnauthorized, addr, ae.Error)
 		default:
 			lastErr = fmt.Errorf("wire: %s %s: %d %s", method, addr+path, status, strings.TrimSpace(string(data)))
 			if status >= 400 && status < 500 && status != http.StatusMisdirectedRequest {
@@ -228,6 +236,9 @@ func (c *Client) do(ctx context.Context, method, url string, body []byte) (int, 
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.adminToken != "" {
+		req.Header.Set("Authorization", "Bearer "+c.adminToken)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -14,7 +14,9 @@ const state = {
   colors: new Map(), focus: '', gridKey: '',
   // Speed: samples of completed moves and of each running move's keys.
   samples: [], moveKeys: new Map(), keysPerSec: 0,
-  credential: sessionStorage.getItem('tair-admin-credential') || '',
+  // credential: the admin credential, asked for when an operation gets
+  // 401 and kept for the page's life (in memory only, never stored).
+  credential: '',
 };
 
 // ---- helpers ----
@@ -475,20 +477,26 @@ async function postAdmin(req) {
 }
 
 // admin asks for confirmation, then sends req. A configserver that wants
-// an admin credential (401/403) gets one asked for and the request again.
+// an admin credential (401) gets one asked for and the request again; the
+// page keeps it for the next operations.
 async function admin(req, text) {
   if (!await confirmDialog(text, false)) return;
   try {
     let r = await postAdmin(req);
     if (r.status === 401 || r.status === 403) {
-      if (!await confirmDialog('This configserver wants the admin credential. ' + text, true)) return;
+      let why = '';
+      try { why = (await r.json()).error || ''; } catch (e) { /* not JSON */ }
+      if (!await confirmDialog(`The configserver wants the admin credential${why ? ' (' + why + ')' : ''}. ` + text, true)) return;
       state.credential = $('cred').value;
-      sessionStorage.setItem('tair-admin-credential', state.credential);
       r = await postAdmin(req);
     }
     const body = await r.text();
     let reply = {};
     try { reply = JSON.parse(body); } catch (e) { reply = { ok: false, message: body.trim() || r.statusText }; }
+    if (r.status === 401) {
+      state.credential = '';
+      reply = { ok: false, message: reply.error || 'admin credential refused' };
+    }
     if (!r.ok && reply.leader !== undefined) reply = { ok: false, message: 'no leader reachable' };
     const what = req.op + (req.node ? ' ' + req.node : '') + (req.op === 'area-set' ? ' ' + req.area : '');
     flash(`${what}: ${reply.ok ? 'done' : 'refused'}${reply.message ? ' — ' + reply.message : ''}`, !!reply.ok);
