@@ -47,6 +47,21 @@
 // reached a dataserver whose connection then broke is never sent twice:
 // the client gets -TIMEOUT ... the write may have applied (tair -3989).
 //
+// # What the proxy sends to other proxies
+//
+// Pub/sub lives in the proxies (pubsub.go): a PUBLISH or SPUBLISH is
+// delivered to this proxy's subscribers and sent to every live peer
+// proxy over one pipelined connection per peer (pubsub_peer.go),
+// authenticated as clients are, as
+//
+//	TAIR.PUBFWD PUBLISH|SPUBLISH <channel> <message>   :receivers on that proxy
+//	TAIR.PUBFWD CHANNELS|SHARDCHANNELS [pattern]       its channels with subscribers
+//	TAIR.PUBFWD NUMSUB|SHARDNUMSUB <channel>...        [count...] on that proxy
+//	TAIR.PUBFWD NUMPAT                                 :its patterns
+//
+// answered for that proxy alone (never forwarded again); answers later
+// than Config.PubSubPeerWait count 0. At most once, as Redis.
+//
 // # Request path
 //
 // Client connections are served on event loops (frontend.go; EventLoops,

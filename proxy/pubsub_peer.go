@@ -31,8 +31,9 @@ const (
 	// peerTimeout resets a link whose oldest request is unanswered that
 	// long (a paused or wedged peer).
 	peerTimeout = 5 * time.Second
-	// peerMaxPending bounds the bytes queued or in flight on a link;
-	// past it messages to that peer are dropped.
+	// peerMaxPending bounds the bytes queued or in flight on a link
+	// (one request of any size is let through alone); past it messages
+	// to that peer are dropped.
 	peerMaxPending = 64 << 20
 )
 
@@ -195,7 +196,7 @@ type peerLink struct {
 func (l *peerLink) send(cmd []byte) chan []byte {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed || l.state == linkDown || l.pending+len(cmd) > peerMaxPending {
+	if l.closed || l.state == linkDown || l.pending > 0 && l.pending+len(cmd) > peerMaxPending {
 		return nil
 	}
 	ch := make(chan []byte, 1)

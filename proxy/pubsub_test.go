@@ -273,6 +273,12 @@ func TestPubSubPeers(t *testing.T) {
 		s1.expect(push(2, "message", "c", fmt.Sprint(i)))
 		s2.expect(push(2, "pmessage", "c*", "c", fmt.Sprint(i)))
 	}
+	big := strings.Repeat("b", 3<<20)
+	if got := pub1.do("PUBLISH", "c", big); got != ":2\r\n" {
+		t.Fatalf("PUBLISH of 3 MiB = %q", got)
+	}
+	s1.expect(push(2, "message", "c", big))
+	s2.expect(push(2, "pmessage", "c*", "c", big))
 	if got := pub1.do("SPUBLISH", "s", "x"); got != ":1\r\n" {
 		t.Fatal(got)
 	}
