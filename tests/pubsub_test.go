@@ -322,6 +322,23 @@ func TestPubSubAcrossProxies(t *testing.T) {
 	if m, err := ss.ReceiveMessage(ctx); err != nil || m.Channel != "orders" || m.Payload != "o1" {
 		t.Fatalf("smessage = %+v, %v", m, err)
 	}
+	// A cluster client (go-redis ClusterClient) subscribes and publishes
+	// through whichever proxy owns the channel's slot.
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{c.Proxies[0].Addr(), c.Proxies[1].Addr()}, MaxRetries: -1})
+	t.Cleanup(func() { _ = cc.Close() })
+	for _, ch := range []string{"{a}x", "{b}y", "{c}z"} {
+		css := cc.SSubscribe(ctx, ch)
+		if _, err := css.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := cc.SPublish(ctx, ch, "hi").Result(); err != nil || n != 1 {
+			t.Fatalf("ClusterClient SPUBLISH %s = %d, %v", ch, n, err)
+		}
+		if m, err := css.ReceiveMessage(ctx); err != nil || m.Channel != ch || m.Payload != "hi" {
+			t.Fatalf("ClusterClient smessage = %+v, %v", m, err)
+		}
+		_ = css.Close()
+	}
 	// A stopped proxy cuts its own subscribers; the other proxy goes on
 	// counting its own.
 	if err := c.Proxies[1].Close(); err != nil {
