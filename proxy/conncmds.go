@@ -292,7 +292,10 @@ func cmdClient(ss *session, r *request) {
 					r.setError("ERR Unknown client type '" + t + "'")
 					return
 				}
-				if t != "normal" {
+				switch t {
+				case "normal", "pubsub":
+					ids = ss.srv.psClientsOfType(t == "pubsub")
+				default:
 					ids = map[int64]bool{}
 				}
 			case "id":

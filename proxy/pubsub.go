@@ -367,6 +367,20 @@ func (ss *session) psCounts() (int, int, int) {
 	return len(c.sets[psChannel]), len(c.sets[psPattern]), len(c.sets[psShard])
 }
 
+// psClientsOfType is the sessions CLIENT LIST TYPE pubsub (subscribed to
+// something) or TYPE normal (the others) lists.
+func (s *Server) psClientsOfType(pubsub bool) map[int64]bool {
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	ids := map[int64]bool{}
+	for id, o := range s.sessions {
+		if (o.ps.total.Load() > 0) == pubsub {
+			ids[id] = true
+		}
+	}
+	return ids
+}
+
 // psRESP2 reports whether the session is in RESP2's subscribed mode.
 func (ss *session) psRESP2() bool { return ss.proto == 2 && ss.ps.total.Load() > 0 }
 

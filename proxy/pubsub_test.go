@@ -76,6 +76,12 @@ func TestPubSubOneProxy(t *testing.T) {
 	if got := pub.do("CLIENT", "LIST"); !strings.Contains(got, " flags=P db=0 sub=2 psub=1 ssub=0 ") {
 		t.Fatalf("CLIENT LIST shows no subscriber:\n%s", got)
 	}
+	if got := pub.do("CLIENT", "LIST", "TYPE", "pubsub"); strings.Count(got, "id=") != 1 || !strings.Contains(got, " flags=P ") {
+		t.Fatalf("CLIENT LIST TYPE pubsub:\n%s", got)
+	}
+	if got := pub.do("CLIENT", "LIST", "TYPE", "normal"); strings.Count(got, "id=") != 1 || strings.Contains(got, " flags=P ") {
+		t.Fatalf("CLIENT LIST TYPE normal:\n%s", got)
+	}
 	if got := pub.do("PUBSUB", "NUMPAT"); got != ":1\r\n" {
 		t.Fatal(got)
 	}
