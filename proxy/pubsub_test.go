@@ -373,3 +373,53 @@ func TestPubSubHungPeerDoesNotDelay(t *testing.T) {
 	_ = e.p.Close()
 	got.Wait()
 }
+
+// The soft limit: a subscriber over it is cut only once it has stayed
+// over it for PubSubSoftSeconds (checked as messages come), as Redis.
+func TestPubSubSoftLimit(t *testing.T) {
+	e := newEnv(t, 1, false, func(c *Config) {
+		c.PubSubHardLimit = -1
+		c.PubSubSoftLimit = 512 << 10
+		c.PubSubSoftSeconds = 700 * time.Millisecond
+	})
+	slow, err := net.Dial("tcp", e.p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	if tc, ok := slow.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(4096)
+	}
+	if _, err := slow.Write([]byte("*2\r\n$9\r\nSUBSCRIBE\r\n$1\r\nc\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	pub := e.raw()
+	for i := 0; pub.do("PUBSUB", "NUMSUB", "c") != "*2\r\n$1\r\nc\r\n:1\r\n"; i++ {
+		if i == 200 {
+			t.Fatal("SUBSCRIBE did not register")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	msg := strings.Repeat("x", 64<<10)
+	start := time.Now()
+	for i := 0; i < 200; i++ { // 12.5 MiB: past the kernel's buffers
+		if got := pub.do("PUBLISH", "c", msg); got != ":1\r\n" && time.Since(start) < 500*time.Millisecond {
+			t.Fatalf("PUBLISH %d = %q: cut before the soft limit's time", i, got)
+		}
+	}
+	if time.Since(start) > 500*time.Millisecond {
+		t.Skip("publishing took too long to tell the soft limit's time apart")
+	}
+	time.Sleep(time.Second)
+	if got := pub.do("PUBLISH", "c", msg); got != ":1\r\n" {
+		t.Fatalf("PUBLISH after the soft time = %q: the subscriber was cut with no message since", got)
+	}
+	// That message found it over the soft limit for over 700 ms: cut.
+	deadline := time.Now().Add(5 * time.Second)
+	for pub.do("PUBSUB", "NUMSUB", "c") != "*2\r\n$1\r\nc\r\n:0\r\n" {
+		if time.Now().After(deadline) {
+			t.Fatal("the subscriber over the soft limit was not cut")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
