@@ -57,6 +57,7 @@
 //	TAIR.PUBFWD PUBLISH|SPUBLISH <channel> <message>   :receivers on that proxy
 //	TAIR.PUBFWD CHANNELS|SHARDCHANNELS [pattern]       its channels with subscribers
 //	TAIR.PUBFWD NUMSUB|SHARDNUMSUB <channel>...        [count...] on that proxy
+//	TAIR.PUBFWD PATTERNS                               its patterns (NUMPAT counts their union)
 //	TAIR.PUBFWD NUMPAT                                 :its patterns
 //
 // answered for that proxy alone (never forwarded again); answers later

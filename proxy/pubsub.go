@@ -620,13 +620,18 @@ func cmdPubsub(ss *session, r *request) {
 		}
 		r.raw(b)
 	case sub == "numpat" && n == 2:
-		total := s.ps.numpat()
-		for _, rep := range s.ps.peers.broadcast(s, [][]byte{[]byte("NUMPAT")}).collect() {
-			if v, ok := replyInt(rep); ok {
-				total += v
+		// Redis counts distinct patterns: a pattern subscribed on two
+		// proxies counts once.
+		set := map[string]struct{}{}
+		for _, p := range s.ps.channels(psPattern, nil, false) {
+			set[p] = struct{}{}
+		}
+		for _, rep := range s.ps.peers.broadcast(s, [][]byte{[]byte("PATTERNS")}).collect() {
+			for _, p := range replyStrings(rep) {
+				set[p] = struct{}{}
 			}
 		}
-		r.integer(total)
+		r.integer(int64(len(set)))
 	default:
 		switch sub {
 		case "help", "numpat":
@@ -675,6 +680,7 @@ func (h *pubsubHub) numpat() int64 {
 //	TAIR.PUBFWD PUBLISH|SPUBLISH <channel> <message>   :receivers here
 //	TAIR.PUBFWD CHANNELS|SHARDCHANNELS [pattern]       channels here
 //	TAIR.PUBFWD NUMSUB|SHARDNUMSUB <channel>...        [count...] here
+//	TAIR.PUBFWD PATTERNS                               patterns subscribed here
 //	TAIR.PUBFWD NUMPAT                                 :patterns here
 func cmdPubFwd(ss *session, r *request) {
 	h := &ss.srv.ps
@@ -708,6 +714,13 @@ func cmdPubFwd(ss *session, r *request) {
 		b := resp.AppendArray(r.reply[:0], len(counts))
 		for _, c := range counts {
 			b = resp.AppendInt(b, c)
+		}
+		r.raw(b)
+	case op == "PATTERNS" && len(args) == 0:
+		names := h.channels(psPattern, nil, false)
+		b := resp.AppendArray(r.reply[:0], len(names))
+		for _, c := range names {
+			b = resp.AppendBulkString(b, c)
 		}
 		r.raw(b)
 	case op == "NUMPAT" && len(args) == 0:

@@ -292,6 +292,14 @@ func TestPubSubPeers(t *testing.T) {
 	if got := pub1.do("PUBSUB", "NUMPAT"); got != ":1\r\n" {
 		t.Fatal(got)
 	}
+	// A pattern subscribed on both proxies counts once, as one server's.
+	s1.send("PSUBSCRIBE", "c*", "d*")
+	s1.expect(push(2, "psubscribe", "c*", ":2"), push(2, "psubscribe", "d*", ":3"))
+	if got := pub2.do("PUBSUB", "NUMPAT"); got != ":2\r\n" {
+		t.Fatal(got)
+	}
+	s1.send("PUNSUBSCRIBE")
+	s1.expect(push(2, "punsubscribe", "c*", ":2"), push(2, "punsubscribe", "d*", ":1"))
 	if got := pub2.do("PUBSUB", "NUMSUB", "c"); got != "*2\r\n$1\r\nc\r\n:1\r\n" {
 		t.Fatal(got)
 	}
