@@ -424,6 +424,11 @@ func (ss *session) info2(has func(string) bool) string {
 		kv("evicted_keys", ds.f["evicted_keys"])
 		kv("keyspace_hits", ds.f["keyspace_hits"])
 		kv("keyspace_misses", ds.f["keyspace_misses"])
+		// This proxy's subscriptions (PUBSUB gathers every proxy's).
+		chans, pats, shards := s.ps.sizes()
+		kv("pubsub_channels", chans)
+		kv("pubsub_patterns", pats)
+		kv("pubsubshard_channels", shards)
 		kv("proxy_retries", s.stats.retries.Load())
 		kv("proxy_backend_connections", int64(s.backendConnCount())+s.stats.loopConns.Load())
 		kv("proxy_loop_forwarded", s.stats.loopFwd.Load())

@@ -668,6 +668,14 @@ func (h *pubsubHub) numsub(k psKind, chans [][]byte) []int64 {
 	return out
 }
 
+// sizes is this proxy's channels, patterns and shard channels with a
+// subscriber (INFO stats).
+func (h *pubsubHub) sizes() (int64, int64, int64) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return int64(len(h.subs[psChannel])), int64(len(h.subs[psPattern])), int64(len(h.subs[psShard]))
+}
+
 func (h *pubsubHub) numpat() int64 {
 	h.mu.RLock()
 	defer h.mu.RUnlock()

@@ -82,6 +82,9 @@ func TestPubSubOneProxy(t *testing.T) {
 	if got := pub.do("CLIENT", "LIST", "TYPE", "normal"); strings.Count(got, "id=") != 1 || strings.Contains(got, " flags=P ") {
 		t.Fatalf("CLIENT LIST TYPE normal:\n%s", got)
 	}
+	if got := pub.do("INFO", "stats"); !strings.Contains(got, "\r\npubsub_channels:2\r\npubsub_patterns:1\r\npubsubshard_channels:0\r\n") {
+		t.Fatalf("INFO stats:\n%s", got)
+	}
 	if got := pub.do("PUBSUB", "NUMPAT"); got != ":1\r\n" {
 		t.Fatal(got)
 	}
