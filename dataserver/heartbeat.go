@@ -127,6 +127,7 @@ func (s *Server) heartbeat(ctx context.Context) error {
 		Unhealthy:         stalled,
 		Stats:             s.areaStats(),
 		Load:              s.load(sent),
+		Resources:         s.resources(sent),
 	}
 	// An answer later than the lease is of no use.
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.LeaseTimeout)

@@ -82,6 +82,15 @@ type ctlStatus struct {
 	Alive        int                  `json:"alive"`
 	LostCopies   int                  `json:"lost_copies"`
 	Migrations   wire.MigrationStatus `json:"migrations"`
+	// Nodes are each dataserver's memory and disk (its last heartbeat).
+	Nodes []ctlNodeResources `json:"nodes"`
+}
+
+// ctlNodeResources is one dataserver's line of `tair ctl status`.
+type ctlNodeResources struct {
+	Addr  string `json:"addr"`
+	Alive bool   `json:"alive"`
+	*wire.NodeResources
 }
 
 // ctlAreaSet is `tair ctl area set --json`: the admin reply and the
@@ -155,10 +164,13 @@ func ctlCmd() *cobra.Command {
 			}
 			st := ctlStatus{TableVersion: t.Version, Buckets: t.Buckets, Copies: t.Copies,
 				DataServers: len(nodes), Migrations: mig}
+			st.Nodes = []ctlNodeResources{}
+			sort.Slice(nodes, func(i, j int) bool { return nodes[i].Addr < nodes[j].Addr })
 			for _, n := range nodes {
 				if n.Alive {
 					st.Alive++
 				}
+				st.Nodes = append(st.Nodes, ctlNodeResources{Addr: n.Addr, Alive: n.Alive, NodeResources: n.Resources})
 			}
 			for _, row := range t.Serving {
 				for _, n := range row {
@@ -179,8 +191,11 @@ func ctlCmd() *cobra.Command {
 				if mig.LastRestoreSeconds > 0 {
 					fmt.Fprintf(w, "; last restore took %.1fs", mig.LastRestoreSeconds)
 				}
-				_, err := fmt.Fprintln(w)
-				return err
+				fmt.Fprintln(w)
+				for _, n := range st.Nodes {
+					fmt.Fprintf(w, "node %s  %s\n", n.Addr, resourcesLine(n.NodeResources))
+				}
+				return nil
 			})
 		},
 	}
@@ -209,10 +224,17 @@ func ctlCmd() *cobra.Command {
 			sort.Slice(list, func(i, j int) bool { return list[i].Addr < list[j].Addr })
 			return e.print(cmd, list, func(w io.Writer) error {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ADDR\tZONE\tALIVE\tDRAINING\tMASTERS\tSLAVES\tTABLE\tLOAD\tHEALTH\tHELD")
+				fmt.Fprintln(tw, "ADDR\tZONE\tALIVE\tDRAINING\tMASTERS\tSLAVES\tTABLE\tLOAD\tHEALTH\tHELD\tENGINE\tRSS\tDISK\tDISK-FREE")
 				for _, n := range list {
-					fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.0f\t%s\t%d/%d\n", n.Addr, n.Zone, n.Alive, n.Draining, n.Masters, n.Slaves, n.TableVersion, n.Load,
-						n.Health, n.HeldMasters, n.HeldSlaves)
+					engine, rss, disk, free := "-", "-", "-", "-"
+					if r := n.Resources; r != nil {
+						engine, rss = sizeString(r.EngineBytes), sizeString(r.RSSBytes)
+						if r.DataDir != "" {
+							disk, free = sizeString(r.DiskUsedBytes), sizeString(r.DiskFreeBytes)
+						}
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.0f\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", n.Addr, n.Zone, n.Alive, n.Draining, n.Masters, n.Slaves, n.TableVersion, n.Load,
+						n.Health, n.HeldMasters, n.HeldSlaves, engine, rss, disk, free)
 				}
 				return tw.Flush()
 			})
@@ -260,6 +282,37 @@ func (e *ctlEnv) adminQuiet(cmd *cobra.Command, req *wire.AdminRequest) (*wire.A
 	c, cancel := e.ctx(cmd.Context())
 	defer cancel()
 	return e.client().Admin(c, req)
+}
+
+// resourcesLine shows a node's memory and disk on one line.
+func resourcesLine(r *wire.NodeResources) string {
+	if r == nil {
+		return "no report"
+	}
+	s := fmt.Sprintf("memory %s engine", sizeString(r.EngineBytes))
+	if r.MemoryLimit > 0 {
+		s += " of " + sizeString(r.MemoryLimit)
+	}
+	s += fmt.Sprintf(", %s rss", sizeString(r.RSSBytes))
+	if r.DataDir != "" {
+		s += fmt.Sprintf("; disk %s used, %s free of %s (%s)", sizeString(r.DiskUsedBytes), sizeString(r.DiskFreeBytes),
+			sizeString(r.DiskTotalBytes), r.DataDir)
+	}
+	return s
+}
+
+// sizeString shows n bytes in binary units: "512B", "1.5KiB", "20.0GiB".
+func sizeString(n int64) string {
+	const units = "KMGTPE"
+	if n < 1024 {
+		return fmt.Sprintf("%dB", n)
+	}
+	f, i := float64(n)/1024, 0
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f%ciB", f, units[i])
 }
 
 // okLine is "OK" and the reply's message, if any.

@@ -144,20 +144,37 @@ func TestCtl(t *testing.T) {
 		return len(list) == 3
 	}, "the nodes never reported table %d", tb.Version)
 
-	// status: the summary, line for line.
-	if got, want := ctl(t, cs, "status"), fmt.Sprintf("table version   %d\nbuckets         64\ncopies          2\n", tb.Version)+
+	// status: the summary, line for line, then each node's memory (the
+	// engine's bytes, the process's RSS; rdb keeps no disk).
+	nodeLine := regexp.MustCompile(`^node (\S+)  memory \d+\.\d[KM]iB engine, \d+\.\d[MG]iB rss$`)
+	got, want := ctl(t, cs, "status"), fmt.Sprintf("table version   %d\nbuckets         64\ncopies          2\n", tb.Version)+
 		"dataservers     3 alive of 3\nlost copies     0\n"+
 		"migrations      0 running, 0 pending, 0/0 done, paused=false\n"+
-		"under-replicated 0 buckets\n"; got != want {
+		"under-replicated 0 buckets\n"
+	if !strings.HasPrefix(got, want) {
 		t.Fatalf("status:\n%s\nwant:\n%s", got, want)
+	}
+	if lines := strings.Split(strings.TrimSuffix(strings.TrimPrefix(got, want), "\n"), "\n"); len(lines) != 3 {
+		t.Fatalf("status's node lines:\n%s", got)
+	} else {
+		for i, l := range lines {
+			if m := nodeLine.FindStringSubmatch(l); m == nil || m[1] != ds[i] {
+				t.Fatalf("status's line of node %s: %q", ds[i], l)
+			}
+		}
 	}
 	var st ctlStatus
 	out := ctl(t, cs, "status", "--json")
-	wantKeys(t, out, "alive", "buckets", "copies", "dataservers", "lost_copies", "migrations", "table_version")
+	wantKeys(t, out, "alive", "buckets", "copies", "dataservers", "lost_copies", "migrations", "nodes", "table_version")
 	decodeJSON(t, out, &st)
 	if st.TableVersion != tb.Version || st.Buckets != 64 || st.Copies != 2 || st.DataServers != 3 || st.Alive != 3 ||
-		st.LostCopies != 0 || st.Migrations.Total != 0 || st.Migrations.Paused {
+		st.LostCopies != 0 || st.Migrations.Total != 0 || st.Migrations.Paused || len(st.Nodes) != 3 {
 		t.Fatalf("status --json: %+v", st)
+	}
+	for i, n := range st.Nodes {
+		if n.Addr != ds[i] || !n.Alive || n.NodeResources == nil || n.EngineBytes < keys*100/3 || n.RSSBytes < 1<<20 || n.DataDir != "" {
+			t.Fatalf("status --json node %d: %+v, want %s alive with its memory", i, n, ds[i])
+		}
 	}
 
 	// table: cst_monitor's layout, a header then bucket, master, slaves.
@@ -192,7 +209,7 @@ func TestCtl(t *testing.T) {
 		out := ctl(t, cs, "nodes")
 		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 		head := strings.Fields(lines[0])
-		if got := strings.Join(head, " "); got != "ADDR ZONE ALIVE DRAINING MASTERS SLAVES TABLE LOAD HEALTH HELD" {
+		if got := strings.Join(head, " "); got != "ADDR ZONE ALIVE DRAINING MASTERS SLAVES TABLE LOAD HEALTH HELD ENGINE RSS DISK DISK-FREE" {
 			t.Fatalf("nodes header %q", lines[0])
 		}
 		var at []int
@@ -226,7 +243,8 @@ func TestCtl(t *testing.T) {
 	}
 	for addr, f := range listed {
 		if !slices.Contains(ds, addr) || f["ZONE"] != "" || f["ALIVE"] != "true" || f["DRAINING"] != "false" ||
-			f["TABLE"] != strconv.FormatUint(tb.Version, 10) || f["HEALTH"] != "ok" || f["HELD"] != f["MASTERS"]+"/"+f["SLAVES"] {
+			f["TABLE"] != strconv.FormatUint(tb.Version, 10) || f["HEALTH"] != "ok" || f["HELD"] != f["MASTERS"]+"/"+f["SLAVES"] ||
+			!strings.HasSuffix(f["ENGINE"], "iB") || !strings.HasSuffix(f["RSS"], "iB") || f["DISK"] != "-" || f["DISK-FREE"] != "-" {
 			t.Fatalf("node %s: %v, want alive, not draining, no zone, table %d, healthy, holding its copies", addr, f, tb.Version)
 		}
 		m, _ := strconv.Atoi(f["MASTERS"])
@@ -248,8 +266,8 @@ func TestCtl(t *testing.T) {
 			t.Fatalf("nodes --json node %d: %+v, want %s as listed: %v", i, n, ds[i], f)
 		}
 	}
-	wantKeys(t, strings.TrimPrefix(out[:strings.Index(out, "}")+1], "["), "addr", "alive", "health", "held_masters", "held_slaves",
-		"last_heartbeat_ms", "load", "masters", "slaves", "table_version")
+	wantKeys(t, strings.TrimPrefix(out[:strings.Index(out, "}}")+2], "["), "addr", "alive", "health", "held_masters", "held_slaves",
+		"last_heartbeat_ms", "load", "masters", "resources", "slaves", "table_version")
 
 	if got := ctl(t, cs, "migrations"); got != "progress 0/0 moves (100.0%), paused=false\n" {
 		t.Fatalf("migrations with none: %q", got)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tairkv/tair/cluster"
 	"github.com/tairkv/tair/configserver"
+	"github.com/tairkv/tair/dataserver"
 	"github.com/tairkv/tair/internal/testcluster"
 	"github.com/tairkv/tair/internal/wire"
 )
@@ -59,7 +60,14 @@ func TestConsoleInBrowser(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Options: cluster.Options{
 		ConfigServers: 2, DataServers: 3, Buckets: testBuckets, Zones: []string{"zone-a", "zone-b", "zone-c"},
 		ConfigServer: func(_ int, cfg *configserver.Config) { cfg.MovesPerNode, cfg.AdminToken = 8, adminToken },
+		// One persistent node, whose disk the page shows.
+		DataServer: func(i int, cfg *dataserver.Config) {
+			if i == 0 {
+				cfg.Engine = "ldb"
+			}
+		},
 	}})
+	diskNode := c.DataServers[0].Addr()
 	var dsAddrs []string
 	for _, ds := range c.DataServers {
 		dsAddrs = append(dsAddrs, ds.Addr())
@@ -154,6 +162,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	if fmt.Sprint(masters) != fmt.Sprint(want) {
 		t.Fatalf("masters on the page %v, want the table's %v", masters, want)
 	}
+	// Each node's memory (the engine's bytes and the RSS), and the
+	// persistent node's disk (the others have none).
+	wait("the nodes' memory and disk", fmt.Sprintf(`[...document.querySelectorAll('#nodes tbody tr')].every(tr => {
+		const mem = tr.querySelector('td.mem').textContent, disk = tr.querySelector('td.disk').textContent;
+		return /^[0-9.]+ (KiB|MiB|GiB)rss [0-9.]+ (MiB|GiB)$/.test(mem) &&
+			(tr.dataset.key === %q ? /^[0-9.]+ (KiB|MiB|GiB)[0-9.]+ (MiB|GiB|TiB) free$/.test(disk) : disk === '–');
+	})`, diskNode), 10*time.Second)
 	wait("the areas", `document.querySelectorAll('#areas tbody tr').length >= 2 && document.querySelector('#areas .quota')`, 5*time.Second)
 
 	// Drain one node from the page: its button, then the confirmation.

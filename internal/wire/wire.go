@@ -68,6 +68,8 @@ type Heartbeat struct {
 	// DrainRequested is set by `tair ctl node drain` through the configserver;
 	// dataservers leave it false.
 	DrainRequested bool `json:"drain_requested,omitempty"`
+	// Resources are the node's memory and disk (see nodes.go).
+	Resources *NodeResources `json:"resources,omitempty"`
 }
 
 // MigrationProgress is one move as the source dataserver sees it.
@@ -165,6 +167,8 @@ type NodeStatus struct {
 	Health      string `json:"health,omitempty"`
 	HeldMasters int    `json:"held_masters"`
 	HeldSlaves  int    `json:"held_slaves"`
+	// Resources: memory and disk from the node's last heartbeat.
+	Resources *NodeResources `json:"resources,omitempty"`
 }
 
 // MigrationStatus is the configserver's view of the migration plan.

@@ -240,10 +240,41 @@ function renderNodes() {
       num(fmtNum(n.masters)), num(fmtNum(n.slaves)),
       num(n.alive ? fmtNum(n.load) : '–'),
       num(fmtNum(st.keys)), num(fmtBytes(st.bytes)),
+      memoryCell(n.resources), diskCell(n.resources),
       num(ago(n.last_heartbeat_ms)), num('v' + n.table_version),
       { html: actions, cls: 'actions' },
     ];
   });
+}
+
+// memoryCell shows a node's memory: the engine's bytes (against its
+// limit, if any) and the process's RSS.
+function memoryCell(r) {
+  if (!r) return { html: '–', cls: 'num mem' };
+  let html = esc(fmtBytes(r.engine_bytes));
+  let title = `engine ${fmtBytes(r.engine_bytes)}`;
+  let cls = 'num mem';
+  if (r.memory_limit) {
+    const pct = 100 * r.engine_bytes / r.memory_limit;
+    html += ` <span class="muted">/ ${esc(fmtBytes(r.memory_limit))}</span>`;
+    title += ` of ${fmtBytes(r.memory_limit)} (${pct.toFixed(0)}%)`;
+    if (pct >= 90) cls += ' bad-text'; else if (pct >= 75) cls += ' warn-text';
+  }
+  html += `<div class="small muted">rss ${esc(fmtBytes(r.rss_bytes))}</div>`;
+  return { html: `<span title="${esc(title + ', process rss ' + fmtBytes(r.rss_bytes))}">${html}</span>`, cls };
+}
+
+// diskCell shows a persistent engine's data directory size and the free
+// space of its filesystem.
+function diskCell(r) {
+  if (!r || !r.data_dir) return { html: '–', cls: 'num disk' };
+  const freePct = r.disk_total_bytes ? 100 * r.disk_free_bytes / r.disk_total_bytes : 100;
+  const cls = 'num disk' + (freePct < 5 ? ' bad-text' : (freePct < 15 ? ' warn-text' : ''));
+  return {
+    html: `<span title="${esc(r.data_dir)}: ${esc(fmtBytes(r.disk_used_bytes))} used; filesystem ${esc(fmtBytes(r.disk_free_bytes))} free of ${esc(fmtBytes(r.disk_total_bytes))}">` +
+      `${esc(fmtBytes(r.disk_used_bytes))}<div class="small muted">${esc(fmtBytes(r.disk_free_bytes))} free</div></span>`,
+    cls,
+  };
 }
 
 function renderBuckets() {
