@@ -245,16 +245,19 @@ func (ss *session) psFlush() {
 		return
 	}
 	items := c.takeLocked()
+	// Read under qmu: the goroutine's next batch (HELLO) sets busy
+	// under qmu before it changes the protocol.
+	proto := ss.proto
 	c.qmu.Unlock()
 	if len(items) == 0 {
 		return
 	}
 	if ss.dirty {
 		// Replies released this round wait in lout: the messages follow.
-		ss.lout = appendPSItems(ss.lout, items, ss.proto)
+		ss.lout = appendPSItems(ss.lout, items, proto)
 		return
 	}
-	ss.writeClient(appendPSItems(nil, items, ss.proto))
+	ss.writeClient(appendPSItems(nil, items, proto))
 	ss.psCheckOutput()
 }
 
