@@ -250,9 +250,11 @@ func (s *Server) scriptVerb(out []byte, args [][]byte, p *pending, peer net.Addr
 }
 
 // numKeys reads EVAL's and FCALL's numkeys (Redis's texts).
-func numKeys(cmd [][]byte) (int, string) {
+func numKeys(cmd [][]byte, fcall bool) (int, string) {
 	n, err := strconv.ParseInt(string(cmd[2]), 10, 64)
 	switch {
+	case err != nil && fcall:
+		return 0, "ERR Bad number of keys provided"
 	case err != nil:
 		return 0, "ERR value is not an integer or out of range"
 	case n < 0:
@@ -268,7 +270,16 @@ func (s *Server) evalCmd(out []byte, env envelope.Header, hint uint32, name stri
 	if len(cmd) < 3 {
 		return resp.AppendError(out, "ERR wrong number of arguments for '"+name+"' command")
 	}
-	n, bad := numKeys(cmd)
+	fcall := strings.HasPrefix(name, "fcall")
+	var fn *luascript.Function
+	if fcall {
+		f, errText := s.findFunction(string(cmd[1]))
+		if errText != "" {
+			return resp.AppendError(out, errText)
+		}
+		fn = f
+	}
+	n, bad := numKeys(cmd, fcall)
 	if bad != "" {
 		return resp.AppendError(out, bad)
 	}
@@ -293,10 +304,7 @@ func (s *Server) evalCmd(out []byte, env envelope.Header, hint uint32, name stri
 		runName = sc.Sha
 		job = func(run *luascript.Run) []byte { return s.sc.env.Run(out, sc, run) }
 	default:
-		f, errText := s.findFunction(string(cmd[1]))
-		if errText != "" {
-			return resp.AppendError(out, errText)
-		}
+		f := fn
 		runName = f.Name
 		if f.NoWrites {
 			ro = true
@@ -405,7 +413,7 @@ func (s *Server) scriptCmd(out []byte, cmd [][]byte) []byte {
 	}
 	sub := strings.ToLower(string(cmd[1]))
 	bad := func() []byte {
-		return resp.AppendError(out, "ERR unknown subcommand or wrong number of arguments for '"+sub+"'. Try SCRIPT HELP.")
+		return resp.AppendError(out, "ERR unknown subcommand or wrong number of arguments for '"+string(cmd[1])+"'. Try SCRIPT HELP.")
 	}
 	switch sub {
 	case "load":

@@ -93,7 +93,7 @@ func (s *Server) functionCmd(out []byte, env envelope.Header, cmd [][]byte) []by
 	}
 	sub := strings.ToLower(string(cmd[1]))
 	bad := func() []byte {
-		return resp.AppendError(out, "ERR unknown subcommand or wrong number of arguments for '"+sub+"'. Try FUNCTION HELP.")
+		return resp.AppendError(out, "ERR unknown subcommand or wrong number of arguments for '"+string(cmd[1])+"'. Try FUNCTION HELP.")
 	}
 	csErr := func(err error) []byte {
 		return resp.AppendErr(out, errs.Newf(errs.Timeout, "the configserver's libraries: %v", err))
@@ -161,7 +161,10 @@ func (s *Server) functionCmd(out []byte, env envelope.Header, cmd [][]byte) []by
 		_ = s.refreshLibraries()
 		return resp.AppendOK(out)
 	case "flush":
-		if len(cmd) > 3 || len(cmd) == 3 && !strings.EqualFold(string(cmd[2]), "async") && !strings.EqualFold(string(cmd[2]), "sync") {
+		if len(cmd) > 3 {
+			return bad()
+		}
+		if len(cmd) == 3 && !strings.EqualFold(string(cmd[2]), "async") && !strings.EqualFold(string(cmd[2]), "sync") {
 			return resp.AppendError(out, "ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
 		}
 		if _, err := call(&wire.ScriptRequest{Op: "fflush"}); err != nil {
@@ -189,7 +192,10 @@ func (s *Server) functionCmd(out []byte, env envelope.Header, cmd [][]byte) []by
 			switch {
 			case strings.EqualFold(string(cmd[i]), "withcode") && !withCode:
 				withCode = true
-			case strings.EqualFold(string(cmd[i]), "libraryname") && pattern == nil && i+1 < len(cmd):
+			case strings.EqualFold(string(cmd[i]), "libraryname") && pattern == nil:
+				if i+1 >= len(cmd) {
+					return resp.AppendError(out, "ERR library name argument was not given")
+				}
 				pattern = cmd[i+1]
 				i++
 			default:

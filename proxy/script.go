@@ -170,9 +170,14 @@ func (ss *session) sendScript(r *request, b uint32, args [][]byte, write bool) [
 
 // scriptKeys checks EVAL's and FCALL's numkeys and keys as Redis does
 // and returns the bucket they route to (name's when there are none).
-func (ss *session) scriptKeys(r *request, name []byte) (uint32, bool) {
+func (ss *session) scriptKeys(r *request, name []byte, fcall bool) (uint32, bool) {
 	args := r.args
 	n, err := strconv.ParseInt(string(args[2]), 10, 64)
+	if fcall && (err != nil || n < 0 || n > int64(len(args)-3)) {
+		// FCALL looks the function up first: the dataserver answers.
+		n = 0
+		err = nil
+	}
 	switch {
 	case err != nil:
 		r.setError("ERR value is not an integer or out of range")
@@ -213,7 +218,7 @@ func cmdEval(ss *session, r *request) {
 	default:
 		route = r.args[1]
 	}
-	b, ok := ss.scriptKeys(r, route)
+	b, ok := ss.scriptKeys(r, route, strings.HasPrefix(name, "fcall"))
 	if !ok {
 		return
 	}
@@ -307,22 +312,79 @@ var scriptHelp = []string{
 	"    Prints this help.",
 }
 
+var functionHelp = []string{
+	"FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"LOAD [REPLACE] <FUNCTION CODE>",
+	"    Create a new library with the given library name and code.",
+	"DELETE <LIBRARY NAME>",
+	"    Delete the given library.",
+	"LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+	"    Return general information on all the libraries:",
+	"    * Library name",
+	"    * The engine used to run the Library",
+	"    * Library description",
+	"    * Functions list",
+	"    * Library code (if WITHCODE is given)",
+	"    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+	"STATS",
+	"    Return information about the current function running:",
+	"    * Function name",
+	"    * Command used to run the function",
+	"    * Duration in MS that the function is running",
+	"    If no function is running, return nil",
+	"    In addition, returns a list of available engines.",
+	"KILL",
+	"    Kill the current running function.",
+	"FLUSH [ASYNC|SYNC]",
+	"    Delete all the libraries.",
+	"    When called without the optional mode argument, the behavior is determined by the",
+	"    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+	"    * ASYNC: Asynchronously flush the libraries.",
+	"    * SYNC: Synchronously flush the libraries.",
+	"DUMP",
+	"    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+	"RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+	"    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+	"    control how to handle existing libraries (default APPEND):",
+	"    * FLUSH: delete all existing libraries.",
+	"    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+	"    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+	"      libraries with the new libraries (notice that even on this option there is a chance of failure",
+	"      in case of functions name collision with another library).",
+	"HELP",
+	"    Prints this help.",
+}
+
+// subcommandOK checks a SCRIPT or FUNCTION subcommand's name and arity
+// as Redis does (its COMMAND INFO arities).
+func subcommandOK(r *request, container string) bool {
+	spec := r.spec
+	sub := findSub(spec, r.args[1])
+	if sub == nil {
+		r.setError("ERR unknown subcommand '" + sanitize(r.args[1]) + "'. Try " + container + " HELP.")
+		return false
+	}
+	if sub.Arity >= 0 && len(r.args) != sub.Arity || sub.Arity < 0 && len(r.args) < -sub.Arity {
+		r.setError("ERR wrong number of arguments for '" + sub.Name + "' command")
+		return false
+	}
+	return true
+}
+
+
 func cmdScript(ss *session, r *request) {
+	if !subcommandOK(r, "SCRIPT") {
+		return
+	}
 	sub := strings.ToLower(string(r.args[1]))
 	bad := func() {
 		r.setError("ERR unknown subcommand or wrong number of arguments for '" + string(r.args[1]) + "'. Try SCRIPT HELP.")
 	}
 	switch sub {
 	case "help":
-		if len(r.args) != 2 {
-			bad()
-			return
-		}
-		out := resp.AppendArray(nil, len(scriptHelp))
-		for _, l := range scriptHelp {
-			out = resp.AppendStatus(out, l)
-		}
-		r.raw(out)
+		r.raw(helpReply("SCRIPT", scriptHelp[1:]))
+	case "debug":
+		r.setError("ERR SCRIPT DEBUG is not supported by this cluster")
 	case "load":
 		if len(r.args) != 3 {
 			bad()
@@ -353,8 +415,16 @@ func cmdScript(ss *session, r *request) {
 }
 
 func cmdFunction(ss *session, r *request) {
+	if strings.EqualFold(string(r.args[1]), "refresh") || !subcommandOK(r, "FUNCTION") {
+		if strings.EqualFold(string(r.args[1]), "refresh") {
+			r.setError("ERR unknown subcommand '" + sanitize(r.args[1]) + "'. Try FUNCTION HELP.")
+		}
+		return
+	}
 	sub := strings.ToLower(string(r.args[1]))
 	switch sub {
+	case "help":
+		r.raw(helpReply("FUNCTION", functionHelp[1:]))
 	case "load", "delete", "flush":
 		// One node checks and stores it; then every node reloads.
 		reply := ss.sendScript(r, 0, r.args, false)
@@ -369,8 +439,6 @@ func cmdFunction(ss *session, r *request) {
 			return
 		}
 		r.raw(killReply(ss.scriptEveryNode(r, r.args)))
-	case "refresh":
-		r.setError("ERR unknown subcommand '" + string(r.args[1]) + "'. Try FUNCTION HELP.")
 	default:
 		r.raw(ss.sendScript(r, 0, r.args, false))
 	}
