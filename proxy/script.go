@@ -371,7 +371,6 @@ func subcommandOK(r *request, container string) bool {
 	return true
 }
 
-
 func cmdScript(ss *session, r *request) {
 	if !subcommandOK(r, "SCRIPT") {
 		return
