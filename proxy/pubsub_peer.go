@@ -24,7 +24,8 @@ import (
 // A publisher waits for the peers' answers (their receiver counts) at
 // most Config.PubSubPeerWait (100 ms); a peer that has not answered by then is counted 0 and
 // marked lagging, and later requests are still sent to it but not waited
-// for until it has answered everything it was sent. A link that is down
+// for until it has answered everything it was sent, or answers a request
+// within the bound again. A link that is down
 // answers at once (counted 0, the message lost: at most once, as Redis).
 
 const (
@@ -382,7 +383,9 @@ func (l *peerLink) readLoop(c net.Conn) {
 		l.flight[0] = peerReq{}
 		l.flight = l.flight[1:]
 		l.pending -= len(r.cmd)
-		if len(l.flight) == 0 && len(l.queue) == 0 {
+		if len(l.flight) == 0 && len(l.queue) == 0 || time.Since(r.at) < l.s.cfg.PubSubPeerWait {
+			// Caught up, or answering within the bound again (under
+			// steady traffic the link may never be empty).
 			l.lagging = false
 		}
 		l.mu.Unlock()

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tairkv/tair/resp"
 )
 
 // push is a pub/sub reply as the proxy writes it: an array in RESP2, a
@@ -433,4 +435,58 @@ func TestPubSubSoftLimit(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// A peer that answered late once is counted again as soon as it answers
+// within the bound, even while requests keep it busy.
+func TestPubSubLaggingPeerCountedAgain(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var served sync.WaitGroup
+	served.Add(1)
+	go func() {
+		defer served.Done()
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		rd := resp.NewRequestReader(c, resp.RequestLimits{})
+		first := true
+		for {
+			cmds, err := rd.ReadBatch(64)
+			if err != nil {
+				return
+			}
+			for range cmds {
+				if first {
+					first = false
+					time.Sleep(300 * time.Millisecond) // one late answer
+				}
+				if _, err := c.Write([]byte(":5\r\n")); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	e := newEnv(t, 1, false)
+	peers := []string{ln.Addr().String()}
+	e.p.livePeers.Store(&peers)
+	pub := e.raw()
+	if got := pub.do("PUBLISH", "c", "m"); got != ":0\r\n" {
+		t.Fatalf("PUBLISH answered late by the peer = %q, want :0", got)
+	}
+	counted := false
+	for deadline := time.Now().Add(3 * time.Second); !counted && time.Now().Before(deadline); {
+		counted = pub.do("PUBLISH", "c", "m") == ":5\r\n"
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !counted {
+		t.Fatal("the peer is not counted again once it answers in time")
+	}
+	_ = e.p.Close()
+	served.Wait()
 }
