@@ -200,6 +200,10 @@ func proxyFlags(cmd *cobra.Command) {
 	f.Duration("hot-cache-ttl", 0, "serve GETs of hot keys from a proxy-local cache whose entries live this long (writes through other proxies are seen within it); 0 = off")
 	f.Int("hot-cache-keys", d.HotCacheKeys, "most keys in the hot-key cache")
 	f.Int("hot-cache-bytes", d.HotCacheBytes, "most bytes in the hot-key cache")
+	f.Int64("pubsub-hard-limit", d.PubSubHardLimit, "cut a pub/sub subscriber with more unsent bytes than this (client-output-buffer-limit pubsub; negative = none)")
+	f.Int64("pubsub-soft-limit", d.PubSubSoftLimit, "cut a pub/sub subscriber over this many unsent bytes for --pubsub-soft-seconds (negative = none)")
+	f.Duration("pubsub-soft-seconds", d.PubSubSoftSeconds, "how long a subscriber may stay over --pubsub-soft-limit")
+	f.Duration("pubsub-peer-wait", d.PubSubPeerWait, "how long PUBLISH and PUBSUB wait for the other proxies' answers")
 }
 
 func proxyConfig(v *viper.Viper) proxy.Config {
@@ -227,6 +231,10 @@ func proxyConfig(v *viper.Viper) proxy.Config {
 	c.HotCacheTTL = v.GetDuration("hot-cache-ttl")
 	c.HotCacheKeys = v.GetInt("hot-cache-keys")
 	c.HotCacheBytes = v.GetInt("hot-cache-bytes")
+	c.PubSubHardLimit = v.GetInt64("pubsub-hard-limit")
+	c.PubSubSoftLimit = v.GetInt64("pubsub-soft-limit")
+	c.PubSubSoftSeconds = v.GetDuration("pubsub-soft-seconds")
+	c.PubSubPeerWait = v.GetDuration("pubsub-peer-wait")
 	return c
 }
 
