@@ -9,6 +9,7 @@ import (
 	"github.com/tairkv/tair/internal/errs"
 	"github.com/tairkv/tair/internal/glob"
 	"github.com/tairkv/tair/internal/luascript"
+	"github.com/tairkv/tair/internal/rdbcodec"
 	"github.com/tairkv/tair/internal/wire"
 	"github.com/tairkv/tair/resp"
 )
@@ -273,8 +274,95 @@ func (s *Server) functionCmd(out []byte, env envelope.Header, cmd [][]byte) []by
 		out = resp.AppendBulkString(out, "functions_count")
 		out = resp.AppendInt(out, int64(nf))
 		return out
-	case "dump", "restore":
-		return resp.AppendError(out, "ERR FUNCTION "+strings.ToUpper(sub)+" is not supported by this cluster")
+	case "dump":
+		if err := s.refreshLibraries(); err != nil {
+			return csErr(err)
+		}
+		h.mu.Lock()
+		var names []string
+		for n := range h.libs.byName {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		codes := make([][]byte, len(names))
+		for i, n := range names {
+			codes[i] = h.libs.byName[n].Code
+		}
+		h.mu.Unlock()
+		return resp.AppendBulk(out, rdbcodec.EncodeFunctions(codes))
+	case "restore":
+		return s.functionRestore(out, cmd, call, csErr)
 	}
 	return bad()
+}
+
+// functionRestore: FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE].
+func (s *Server) functionRestore(out []byte, cmd [][]byte, call func(*wire.ScriptRequest) (*wire.ScriptReply, error), csErr func(error) []byte) []byte {
+	h := s.scripting()
+	policy := "append"
+	if len(cmd) == 4 {
+		policy = strings.ToLower(string(cmd[3]))
+	}
+	if len(cmd) > 4 || policy != "append" && policy != "flush" && policy != "replace" {
+		return resp.AppendError(out, "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
+	}
+	codes, err := rdbcodec.DecodeFunctions(cmd[2], rdbcodec.Limits{})
+	switch {
+	case err == rdbcodec.ErrNotFunction:
+		return resp.AppendError(out, "ERR given type is not a function")
+	case err == rdbcodec.ErrChecksum:
+		return resp.AppendError(out, "ERR DUMP payload version or checksum are wrong")
+	case err != nil:
+		return resp.AppendError(out, "ERR function restore failed")
+	}
+	var libs []*luascript.Library
+	seen := map[string]string{} // function → library, within the payload
+	for _, c := range codes {
+		lib, err := luascript.LoadLibrary(h.env, c)
+		if err != nil {
+			return resp.AppendError(out, err.Error())
+		}
+		for _, f := range lib.Functions {
+			if l, dup := seen[f.Name]; dup && l != lib.Name {
+				return resp.AppendError(out, "ERR Function "+f.Name+" already exists")
+			}
+			seen[f.Name] = lib.Name
+		}
+		libs = append(libs, lib)
+	}
+	if err := s.refreshLibraries(); err != nil {
+		return csErr(err)
+	}
+	if policy != "flush" {
+		h.mu.Lock()
+		var clash string
+		for _, lib := range libs {
+			if h.libs.byName[lib.Name] != nil && policy == "append" {
+				clash = "ERR Library " + lib.Name + " already exists"
+				break
+			}
+			for _, f := range lib.Functions {
+				if o := h.libs.fns[f.Name]; o != nil && o.Lib.Name != lib.Name {
+					clash = "ERR Function " + f.Name + " already exists"
+				}
+			}
+		}
+		h.mu.Unlock()
+		if clash != "" {
+			return resp.AppendError(out, clash)
+		}
+	} else if _, err := call(&wire.ScriptRequest{Op: "fflush"}); err != nil {
+		return csErr(err)
+	}
+	for _, lib := range libs {
+		rep, err := call(&wire.ScriptRequest{Op: "fload", Name: lib.Name, Body: string(lib.Code), Replace: policy != "append"})
+		if err != nil {
+			return csErr(err)
+		}
+		if rep.Error != "" {
+			return resp.AppendError(out, rep.Error)
+		}
+	}
+	_ = s.refreshLibraries()
+	return resp.AppendOK(out)
 }

@@ -424,7 +424,7 @@ func cmdFunction(ss *session, r *request) {
 	switch sub {
 	case "help":
 		r.raw(helpReply("FUNCTION", functionHelp[1:]))
-	case "load", "delete", "flush":
+	case "load", "delete", "flush", "restore":
 		// One node checks and stores it; then every node reloads.
 		reply := ss.sendScript(r, 0, r.args, false)
 		if len(reply) > 0 && reply[0] != '-' {

@@ -51,6 +51,16 @@ var scriptCompare = [][]string{
 	{"FUNCTION", "FOO"}, {"FUNCTION", "LOAD"}, {"FUNCTION", "DELETE"}, {"FUNCTION", "KILL", "x"}, {"FUNCTION", "HELP"},
 	{"FUNCTION", "HELP", "x"}, {"SCRIPT", "HELP", "x"}, {"SCRIPT", "FLUSH", "A", "B"}, {"FUNCTION", "RESTORE"},
 	{"FUNCTION", "DUMP", "x"}, {"SCRIPT", "DEBUG"}, {"FUNCTION", "REFRESH"},
+	// DUMP and RESTORE: $DUMP is redis-server's last FUNCTION DUMP payload
+	{"FUNCTION", "DUMP"}, {"FUNCTION", "RESTORE", "$DUMP"}, {"FUNCTION", "RESTORE", "$DUMP", "FOO"},
+	{"FUNCTION", "RESTORE", "$DUMP", "REPLACE"}, {"FUNCTION", "RESTORE", "$DUMP", "APPEND"}, {"FUNCTION", "RESTORE", "junk"},
+	{"FUNCTION", "RESTORE", "$DUMP", "FLUSH"}, {"FCALL", "o1", "0"}, {"FUNCTION", "FLUSH"}, {"FUNCTION", "DUMP"},
+	{"FUNCTION", "RESTORE", "$DUMP"}, {"FUNCTION", "LOAD", "#!lua name=other\nredis.register_function('o1', function() return 2 end)"},
+	{"FUNCTION", "LOAD", "#!lua name=one\nredis.register_function('o1', function() return 3 end)"},
+	{"FUNCTION", "DUMP"}, {"FUNCTION", "DELETE", "one"},
+	{"FUNCTION", "LOAD", "#!lua name=other\nredis.register_function('o1', function() return 2 end)"},
+	{"FUNCTION", "RESTORE", "$DUMP"}, {"FUNCTION", "RESTORE", "$DUMP", "REPLACE"}, {"FUNCTION", "RESTORE", "$DUMP", "FLUSH"},
+	{"FCALL", "o1", "0"}, {"SET", "kk", "v"}, {"DUMP", "kk"}, {"FUNCTION", "RESTORE", "$DUMP"},
 }
 
 func TestScriptCommandsAgainstRedis(t *testing.T) {
@@ -66,7 +76,11 @@ func TestScriptCommandsAgainstRedis(t *testing.T) {
 			if _, err := p.do(hello); err != nil {
 				t.Fatal(err)
 			}
+			var dump string
 			for _, args := range scriptCompare {
+				if len(args) > 2 && args[2] == "$DUMP" {
+					args = append([]string{args[0], args[1], dump}, args[3:]...)
+				}
 				want, err := r.do(args)
 				if err != nil {
 					t.Fatal(err)
@@ -77,6 +91,9 @@ func TestScriptCommandsAgainstRedis(t *testing.T) {
 				}
 				if got != want {
 					t.Errorf("%q\n  got: %q\nredis: %q", args, got, want)
+				}
+				if args[len(args)-1] == "DUMP" || args[0] == "DUMP" {
+					dump = bulkBody(want)
 				}
 			}
 		})
