@@ -36,6 +36,9 @@ type leaderState struct {
 	reload bool
 	// recovery records the buckets below their copy count (recovery.go).
 	recovery recoveryState
+	// behindSince is, per master and slave marked behind, the first
+	// table version that carries the mark (markBehind).
+	behindSince map[[2]string]uint64
 }
 
 // reloadState replaces the leader's state with etcd's.
@@ -274,7 +277,10 @@ func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
 				}
 			}
 		}
-		s.markBehind(t, view, alive, away)
+		if ls.behindSince == nil {
+			ls.behindSince = map[[2]string]uint64{}
+		}
+		s.markBehind(t, ls.table, view, alive, away, ls.behindSince)
 	}
 
 	// 3. Destination. ls.members follows only a committed rebuild, so a
@@ -533,16 +539,28 @@ func (s *Server) settle(t *route.Table, alive func(string) bool) {
 // markBehind keeps t.Behind true: a slave is behind its master while the
 // master reports it unreachable (its backlog holds writes the slave has
 // not applied) or while it is away; it is caught up again once both are
-// alive and the master's latest heartbeat no longer reports it (the
-// master clears the report only when the slave acknowledged its whole
-// backlog). Entries for pairs that no longer share a row are dropped.
+// alive, the master's latest heartbeat no longer reports it (the master
+// clears the report only when the slave acknowledged its whole backlog)
+// and the slave's latest heartbeat comes from a table that carries the
+// mark (since, the first version that did; committed is the last
+// committed table). Entries for pairs that no longer share a row are
+// dropped.
+//
+// The slave's table matters for a master deposed while cut off: until
+// it learns the table that made it a slave, it refuses the new master's
+// stream, and a refused item leaves that master's backlog as an
+// acknowledged one does, so the master stops reporting it; it would pass
+// for caught up, and be made master again, without the writes it refused
+// (and with those it applied alone before it was deposed, which it only
+// finds out, and has copied again, once it applies that table). Seen in
+// the chaos suite as a history that was not linearizable.
 //
 // A master acknowledges a write without a slave only while the table it
 // holds says that slave is behind for the episode of unreachability the
 // master is in (BehindEpoch, from the heartbeat's UnreachableEpochs): a
 // mark kept from an earlier episode may be cleared on a heartbeat the
 // master sent before the current one began, and is not relied on.
-func (s *Server) markBehind(t *route.Table, view map[string]nodeView, alive, away func(string) bool) {
+func (s *Server) markBehind(t, committed *route.Table, view map[string]nodeView, alive, away func(string) bool, since map[[2]string]uint64) {
 	slavesOf := map[string][]string{}
 	for _, row := range t.Serving {
 		if len(row) == 0 || row[0] == "" {
@@ -561,9 +579,23 @@ func (s *Server) markBehind(t *route.Table, view map[string]nodeView, alive, awa
 			}
 		}
 	}
+	// The version that first carries each mark: the committed one for a
+	// mark it has, the next one for a mark set in this round (handOff,
+	// or below).
+	var cur uint64
+	if committed != nil {
+		cur = committed.Version
+	}
+	firstCarrying := func(m, sl string) uint64 {
+		if committed != nil && committed.IsBehind(m, sl) {
+			return cur
+		}
+		return cur + 1
+	}
 	for _, m := range sortedKeys(slavesOf) {
 		v := view[m]
 		for _, sl := range slavesOf[m] {
+			pair := [2]string{m, sl}
 			reported := v.heard && slices.Contains(v.hb.UnreachableSlaves, sl)
 			switch {
 			case reported || away(sl):
@@ -577,9 +609,27 @@ func (s *Server) markBehind(t *route.Table, view map[string]nodeView, alive, awa
 					t.SetBehindEpoch(m, sl, v.hb.UnreachableEpochs[sl])
 				}
 			case t.IsBehind(m, sl) && alive(sl) && alive(m) && v.heard:
+				if _, ok := since[pair]; !ok {
+					since[pair] = firstCarrying(m, sl)
+				}
+				if sv := view[sl]; !sv.heard || sv.hb.TableVersion < since[pair] {
+					continue // the slave has not applied the mark's table yet
+				}
 				s.log.Info("slave caught up with its master", "master", m, "slave", sl)
 				t.SetBehind(m, sl, false)
 			}
+			if t.IsBehind(m, sl) {
+				if _, ok := since[pair]; !ok {
+					since[pair] = firstCarrying(m, sl)
+				}
+			} else {
+				delete(since, pair)
+			}
+		}
+	}
+	for pair := range since {
+		if !t.IsBehind(pair[0], pair[1]) {
+			delete(since, pair)
 		}
 	}
 }

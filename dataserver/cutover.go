@@ -48,6 +48,7 @@ func (s *Server) cutover(old, t *route.Table) []*bucket {
 	if old == nil {
 		return nil
 	}
+	s.markDeposed(old, t)
 	work := s.cutoverWork(old, t)
 	if len(work) == 0 {
 		return nil
@@ -164,5 +165,36 @@ func (w *cutoverWork) drain(deadline time.Time) {
 	b := w.bk.id
 	for _, st := range w.leaving {
 		st.waitUntil(func() bool { return !st.pendingFor(b) }, deadline, nil)
+	}
+}
+
+// markDeposed marks diverged the buckets this node mastered and now
+// holds as a slave (a handoff: it was judged down, e.g. cut off, and a
+// slave took over) when a stream it could not reach still holds writes
+// of them: this node applied them, its clients saw them time out, and
+// the new master never got them. Marked before the table is published,
+// the copy asks the new master for a full copy at once (resyncDiverged,
+// right after the publish), and every heartbeat from this table on
+// already knows it; waiting for the stream's close or the new master's
+// refusal to tell left a window in which the copy, with those writes and
+// without the new master's, passed for caught up.
+func (s *Server) markDeposed(old, t *route.Table) {
+	rt := s.rt.Load()
+	if rt == nil {
+		return
+	}
+	me := s.addr
+	for b := uint32(0); b < t.Buckets && int(b) < len(rt.slaves); b++ {
+		if !old.IsMaster(b, me) || t.IsMaster(b, me) || !t.IsSlave(b, me) {
+			continue
+		}
+		for _, st := range rt.slaves[b] {
+			if st.unreachable.Load() && st.pendingFor(b) {
+				s.log.Warn("deposed with writes its slave never acknowledged: this copy will be copied again from the new master",
+					"bucket", b, "slave", st.to, "new_master", t.Master(b))
+				s.markDiverged(b)
+				break
+			}
+		}
 	}
 }

@@ -1,0 +1,65 @@
+package configserver
+
+import (
+	"testing"
+
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/internal/wire"
+)
+
+// A slave marked behind (here: a master deposed while cut off, kept as a
+// slave by the handoff) is caught up again only once its own heartbeat
+// comes from a table that carries the mark: before that it refuses the
+// new master's stream, whose backlog then empties as if it had applied
+// it, so the master's report alone would call it caught up.
+func TestBehindClearsOnlyOnceTheSlaveHasTheMark(t *testing.T) {
+	s := &Server{log: testLogger(t)}
+	committed := &route.Table{Version: 7, Buckets: 1, Copies: 2, Serving: [][]string{{"m", "old"}}}
+	tb := committed.Clone()
+	tb.SetBehind("m", "old", true) // set in this round: first carried by version 8
+	since := map[[2]string]uint64{}
+	alive := func(string) bool { return true }
+	away := func(string) bool { return false }
+	view := func(slaveVersion uint64) map[string]nodeView {
+		return map[string]nodeView{
+			"m":   {heard: true, alive: true, hb: wire.Heartbeat{Addr: "m", TableVersion: 8}},
+			"old": {heard: true, alive: true, hb: wire.Heartbeat{Addr: "old", TableVersion: slaveVersion}},
+		}
+	}
+	s.markBehind(tb, committed, view(7), alive, away, since)
+	if !tb.IsBehind("m", "old") {
+		t.Fatal("cleared while the slave's heartbeat came from table 7, before the mark")
+	}
+	if since[[2]string{"m", "old"}] != 8 {
+		t.Fatalf("since = %v, want the mark first carried by version 8", since)
+	}
+	// The round committed version 8; the slave still reports 7.
+	committed = tb.Clone()
+	committed.Version = 8
+	s.markBehind(tb, committed, view(7), alive, away, since)
+	if !tb.IsBehind("m", "old") {
+		t.Fatal("cleared on a heartbeat from table 7")
+	}
+	s.markBehind(tb, committed, view(8), alive, away, since)
+	if tb.IsBehind("m", "old") {
+		t.Fatal("still behind once the slave applied table 8 and the master no longer reports it")
+	}
+	if len(since) != 0 {
+		t.Fatalf("since keeps %v after the mark went", since)
+	}
+
+	// A mark a new leader finds committed counts from the committed
+	// version.
+	tb.SetBehind("m", "old", true)
+	committed = tb.Clone()
+	committed.Version = 9
+	since = map[[2]string]uint64{}
+	s.markBehind(tb, committed, view(8), alive, away, since)
+	if !tb.IsBehind("m", "old") {
+		t.Fatal("an inherited mark cleared on a heartbeat from table 8, before version 9 that carries it")
+	}
+	s.markBehind(tb, committed, view(9), alive, away, since)
+	if tb.IsBehind("m", "old") {
+		t.Fatal("an inherited mark not cleared once the slave has version 9")
+	}
+}
