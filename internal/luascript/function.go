@@ -185,22 +185,25 @@ func (st *state) register(lib *Library) (map[string]*lua.LFunction, error) {
 // Call runs function f of its library with the run's keys and
 // arguments and appends its reply.
 func (e *Env) Call(out []byte, f *Function, run *Run) []byte {
-	st := e.newState(run)
-	defer st.L.Close()
+	st := e.getState(run)
 	st.chunk = functionChunk
 	if run.Ctx != nil {
 		st.L.SetContext(run.Ctx)
 	}
 	cbs, err := st.register(f.Lib)
 	if err != nil {
+		e.putState(st, false)
 		return appendError(out, err.Error())
 	}
 	cb := cbs[f.Name]
 	if cb == nil {
+		e.putState(st, false)
 		return appendError(out, "ERR Function not found")
 	}
 	L := st.L
 	L.Push(strTable(L, run.Keys))
 	L.Push(strTable(L, run.Args))
-	return st.call(out, cb, 2)
+	out, clean := st.call(out, cb, 2)
+	e.putState(st, clean)
+	return out
 }

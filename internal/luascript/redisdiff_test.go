@@ -122,6 +122,8 @@ var diffCases = []diffCase{
 	sc("return type(_G)"), sc("return _VERSION"), sc("return type(loadstring)"), sc("return loadstring('return 1')()"),
 	sc("return type(coroutine)"), sc("return type(unpack)"), sc("return type(gcinfo)"), sc("return type(collectgarbage)"),
 	sc("return {type(bit), type(struct), type(cjson), type(cmsgpack), type(string), type(table), type(math)}"),
+	sc("getmetatable('').x = 1"), sc("getmetatable('').__index.upper = nil"), sc("return type(getmetatable('').__index)"),
+	sc("return ('x'):upper()"), sc("local t = getmetatable('') t.__index = nil"), sc("return ('y'):upper()"),
 	sc("return type(table.unpack)"), sc("return type(table.getn)"), sc("local t = {} t.x = 1 return t.x"),
 	sc("return redis.setresp(4)"), sc("return redis.setresp()"), sc("return redis.set_repl(redis.REPL_ALL)"),
 	sc("return redis.set_repl(7)"), sc("return redis.replicate_commands()"), sc("return redis.breakpoint()"),

@@ -100,6 +100,12 @@ type Env struct {
 	Log *slog.Logger
 	mu  sync.Mutex
 	rnd rand48
+	// states are set-up Lua states a script ended cleanly in, reused:
+	// building one (libraries, read-only proxies) costs far more than a
+	// short script. Nothing a script does survives in one: globals and
+	// library tables refuse writes (the string metatable too), KEYS and
+	// ARGV are replaced, and a state that saw an error is dropped.
+	states sync.Pool
 }
 
 // NewEnv returns an environment whose math.random starts from Redis's
@@ -149,6 +155,7 @@ type state struct {
 	// loading: a library's code runs at FUNCTION LOAD (no redis.call).
 	loading    bool
 	onRegister lua.LGFunction
+	emptyView  lua.LValue // what getmetatable gives of a read-only table
 }
 
 // newState opens the libraries Redis gives scripts and protects them.
@@ -202,6 +209,16 @@ func (e *Env) newState(run *Run) *state {
 			g.RawSetString(n, st.readOnly(t, false))
 		}
 	}
+	// The strings' metatable: getmetatable('') gives a read-only view
+	// whose __index is the read-only string library.
+	if smt, ok := L.GetMetatable(lua.LString("")).(*lua.LTable); ok {
+		if sp, ok := g.RawGetString("string").(*lua.LTable); ok {
+			smt.RawSetString("__index", sp)
+			view := L.NewTable()
+			view.RawSetString("__index", sp)
+			smt.RawSetString("__metatable", st.readOnly(view, false))
+		}
+	}
 	st.guard = st.readOnly(g, true)
 	g.RawSetString("_G", st.guard)
 	L.Env = st.guard
@@ -231,7 +248,11 @@ func (st *state) readOnly(t *lua.LTable, strict bool) *lua.LTable {
 		L.RaiseError("Attempt to modify a readonly table")
 		return 0
 	}))
-	mt.RawSetString("__metatable", L.NewTable())
+	if st.emptyView == nil {
+		st.emptyView = lua.LFalse
+		st.emptyView = st.readOnly(L.NewTable(), false)
+	}
+	mt.RawSetString("__metatable", st.emptyView)
 	L.SetMetatable(p, mt)
 	st.ro[p] = true
 	return p
@@ -378,11 +399,31 @@ func (st *state) mathRandomSeed(L *lua.LState) int {
 	return 0
 }
 
+// getState is a pooled state, or a new one, for run.
+func (e *Env) getState(run *Run) *state {
+	st, _ := e.states.Get().(*state)
+	if st == nil {
+		return e.newState(run)
+	}
+	st.run, st.resp, st.chunk = run, 2, chunkName
+	return st
+}
+
+// putState pools st when its script ended cleanly, else closes it.
+func (e *Env) putState(st *state, clean bool) {
+	st.L.RemoveContext()
+	st.run, st.onRegister = nil, nil
+	if !clean || st.loading || st.L.GetTop() != 0 {
+		st.L.Close()
+		return
+	}
+	e.states.Put(st)
+}
+
 // Run runs a compiled script with its keys and arguments and appends
 // its reply (or the error reply) to out.
 func (e *Env) Run(out []byte, s *Script, run *Run) []byte {
-	st := e.newState(run)
-	defer st.L.Close()
+	st := e.getState(run)
 	if run.Ctx != nil {
 		st.L.SetContext(run.Ctx)
 	}
@@ -392,7 +433,9 @@ func (e *Env) Run(out []byte, s *Script, run *Run) []byte {
 	g.RawSetString("ARGV", strTable(L, run.Args))
 	fn := L.NewFunctionFromProto(s.proto)
 	fn.Env = st.guard
-	return st.call(out, fn, 0)
+	out, clean := st.call(out, fn, 0)
+	e.putState(st, clean)
+	return out
 }
 
 func strTable(L *lua.LState, l [][]byte) *lua.LTable {
@@ -407,20 +450,20 @@ func strTable(L *lua.LState, l [][]byte) *lua.LTable {
 const Killed = "ERR Script killed by user with SCRIPT KILL..."
 
 // call runs fn with nargs arguments on the stack and appends the reply
-// of its first result.
-func (st *state) call(out []byte, fn *lua.LFunction, nargs int) []byte {
+// of its first result; clean is false when the script failed.
+func (st *state) call(out []byte, fn *lua.LFunction, nargs int) (_ []byte, clean bool) {
 	L := st.L
 	L.Insert(fn, L.GetTop()-nargs+1)
 	err := L.PCall(nargs, 1, nil)
 	if err != nil {
 		if st.run.Ctx != nil && st.run.Ctx.Err() != nil {
-			return appendError(out, Killed+st.trailer(err))
+			return appendError(out, Killed+st.trailer(err)), false
 		}
-		return appendError(out, st.errorText(err))
+		return appendError(out, st.errorText(err)), false
 	}
 	v := L.Get(-1)
 	L.Pop(1)
-	return st.toRESP(out, v, 0)
+	return st.toRESP(out, v, 0), true
 }
 
 // errorText is the error reply of a script that failed: Redis's text,

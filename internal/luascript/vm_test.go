@@ -82,3 +82,44 @@ func TestCompileError(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// A pooled state carries nothing from one script to the next.
+func TestStatesLeakNothing(t *testing.T) {
+	env := NewEnv(nil)
+	do := func(body string, keys ...string) string {
+		s, err := Compile([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ks [][]byte
+		for _, k := range keys {
+			ks = append(ks, []byte(k))
+		}
+		return string(env.Run(nil, s, &Run{Keys: ks, Caller: &nopCaller{}, Name: s.Sha}))
+	}
+	for _, body := range []string{"x = 1", "_G.y = 1", "string.z = 1", "getmetatable('').w = 1",
+		"getmetatable('').__index.upper = nil", "redis.call = nil", "rawset(_G, 'v', 1)", "KEYS[2] = 'x' return 1",
+		"setmetatable(_G, {})", "getmetatable(_G).u = 1", "redis.setresp(3) return 1"} {
+		do(body, "k")
+	}
+	for body, want := range map[string]string{
+		"return {pcall(function() return x end)}": "*2\r\n$-1\r\n",
+		"return #KEYS":                    ":0\r\n",
+		"return ('a'):upper()":            "$1\r\nA\r\n",
+		"return type(string.z)":           "$3\r\nnil\r\n",
+		"return type(getmetatable(_G).u)": "$3\r\nnil\r\n",
+		"return true":                     ":1\r\n",
+		"return type(redis.call)":         "$8\r\nfunction\r\n",
+	} {
+		got := do(body)
+		if body == "return {pcall(function() return x end)}" {
+			if !strings.HasPrefix(got, "*2\r\n$-1\r\n") {
+				t.Errorf("%s: %q", body, got)
+			}
+			continue
+		}
+		if got != want {
+			t.Errorf("%s: %q, want %q", body, got, want)
+		}
+	}
+}
