@@ -119,6 +119,7 @@ var fuzzSeeds = []string{
 	"GEOADD {t}g 13.36 38.11 a 15.08 37.5 b ~h ~4 c\nGEOADD {t}g XX CH ~7 ~4 a\nGEORADIUS {t}g 15 37 ~8 km STOREDIST {t}d COUNT ~3\nGEOSEARCHSTORE {t}e {t}g FROMMEMBER b BYBOX ~h ~q mi COUNT ~4 ANY\nGEORADIUSBYMEMBER {t}g a ~i m WITHDIST WITHHASH DESC COUNT 2\nGEODIST {t}g a c ft\nGEOPOS {t}g a ~a\nGEOHASH {t}d b",
 	"PFADD {t}p a b c\nPFCOUNT {t}p\nPFMERGE {t}q {t}p ~f\nPFCOUNT {t}p {t}q\nSETRANGE {t}p 20 ~g\nPFADD {t}p ~a\nPFDEBUG TODENSE {t}q\nGET {t}q",
 	"SET {t}k v\nDUMP {t}k\nRESTORE {t}r ~0 ~g REPLACE\nRESTORE {t}k 0 x\nRESTORE {t}r 100 ~f ABSTTL IDLETIME ~1 FREQ ~2\nDUMP {t}r\nRESTORE {t}k ~1 ~h REPLACE",
+	"XADD {t}x * f ~0\nXADD {t}x MAXLEN ~ ~1 * g ~2\nXGROUP CREATE {t}x g 0 MKSTREAM\nXREADGROUP GROUP g c COUNT ~1 STREAMS {t}x >\nXCLAIM {t}x g d ~0 ~3 FORCE RETRYCOUNT ~4\nXAUTOCLAIM {t}x g e ~0 0 COUNT ~1\nXDEL {t}x ~3\nXREADGROUP GROUP g c NOACK STREAMS {t}x 0\nXTRIM {t}x MINID ~ ~3\nXINFO STREAM {t}x FULL",
 	"SETBIT {t}b ~v 1\nSETBIT {t}b 7 1\nGETBIT {t}b ~b\nBITCOUNT {t}b ~1 ~0 BIT\nBITPOS {t}b 0 ~3 ~0\nBITOP NOT {t}d {t}b\nBITOP XOR {t}d {t}b {t}d\nBITFIELD {t}b OVERFLOW FAIL INCRBY i64 ~u ~0 SET u63 #3 ~1 GET i8 ~c\nBITFIELD_RO {t}b GET u8 ~u\nGET {t}d",
 }
 

@@ -16,11 +16,16 @@ package exec
 //
 // Slaves get the effect, never a choice made here: XADD propagates the id
 // it generated, and a trim with ~ or LIMIT the exact trim it made (as
-// Redis rewrites them); XREADGROUP, XCLAIM and XAUTOCLAIM propagate an
-// XCLAIM ... TIME t RETRYCOUNT n FORCE JUSTID LASTID id per entry they
-// delivered, claimed or dropped from a PEL, an XGROUP CREATECONSUMER for
-// a consumer they created and an XGROUP SETID ... ENTRIESREAD n when the
-// group's last id moved, so that a slave ends with the same stream.
+// Redis rewrites them). XREADGROUP, XCLAIM and XAUTOCLAIM propagate, per
+// key they wrote, one XCLAIM key group consumer 0 ids... TIME t
+// [RETRYCOUNT n] [FORCE] [JUSTID] LASTID id [ENTRIESREAD n] naming every
+// entry they delivered, claimed or dropped from the PEL (Redis sends one
+// XCLAIM per entry; one command per write keeps the slave's record at the
+// master's version; ENTRIESREAD, the group's read counter, is taken from
+// the master only), an XGROUP SETID ... ENTRIESREAD n when only the
+// group's last id moved, an XGROUP CREATECONSUMER for a consumer a read
+// created or saw without delivering anything (on a slave it marks an
+// existing consumer seen), so that a slave ends with the same stream.
 
 import (
 	"bytes"
@@ -860,6 +865,7 @@ func cmdXRead(c *Ctx, group bool) {
 // there is something to serve (served).
 func xreadOne(c *Ctx, k readKey, group bool, groupName, consumerName []byte, noack bool, count int64, props *[][][]byte) (served bool, err error) {
 	key := c.Args[k.key]
+	extraStores := 0
 	err = streamDo(c, k.key, false, func(s *ds.Stream) (bool, error) {
 		if s == nil {
 			return false, nil
@@ -894,13 +900,22 @@ func xreadOne(c *Ctx, k readKey, group bool, groupName, consumerName []byte, noa
 		}
 		now := c.NowMs()
 		cons := g.Consumer(string(consumerName))
-		if cons == nil {
+		created := cons == nil
+		if created {
 			cons, _ = g.CreateConsumer(string(consumerName), now)
-			*props = append(*props, [][]byte{argXGroup, argCreateCons, key, groupName, consumerName})
 		}
 		cons.SeenTime = now
+		createCons := [][]byte{argXGroup, argCreateCons, key, groupName, consumerName}
 		if history {
-			xreadHistory(c, s, g, cons, startID, count, key, groupName, props)
+			if ids := xreadHistory(c, s, cons, startID, count); len(ids) > 0 {
+				// each found once more: an XCLAIM without RETRYCOUNT or
+				// JUSTID counts one more delivery, at TIME
+				*props = append(*props, xclaimCmd(key, groupName, consumerName, ids, now, -1, false, false, g, false))
+			} else {
+				// the consumer created or seen: on a slave, CREATECONSUMER
+				// of one that exists marks it seen (cmdXGroup)
+				*props = append(*props, createCons)
+			}
 			return true, nil
 		}
 		var es []*ds.StreamEntry
@@ -909,6 +924,7 @@ func xreadOne(c *Ctx, k readKey, group bool, groupName, consumerName []byte, noa
 			return count == 0 || int64(len(es)) < count
 		})
 		c.Array(len(es))
+		ids := make([][]byte, 0, len(es))
 		for _, e := range es {
 			if g.LastID.Less(e.ID) {
 				if g.EntriesRead != ds.InvalidEntriesRead && !s.RangeHasTombstones(e.ID, nil) {
@@ -920,23 +936,40 @@ func xreadOne(c *Ctx, k readKey, group bool, groupName, consumerName []byte, noa
 			}
 			c.streamEntry(e)
 			if !noack {
-				n := g.AddNACK(e.ID, cons, now)
+				g.AddNACK(e.ID, cons, now)
 				cons.ActiveTime = now
-				*props = append(*props, xclaimProp(key, groupName, g, n))
+				ids = append(ids, []byte(e.ID.String()))
 			}
 		}
-		if len(es) > 0 {
+		switch {
+		case noack && created:
+			// two commands for this one write: the master's record
+			// takes one more write, as the slave's does
+			*props = append(*props, createCons, setIDProp(key, groupName, g))
+			extraStores++
+		case noack:
 			*props = append(*props, setIDProp(key, groupName, g))
+		default:
+			// the deliveries: pending, delivered once, now (the XCLAIM
+			// creates the consumer), and the group's last id and read
+			// counter
+			*props = append(*props, xclaimCmd(key, groupName, consumerName, ids, now, 1, true, true, g, true))
 		}
 		return true, nil
 	})
+	for ; err == nil && extraStores > 0; extraStores-- {
+		_, err = c.UpdateKey(c.Key(k.key), func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+			return cur, engines.Store, nil
+		})
+	}
 	return served, err
 }
 
 // xreadHistory is Redis's streamReplyWithRangeFromConsumerPEL: the
 // consumer's pending entries from start (an entry no longer in the
-// stream as [id, null]); each one found is delivered once more.
-func xreadHistory(c *Ctx, s *ds.Stream, g *ds.StreamGroup, cons *ds.StreamConsumer, start ds.StreamID, count int64, key, groupName []byte, props *[][][]byte) {
+// stream as [id, null]); each one found is delivered once more, and its
+// id returned.
+func xreadHistory(c *Ctx, s *ds.Stream, cons *ds.StreamConsumer, start ds.StreamID, count int64) [][]byte {
 	var ns []*ds.StreamNACK
 	cons.PEL.AscendGreaterOrEqual(&ds.StreamNACK{ID: start}, func(n *ds.StreamNACK) bool {
 		if count != 0 && int64(len(ns)) >= count {
@@ -947,6 +980,7 @@ func xreadHistory(c *Ctx, s *ds.Stream, g *ds.StreamGroup, cons *ds.StreamConsum
 	})
 	now := c.NowMs()
 	c.Array(len(ns))
+	var ids [][]byte
 	for _, n := range ns {
 		if !c.streamOneEntry(s, n.ID) {
 			c.Array(2)
@@ -957,16 +991,38 @@ func xreadHistory(c *Ctx, s *ds.Stream, g *ds.StreamGroup, cons *ds.StreamConsum
 		n.DeliveryTime = now
 		n.DeliveryCount++
 		cons.ActiveTime = now
-		*props = append(*props, xclaimProp(key, groupName, g, n))
+		ids = append(ids, []byte(n.ID.String()))
 	}
+	return ids
 }
 
-// xclaimProp is the XCLAIM a slave replays for pending entry n (Redis's
-// streamPropagateXCLAIM).
-func xclaimProp(key, groupName []byte, g *ds.StreamGroup, n *ds.StreamNACK) [][]byte {
-	return [][]byte{argXClaim, key, groupName, []byte(n.Consumer.Name), argZero, []byte(n.ID.String()),
-		argTime, Int64Bytes(n.DeliveryTime), argRetryCount, strconv.AppendUint(nil, n.DeliveryCount, 10),
-		argForce, argJustID, argLastID, []byte(g.LastID.String())}
+// xclaimCmd is the one XCLAIM a slave replays for a write that delivered,
+// claimed or dropped pending entries of one key (Redis propagates an
+// XCLAIM per entry; one command per write keeps the slave's record
+// version the master's): XCLAIM key group consumer 0 ids... TIME t
+// [RETRYCOUNT n] [FORCE] [JUSTID] LASTID id [ENTRIESREAD n]. The slave
+// applies it to the same state, so each id meets the same fate as on the
+// master; ENTRIESREAD, the group's read counter, is taken from the
+// master only (a client's XCLAIM does not know it).
+func xclaimCmd(key, groupName, consumer []byte, ids [][]byte, t, retry int64, force, justID bool, g *ds.StreamGroup, entriesRead bool) [][]byte {
+	cmd := make([][]byte, 0, len(ids)+16)
+	cmd = append(cmd, argXClaim, key, groupName, consumer, argZero)
+	cmd = append(cmd, ids...)
+	cmd = append(cmd, argTime, Int64Bytes(t))
+	if retry >= 0 {
+		cmd = append(cmd, argRetryCount, Int64Bytes(retry))
+	}
+	if force {
+		cmd = append(cmd, argForce)
+	}
+	if justID {
+		cmd = append(cmd, argJustID)
+	}
+	cmd = append(cmd, argLastID, []byte(g.LastID.String()))
+	if entriesRead {
+		cmd = append(cmd, argEntriesRead, Int64Bytes(g.EntriesRead))
+	}
+	return cmd
 }
 
 // setIDProp is the XGROUP SETID a slave replays for g's last id and read
@@ -1115,8 +1171,13 @@ func cmdXGroup(c *Ctx) {
 			changed = s.DeleteGroup(groupName)
 			reply = func() { c.Int(boolInt(changed)) }
 		case "createconsumer":
-			_, changed = g.CreateConsumer(string(c.Args[4]), c.NowMs())
-			reply = func() { c.Int(boolInt(changed)) }
+			cons, created := g.CreateConsumer(string(c.Args[4]), c.NowMs())
+			reply = func() { c.Int(boolInt(created)) }
+			changed = created
+			if !created && c.Replica {
+				// the master's read of a consumer's empty history: seen
+				cons.SeenTime, changed = c.NowMs(), true
+			}
 		case "delconsumer":
 			n, ok := g.DeleteConsumer(string(c.Args[4]))
 			changed = ok
@@ -1307,6 +1368,7 @@ func cmdXClaim(c *Ctx) {
 		now := c.NowMs()
 		var lastID ds.StreamID
 		retry, delivery := int64(-1), int64(-1)
+		entriesRead := int64(math.MinInt64)
 		force, justID := false, false
 		for ; j < len(c.Args); j++ {
 			more := len(c.Args) - 1 - j
@@ -1337,6 +1399,14 @@ func cmdXClaim(c *Ctx) {
 					return false, ReplyError("ERR Invalid RETRYCOUNT option argument for XCLAIM")
 				}
 				retry = v
+			case c.Replica && eqFold(opt, "entriesread") && more > 0:
+				// the master's group read counter (xclaimCmd)
+				j++
+				v, ok := ParseInt(c.Args[j])
+				if !ok {
+					return false, ReplyError(ErrTextNotInt)
+				}
+				entriesRead = v
 			case eqFold(opt, "lastid") && more > 0:
 				j++
 				id, _, ok := parseStreamID(c.Args[j], true, 0, false)
@@ -1364,13 +1434,13 @@ func cmdXClaim(c *Ctx) {
 		name := string(c.Args[3])
 		var cons *ds.StreamConsumer
 		var replies []func()
+		var ids [][]byte // what changed, for the slaves
 		for j := 5; j <= lastIDArg; j++ {
 			id, _, _ := parseStreamID(c.Args[j], true, 0, false)
 			nk := g.NACK(id)
 			if s.Get(id) == nil {
 				if nk != nil {
-					props = append(props, xclaimProp(c.Args[1], c.Args[2], g, nk))
-					propLast = false
+					ids = append(ids, c.Args[j])
 					g.DeleteNACK(nk)
 					changed = true
 				}
@@ -1415,11 +1485,17 @@ func cmdXClaim(c *Ctx) {
 					}
 				})
 			}
-			props = append(props, xclaimProp(c.Args[1], c.Args[2], g, nk))
-			propLast = false
+			ids = append(ids, c.Args[j])
 			changed = true
 		}
-		if propLast {
+		if entriesRead != math.MinInt64 {
+			g.EntriesRead = entriesRead
+			changed = true
+		}
+		switch {
+		case len(ids) > 0:
+			props = append(props, xclaimCmd(c.Args[1], c.Args[2], c.Args[3], ids, delivery, retry, force, justID, g, false))
+		case propLast:
 			props = append(props, setIDProp(c.Args[1], c.Args[2], g))
 		}
 		c.Array(len(replies))
@@ -1539,9 +1615,10 @@ func cmdXAutoClaim(c *Ctx) {
 		c.Array(3)
 		c.streamID(next)
 		c.Array(len(claimed))
+		var ids [][]byte // what changed, for the slaves
 		for _, n := range examined {
 			if isDel[n.ID] {
-				props = append(props, xclaimProp(c.Args[1], c.Args[2], g, n))
+				ids = append(ids, []byte(n.ID.String()))
 				g.DeleteNACK(n)
 				continue
 			}
@@ -1562,7 +1639,10 @@ func cmdXAutoClaim(c *Ctx) {
 			} else {
 				c.streamOneEntry(s, n.ID)
 			}
-			props = append(props, xclaimProp(c.Args[1], c.Args[2], g, n))
+			ids = append(ids, []byte(n.ID.String()))
+		}
+		if len(ids) > 0 {
+			props = append(props, xclaimCmd(c.Args[1], c.Args[2], c.Args[3], ids, now, -1, false, justID, g, false))
 		}
 		c.Array(len(deleted))
 		for _, id := range deleted {

@@ -34,6 +34,23 @@ func streamEncoding(t *testing.T, eng engines.Engine, x *Executor, key string) [
 	return out
 }
 
+// recordVersion is the record's Tair version (0 when missing): a slave
+// replaying the master's propagation must end at the master's.
+func recordVersion(t *testing.T, eng engines.Engine, x *Executor, key string) int64 {
+	t.Helper()
+	var v int64
+	c := &Ctx{X: x, Eng: eng, Args: [][]byte{[]byte(key)}}
+	if _, err := eng.Update(c.Key(0), func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		if exists {
+			v = cur.Version
+		}
+		return cur, engines.Keep, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // streamSansSeen is a stream's encoding with its consumers' seen times
 // zeroed: a read that delivers nothing (a consumer's empty history) marks
 // its consumer seen on the master alone, as in Redis (nothing is
@@ -118,6 +135,9 @@ func TestStreamSlaveGetsTheSameStream(t *testing.T) {
 					}
 				}
 				for _, k := range keys {
+					if mv, sv := recordVersion(t, meng, m, k), recordVersion(t, seng, s, k); mv != sv {
+						t.Fatalf("after %s: %s is at version %d on the master, %d on the slave", l, k, mv, sv)
+					}
 					if me, se := streamSansSeen(t, streamEncoding(t, meng, m, k)), streamSansSeen(t, streamEncoding(t, seng, s, k)); !bytes.Equal(me, se) {
 						mi, _ := m.Exec(0, 2, false, toArgs([]string{"XINFO", "STREAM", k, "FULL"}), nil)
 						si, _ := s.Exec(0, 2, false, toArgs([]string{"XINFO", "STREAM", k, "FULL"}), nil)
@@ -147,8 +167,19 @@ func TestStreamPropagation(t *testing.T) {
 		{"XTRIM s MAXLEN 2", ":2\r\n", "XTRIM s MAXLEN 2"},
 		{"XADD n NOMKSTREAM * f v", "$-1\r\n", ""},
 		{"XGROUP CREATE s g 0", "+OK\r\n", "XGROUP CREATE s g 0"},
-		{"XREADGROUP GROUP g c COUNT 1 STREAMS s >", "", fmt.Sprintf("XGROUP CREATECONSUMER s g c|XCLAIM s g c 0 %d-0 TIME %d RETRYCOUNT 1 FORCE JUSTID LASTID %d-0|XGROUP SETID s g %d-0 ENTRIESREAD 3", ms+5, ms, ms+5, ms+5)},
-		{"XREADGROUP GROUP g c STREAMS s >", "", fmt.Sprintf("XCLAIM s g c 0 %d-1 TIME %d RETRYCOUNT 1 FORCE JUSTID LASTID %d-1|XGROUP SETID s g %d-1 ENTRIESREAD 4", ms+5, ms, ms+5, ms+5)},
+		{"XREADGROUP GROUP g c COUNT 1 STREAMS s >", "", fmt.Sprintf("XCLAIM s g c 0 %d-0 TIME %d RETRYCOUNT 1 FORCE JUSTID LASTID %d-0 ENTRIESREAD 3", ms+5, ms, ms+5)},
+		{"XREADGROUP GROUP g c STREAMS s >", "", fmt.Sprintf("XCLAIM s g c 0 %d-1 TIME %d RETRYCOUNT 1 FORCE JUSTID LASTID %d-1 ENTRIESREAD 4", ms+5, ms, ms+5)},
+		{"XREADGROUP GROUP g c STREAMS s 0", "", fmt.Sprintf("XCLAIM s g c 0 %d-0 %d-1 TIME %d LASTID %d-1", ms+5, ms+5, ms, ms+5)},
+		{"XREADGROUP GROUP g d STREAMS s 0", "", "XGROUP CREATECONSUMER s g d"},
+		{"XREADGROUP GROUP g d STREAMS s 0", "", "XGROUP CREATECONSUMER s g d"},
+		{"XREADGROUP GROUP g e NOACK STREAMS s 0-0", "", "XGROUP CREATECONSUMER s g e"},
+		{fmt.Sprintf("XADD s %d-0 f v", ms+6), "", fmt.Sprintf("XADD s %d-0 f v", ms+6)},
+		{"XREADGROUP GROUP g f NOACK STREAMS s >", "", fmt.Sprintf("XGROUP CREATECONSUMER s g f|XGROUP SETID s g %d-0 ENTRIESREAD 5", ms+6)},
+		{"XREADGROUP GROUP g f NOACK STREAMS s >", "*-1\r\n", ""},
+		{fmt.Sprintf("XCLAIM s g d 0 %d-0 1-1 %d-0 JUSTID RETRYCOUNT 7", ms+5, ms+5), "", fmt.Sprintf("XCLAIM s g d 0 %d-0 %d-0 TIME %d RETRYCOUNT 7 JUSTID LASTID %d-0", ms+5, ms+5, ms, ms+6)},
+		{"XCLAIM s g d 0 1-1 LASTID 99999999999999-0", "", "XGROUP SETID s g 99999999999999-0 ENTRIESREAD 5"},
+		{"XAUTOCLAIM s g e 0 0 COUNT 1", "", fmt.Sprintf("XCLAIM s g e 0 %d-0 TIME %d LASTID 99999999999999-0", ms+5, ms)},
+		{"XCLAIM s g d 0 1-1 ENTRIESREAD 5", "-ERR Unrecognized XCLAIM option 'ENTRIESREAD'\r\n", ""},
 		{"XREADGROUP GROUP g c STREAMS s >", "*-1\r\n", ""},
 		{"XREADGROUP GROUP g c BLOCK 100 STREAMS s >", "*-1\r\n", ""},
 		{"XREAD BLOCK 100 STREAMS s $", "*-1\r\n", ""},
