@@ -90,7 +90,7 @@ func (ss *session) blockingPop(r *request) {
 		}
 		if time.Since(lastPoll) > 50*time.Millisecond {
 			lastPoll = time.Now()
-			if ss.clientGone() {
+			if ss.clientGone() || !ss.psWhileBlocked() {
 				ss.quit = true
 				r.reply = appendNullArray(r.reply[:0], r.proto)
 				r.local = true

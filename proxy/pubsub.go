@@ -288,6 +288,22 @@ func (ss *session) psBatchEnd(out []byte, done func(out []byte)) {
 	})
 }
 
+// psWhileBlocked writes, while the session's goroutine waits in a
+// blocking command (a RESP3 subscriber's BLPOP), the messages its mailbox
+// got meanwhile, after the batch's output so far (session goroutine).
+// False when the client is gone or does not read.
+func (ss *session) psWhileBlocked() bool {
+	if ss.ps.total.Load() == 0 {
+		return true
+	}
+	items := ss.ps.take()
+	if len(items) == 0 {
+		return true
+	}
+	ss.out = appendPSItems(ss.out, items, ss.proto)
+	return ss.flush()
+}
+
 // psCheckOutput cuts a subscriber whose pending output is over the hard
 // limit, or over the soft limit for longer than PubSubSoftSeconds (on
 // the loop).

@@ -143,6 +143,23 @@ func TestPubSubRESP3(t *testing.T) {
 	sub.expect(push(2, "message", "a", "m2"))
 }
 
+// A RESP3 subscriber in a blocking pop gets its messages meanwhile.
+func TestPubSubWhileBlocked(t *testing.T) {
+	e := newEnv(t, 1, false)
+	sub, pub := e.raw(), e.raw()
+	sub.do("HELLO", "3")
+	sub.send("SUBSCRIBE", "c")
+	sub.expect(push(3, "subscribe", "c", ":1"))
+	sub.send("BLPOP", "q", "5")
+	time.Sleep(50 * time.Millisecond)
+	if got := pub.do("PUBLISH", "c", "while"); got != ":1\r\n" {
+		t.Fatal(got)
+	}
+	sub.expect(push(3, "message", "c", "while"))
+	pub.do("RPUSH", "q", "x")
+	sub.expect("*2\r\n$1\r\nq\r\n$1\r\nx\r\n")
+}
+
 // Messages of one publisher reach a subscriber in publish order, also
 // when the publisher pipelines and the subscriber subscribes meanwhile.
 func TestPubSubOrder(t *testing.T) {
