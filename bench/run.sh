@@ -11,14 +11,18 @@
 #   5. Go benchmarks of the engines;
 #   6. bench/recovery.sh: a dataserver of ~1M key copies killed under load,
 #      the time until every bucket has its copies again beside the aim
-#      (10 s).
+#      (10 s);
+#   7. bench/redis7.sh: EVALSHA against INCR, PUBLISH to 100 subscribers
+#      over two proxies against redis-server, PFADD/XADD/SETBIT against
+#      redis-server.
 # Output goes to bench/out/ and to stdout; bench/RESULTS.md records a run.
 #
 # Knobs: ROUNDS (3), TARGET_SECS (3), SKIP_GO=1 to skip Go benchmarks,
 # SKIP_MATRIX=1 to skip the rb.sh matrix, ENGINES_ONLY=1 to run only step 5
 # with its redis-server memory anchor (no cluster, no twemproxy),
 # BENCHTIME (1s) for the Go benchmarks' -benchtime, SKIP_RECOVERY=1 to
-# skip step 6, RECOVERY_KEYS (1000000) for its size.
+# skip step 6, RECOVERY_KEYS (1000000) for its size, SKIP_REDIS7=1 to skip
+# step 7.
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -99,7 +103,15 @@ if [ -n "${ENGINES_ONLY:-}" ]; then
     echo
     engines_section
   } | tee "$REPORT"
-  echo "report: $REPORT"
+  # The Redis 7 families (bench/redis7.sh), on a machine without the
+# clusters above.
+if [ -z "${SKIP_REDIS7:-}" ]; then
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  PIDS=()
+  { echo; bash bench/redis7.sh; } | tee -a "$REPORT"
+fi
+echo "report: $REPORT"
   exit 0
 fi
 TWEM_PORT=$(free_port)
@@ -179,5 +191,13 @@ if [ -z "${SKIP_RECOVERY:-}" ]; then
     echo "## recovery: a dataserver of ~${RECOVERY_KEYS:-1000000} key copies killed under load (bench/recovery.sh)"
     KEYS=${RECOVERY_KEYS:-1000000} bash bench/recovery.sh | grep -v '^report: '
   } | tee -a "$REPORT"
+fi
+# The Redis 7 families (bench/redis7.sh), on a machine without the
+# clusters above.
+if [ -z "${SKIP_REDIS7:-}" ]; then
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  PIDS=()
+  { echo; bash bench/redis7.sh; } | tee -a "$REPORT"
 fi
 echo "report: $REPORT"
