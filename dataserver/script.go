@@ -389,6 +389,11 @@ type scriptCaller struct {
 }
 
 func (c *scriptCaller) Call(spec *command.Spec, args [][]byte, proto int) []byte {
+	if !exec.Supported(spec.Name) {
+		// Node-wide and proxy commands (KEYS, SCAN, DBSIZE, FLUSHALL,
+		// PUBLISH, INFO ...): a script sees its bucket only.
+		return resp.AppendError(nil, "ERR '"+spec.Name+"' is not supported in scripts by this cluster")
+	}
 	for _, k := range spec.KeyIndexes(args) {
 		if len(args[k]) > c.maxKey {
 			return resp.AppendErr(nil, errs.ErrKeyTooLong)

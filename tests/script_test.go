@@ -92,6 +92,13 @@ func TestScriptAcrossProxies(t *testing.T) {
 	wantErr(t, err, "ERR Script attempted to access a non local key in a cluster node script: ")
 	_, err = p0.EvalRO(ctx, "return redis.call('set', KEYS[1], 'x')", []string{keys[0]}).Result()
 	wantErr(t, err, "ERR Write commands are not allowed from read-only scripts. script: ")
+	_, err = p0.Eval(ctx, "return redis.call('publish', 'ch', 'm')", nil).Result()
+	wantErr(t, err, "ERR 'publish' is not supported in scripts by this cluster script: ")
+	_, err = p0.Eval(ctx, "return redis.call('dbsize')", nil).Result()
+	wantErr(t, err, "ERR 'dbsize' is not supported in scripts by this cluster script: ")
+	if v, err := p0.Eval(ctx, "return #redis.call('time')", nil).Result(); err != nil || v != int64(2) {
+		t.Fatalf("TIME in a script: %v %v", v, err)
+	}
 	if v, err := p1.Eval(ctx, "return 7", nil).Result(); err != nil || v != int64(7) {
 		t.Fatalf("keyless EVAL: %v %v", v, err)
 	}

@@ -95,7 +95,7 @@ var diffCases = []diffCase{
 	sc("return redis.call('zrange', 'z', 0, -1, 'WITHSCORES')"),
 	sc("return redis.call('exists', 'k', 'nokey')"), sc("return redis.call('type', 'k')"),
 	sc("return redis.call('mget', 'k', 'nokey', 'n')"), sc("return redis.call('ping')"), sc("return redis.call('ping', 'x')"),
-	sc("return redis.call('echo', 'e')"),
+	sc("return redis.call('echo', 'e')"), sc("return #redis.call('time')"), sc("return type(redis.call('time')[1])"),
 	// RESP3 inside scripts
 	sc("redis.setresp(3) return redis.call('hgetall', 'h')"), sc("redis.setresp(3) return redis.call('smembers', 's')"),
 	sc("redis.setresp(3) return redis.call('zscore', 'z', 'a')"), sc("redis.setresp(3) return redis.call('get', 'nokey')"),

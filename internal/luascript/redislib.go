@@ -3,6 +3,7 @@ package luascript
 import (
 	"log/slog"
 	"strconv"
+	"time"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
@@ -231,7 +232,7 @@ func (st *state) aclCheck(L *lua.LState) int {
 }
 
 // Builtin answers the commands a dataserver serves outside its executor
-// (PING, ECHO) as Redis answers them in a script.
+// (PING, ECHO, TIME) as Redis answers them in a script.
 func Builtin(args [][]byte) ([]byte, bool) {
 	switch strings.ToLower(string(args[0])) {
 	case "ping":
@@ -241,6 +242,11 @@ func Builtin(args [][]byte) ([]byte, bool) {
 		return resp.AppendBulk(nil, args[1]), true
 	case "echo":
 		return resp.AppendBulk(nil, args[1]), true
+	case "time":
+		now := time.Now()
+		out := resp.AppendArray(nil, 2)
+		out = resp.AppendBulkString(out, strconv.FormatInt(now.Unix(), 10))
+		return resp.AppendBulkString(out, strconv.FormatInt(int64(now.Nanosecond()/1000), 10)), true
 	}
 	return nil, false
 }
