@@ -3,8 +3,8 @@ package luascript
 import (
 	"log/slog"
 	"strconv"
-	"time"
 	"strings"
+	"time"
 
 	lua "github.com/yuin/gopher-lua"
 
