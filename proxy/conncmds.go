@@ -66,6 +66,7 @@ func cmdQuit(ss *session, r *request) {
 }
 
 func cmdReset(ss *session, r *request) {
+	ss.replyOff, ss.skipReply, r.mute = false, false, false // CLIENT REPLY ON
 	queued := ss.psReset() // leaves subscribed mode
 	ss.tx.reset()
 	ss.setArea(0)
@@ -324,7 +325,7 @@ func cmdClient(ss *session, r *request) {
 	case (sub == "no-evict" || sub == "no-touch") && n == 3:
 		r.ok()
 	case sub == "reply" && n == 3:
-		r.ok()
+		cmdClientReply(ss, r)
 	case sub == "help":
 		r.raw(helpReply("CLIENT", []string{"ID", "GETNAME", "SETNAME <name>", "SETINFO <LIB-NAME|LIB-VER> <value>", "LIST [TYPE normal] [ID id ...]", "INFO", "KILL <ip:port> | ID <id> | ADDR <ip:port>"}))
 	default:
@@ -334,6 +335,30 @@ func cmdClient(ss *session, r *request) {
 		default:
 			r.setError("ERR unknown subcommand '" + sanitize(r.args[1]) + "'. Try CLIENT HELP.")
 		}
+	}
+}
+
+// cmdClientReply: CLIENT REPLY ON|OFF|SKIP as Redis: OFF mutes this and
+// every later reply until ON, SKIP this one and the next command's (not
+// when OFF already), ON answers +OK.
+func cmdClientReply(ss *session, r *request) {
+	switch strings.ToLower(string(r.args[2])) {
+	case "on":
+		ss.replyOff, ss.skipReply = false, false
+		r.mute = false
+		r.ok()
+	case "off":
+		ss.replyOff = true
+		r.mute = true
+		r.ok()
+	case "skip":
+		if !ss.replyOff {
+			ss.skipReply = true
+		}
+		r.mute = true
+		r.ok()
+	default:
+		r.setError("ERR syntax error")
 	}
 }
 

@@ -98,7 +98,9 @@ func (ss *session) drain() {
 		}
 		// account first: it turns a backend failure into the reply.
 		ss.account(r)
-		ss.out = append(ss.out, r.reply...)
+		if !r.mute {
+			ss.out = append(ss.out, r.reply...)
+		}
 		if !ss.checkOutput() {
 			ss.quit = true
 		}
@@ -111,6 +113,8 @@ func (ss *session) drain() {
 func (ss *session) prepare(r *request, args [][]byte) {
 	s := ss.srv
 	s.stats.commands.Add(1)
+	// CLIENT REPLY OFF mutes every reply, SKIP the next command's.
+	r.mute, ss.skipReply = ss.replyOff || ss.skipReply, false
 	r.args = args
 	r.area, r.proto = ss.area, ss.proto
 	ent := s.lookup(args[0])

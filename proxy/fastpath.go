@@ -185,8 +185,8 @@ func (ss *session) closedByLoop() {
 // goroutine, which also answers every error.
 func (ss *session) tryFast(args [][]byte) bool {
 	s := ss.srv
-	if !ss.authed || ss.tx.active || ss.psRESP2() {
-		return false
+	if !ss.authed || ss.tx.active || ss.psRESP2() || ss.replyOff || ss.skipReply {
+		return false // (muted replies: the goroutine's path, which mutes them)
 	}
 	ent := s.lookup(args[0])
 	spec := ent.spec

@@ -22,6 +22,7 @@ type request struct {
 	stat *cmdStat
 
 	bucket  uint32
+	mute    bool   // CLIENT REPLY OFF or SKIP: the reply is not written
 	group   uint32 // split parts: the bucket, or 1<<31|master index for reads
 	grouped bool   // a read part over several buckets of one master
 	noGroup bool   // split per bucket only
@@ -88,7 +89,7 @@ func (r *request) reset() {
 	r.args, r.spec, r.stat, r.node, r.barrier = nil, nil, nil, nil, nil
 	r.bucket, r.slaveOK, r.write, r.local, r.written, r.err = 0, false, false, false, false, nil
 	r.rejected, r.grouped, r.noGroup, r.group = false, false, false, 0
-	r.fill, r.done = false, false
+	r.fill, r.done, r.mute = false, false, false
 	r.subs, r.merge, r.keyAt = r.subs[:0], mergeNone, r.keyAt[:0]
 	r.reply = r.reply[:0]
 }

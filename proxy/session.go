@@ -25,6 +25,9 @@ type session struct {
 	conn gnet.Conn
 	rd   *resp.RequestReader
 	out  []byte // the goroutine's output of the batch it runs
+	// replyOff and skipReply: CLIENT REPLY OFF, and SKIP's next command
+	// (dispatch.go mutes their replies; they take the goroutine's path).
+	replyOff, skipReply bool
 	// limits set by CONFIG SET on another session, applied before the
 	// next parse
 	limits atomic.Pointer[resp.RequestLimits]
