@@ -37,6 +37,7 @@ func (s *Server) apiHandler() http.Handler {
 	mux.HandleFunc("POST /v1/invalid", s.leaderOnly(s.handleInvalid))
 	mux.HandleFunc("POST /v1/proxies", s.leaderOnly(s.handleProxyBeat))
 	mux.HandleFunc("GET /v1/proxies", s.leaderOnly(s.handleProxies))
+	mux.HandleFunc("GET /v1/hotkeys", s.leaderOnly(s.handleHotKeys))
 	mux.HandleFunc("GET /v1/events", s.leaderOnly(s.handleEvents))
 	mux.HandleFunc("POST /v1/scripts", s.leaderOnly(s.handleScripts))
 	// The status endpoints answer here too, for tools given only --listen.
@@ -56,7 +57,7 @@ func (s *Server) httpHandler() http.Handler {
 	pprofhttp.Register(mux)
 	api := s.consoleAPI(s.apiHandler())
 	for _, p := range []string{"/v1/table", "/v1/nodes", "/v1/migrations", "/v1/areas", "/v1/hooks",
-		"/v1/stats", "/v1/proxies", "/v1/events"} {
+		"/v1/stats", "/v1/proxies", "/v1/events", "/v1/hotkeys"} {
 		mux.Handle("GET "+p, api)
 	}
 	mux.Handle("POST /v1/admin", jsonOnly(api))

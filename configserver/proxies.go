@@ -69,5 +69,7 @@ func (s *Server) handleProxyBeat(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("bad proxy beat: %v", err), http.StatusBadRequest)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.ProxyList{Proxies: s.proxies.beat(b.Addr, time.Now())})
+	now := time.Now()
+	s.hotKeys.report(b.Addr, b.HotKeys, now)
+	writeJSON(w, http.StatusOK, wire.ProxyList{Proxies: s.proxies.beat(b.Addr, now)})
 }

@@ -100,6 +100,7 @@ type Server struct {
 
 	kick    chan struct{}
 	proxies proxySet
+	hotKeys hotKeySet // the proxies' hot keys (hotkeys.go)
 	// events are the leader's recent events (GET /v1/events).
 	events eventLog
 	// invalidKicks wake the invalid sender of each peer (InvalidPeers

@@ -182,7 +182,7 @@ func (s *Server) peersLoop() {
 		}
 		if c := s.r.client; c != nil {
 			ctx, cancel := context.WithTimeout(s.ctx, time.Second)
-			list, err := c.ProxyBeat(ctx, &wire.ProxyBeat{Addr: self})
+			list, err := c.ProxyBeat(ctx, &wire.ProxyBeat{Addr: self, HotKeys: s.beatHotKeys()})
 			cancel()
 			if err == nil {
 				for _, p := range list.Proxies {

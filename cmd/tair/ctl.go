@@ -241,7 +241,7 @@ func ctlCmd() *cobra.Command {
 		},
 	}
 	cmd.AddCommand(status, table, nodes, migrationsCmd(e), nodeCmd(e), adminCmd(e, "rebalance", "plan moves that rebalance the table", "rebalance"),
-		migrateCmd(e), areaCmd(e), hooksCmd(e), statCmd(e), shellCmd(e))
+		migrateCmd(e), areaCmd(e), hooksCmd(e), statCmd(e), shellCmd(e), hotkeysCmd(e))
 	return cmd
 }
 

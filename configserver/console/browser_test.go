@@ -169,6 +169,29 @@ func TestConsoleInBrowser(t *testing.T) {
 		return /^[0-9.]+ (KiB|MiB|GiB)rss [0-9.]+ (MiB|GiB)$/.test(mem) &&
 			(tr.dataset.key === %q ? /^[0-9.]+ (KiB|MiB|GiB)[0-9.]+ (MiB|GiB|TiB) free$/.test(disk) : disk === '–');
 	})`, diskNode), 10*time.Second)
+	// A key hammered through the proxy shows among the hot keys, with
+	// the proxy that reported it.
+	hammer, stopHammer := context.WithCancel(ctx)
+	hammered := make(chan struct{})
+	go func() {
+		defer close(hammered)
+		cl := redis.NewClient(&redis.Options{Addr: c.Proxies[0].Addr(), MaxRetries: -1})
+		defer cl.Close()
+		for hammer.Err() == nil {
+			pipe := cl.Pipeline()
+			for range 200 {
+				pipe.Get(hammer, "user:0:7")
+			}
+			_, _ = pipe.Exec(hammer)
+		}
+	}()
+	wait("the hot key", fmt.Sprintf(`(() => {
+		const tr = document.querySelector('#hotkeys tr[data-key="0|user:0:7"]');
+		return tr && !document.getElementById('hotkeys').hidden && parseInt(tr.cells[2].textContent.replace(/,/g, '')) >= 1000 &&
+			tr.cells[3].textContent === %q;
+	})()`, c.Proxies[0].Addr()), 20*time.Second)
+	stopHammer()
+	<-hammered
 	wait("the areas", `document.querySelectorAll('#areas tbody tr').length >= 2 && document.querySelector('#areas .quota')`, 5*time.Second)
 
 	// Drain one node from the page: its button, then the confirmation.

@@ -208,6 +208,8 @@ type AdminRequest struct {
 // address clients reach it at.
 type ProxyBeat struct {
 	Addr string `json:"addr"`
+	// HotKeys are the proxy's hot keys of its last window (hotkeys.go).
+	HotKeys []HotKey `json:"hot_keys,omitempty"`
 }
 
 // ProxyList answers a ProxyBeat with every proxy heard from recently

@@ -6,7 +6,7 @@ const POLL_MS = 1000;
 const $ = (id) => document.getElementById(id);
 
 const state = {
-  status: null, nodes: [], stats: {}, mig: null, areas: {}, proxies: [],
+  status: null, nodes: [], stats: {}, mig: null, areas: {}, proxies: [], hotkeys: [],
   // events: the last hour's, oldest first, fetched incrementally
   // (?since= the newest one's time) and kept across a change of leader.
   events: [], eventKeys: new Set(), eventsSince: 0,
@@ -122,13 +122,14 @@ async function getJSON(path) {
 async function refresh() {
   state.polling = true;
   try {
-    const [status, nodes, stats, mig, areas, proxies, events, table] = await Promise.all([
+    const [status, nodes, stats, mig, areas, proxies, events, table, hotkeys] = await Promise.all([
       getJSON('/status'), getJSON('/v1/nodes'), getJSON('/v1/stats'), getJSON('/v1/migrations'),
       getJSON('/v1/areas'), getJSON('/v1/proxies'), getJSON('/v1/events' + (state.eventsSince ? '?since=' + state.eventsSince : '')),
-      getJSON('/v1/table?after=' + state.tableVersion)]);
+      getJSON('/v1/table?after=' + state.tableVersion), getJSON('/v1/hotkeys')]);
     Object.assign(state, { status, nodes: nodes || [], stats: stats || {}, mig, areas: areas || {} });
     mergeEvents(events || []);
     state.proxies = (proxies && proxies.proxies) || [];
+    state.hotkeys = (hotkeys && hotkeys.keys) || [];
     if (table) { state.table = table; state.tableVersion = table.version; }
     render();
     showError('');
@@ -176,6 +177,7 @@ function render() {
   renderEvents();
   renderAreas();
   renderProxies();
+  renderHotKeys();
   document.body.dataset.ready = 'true';
 }
 
@@ -463,6 +465,17 @@ function renderAreas() {
 function renderProxies() {
   const html = state.proxies.map((p) => `<li class="addr">${esc(p)}</li>`).join('') || '<li class="muted">none</li>';
   if ($('proxies')._html !== html) { $('proxies').innerHTML = html; $('proxies')._html = html; }
+}
+
+function renderHotKeys() {
+  const keys = state.hotkeys.slice(0, 20);
+  $('hotkeys').hidden = keys.length === 0;
+  $('hotkeys-none').hidden = keys.length > 0;
+  setRows($('hotkeys').tBodies[0], keys, (k) => k.area + '|' + k.key, (k) => {
+    const per = Object.entries(k.proxies || {}).sort();
+    return [num(k.area), `<code class="hotkey-name">${esc(k.key)}</code>`, num(fmtNum(k.rate)),
+      { html: per.map(([p, r]) => `<span class="addr" title="${esc(p)}: ${esc(fmtNum(r))} req/s">${esc(p)}</span>`).join(', '), cls: 'proxies' }];
+  });
 }
 
 // ---- operations ----
