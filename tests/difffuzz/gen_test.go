@@ -47,6 +47,9 @@ func init() {
 	for _, n := range strings.Fields("subscribe psubscribe ssubscribe unsubscribe punsubscribe sunsubscribe publish spublish pubsub") {
 		skipped[n] = "pub/sub (tests/pubsub_test.go)"
 	}
+	for _, n := range strings.Fields("eval evalsha eval_ro evalsha_ro fcall fcall_ro script function") {
+		skipped[n] = "scripting (internal/luascript and tests/script_redis_test.go compare it with redis-server)"
+	}
 }
 
 // tairOnly: Tair's extended commands have no redis-server counterpart.
