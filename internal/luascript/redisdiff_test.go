@@ -115,6 +115,7 @@ var diffCases = []diffCase{
 	sc("error('boom')"), sc("error('x', 0)"), sc("error({err='X bad'})"), sc("error({err='ERR x'}, 0)"), sc("error()"),
 	sc("error(5)"), sc("local function f() error({err='ERR in f'}) end\nf()"), sc("\n\nreturn redis.call('nosuch')"),
 	sc("local x = 1\n\nerror('line 3')"), vmErr("local t = nil\nreturn t.x"), vmErr("return 1 + {}"), vmErr("return #5"),
+	sc("local function f() return 1 + f() end return f()"), sc("local function g(n) return g(n + 1) + 1 end\nreturn g(1)"),
 	sc("x = 5"), sc("return y"), sc("return os"), sc("return print"), sc("return require"), sc("return dofile"),
 	sc("return loadfile"), sc("return getfenv"), sc("return setfenv"), sc("return newproxy"), sc("return module"),
 	sc("return debug"), sc("return io"), sc("string.foo = 1"), sc("redis.call = nil"), sc("_G.x = 1"),

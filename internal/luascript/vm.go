@@ -475,6 +475,12 @@ func (st *state) errorText(err error) string {
 		return "ERR " + err.Error()
 	}
 	var msg string
+	if ae.Type == lua.ApiErrorPanic && strings.Contains(ae.Error(), "callstack overflow") {
+		// Lua's "stack overflow", at the line the recursion was.
+		tr := st.trailer(err)
+		line := tr[strings.LastIndexByte(tr, ':')+1 : len(tr)-1]
+		return "ERR " + st.chunk + ":" + line + ": stack overflow" + tr
+	}
 	switch o := ae.Object.(type) {
 	case *lua.LTable:
 		if e, ok := o.RawGetString("err").(lua.LString); ok {
