@@ -99,6 +99,13 @@ func TestScriptAcrossProxies(t *testing.T) {
 	if v, err := p0.Eval(ctx, "return #redis.call('time')", nil).Result(); err != nil || v != int64(2) {
 		t.Fatalf("TIME in a script: %v %v", v, err)
 	}
+	conn := p0.Conn()
+	defer conn.Close()
+	if err := conn.Do(ctx, "MULTI").Err(); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, conn.Do(ctx, "EVAL", "return 1", "1", keys[0]).Err(), "ERR eval is not supported inside MULTI by this cluster")
+	wantErr(t, conn.Do(ctx, "EXEC").Err(), "EXECABORT")
 	if v, err := p1.Eval(ctx, "return 7", nil).Result(); err != nil || v != int64(7) {
 		t.Fatalf("keyless EVAL: %v %v", v, err)
 	}
