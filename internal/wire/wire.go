@@ -11,6 +11,10 @@
 //	GET  /v1/areas            map[area]AreaConfig
 //	GET  /v1/hooks            HooksStatus
 //	POST /v1/admin            AdminRequest -> AdminReply         (leader only)
+//	     401 + AuthError without the admin credential, when the
+//	     configserver has one (Client.SetAdminToken)
+//	POST /v1/proxies          ProxyBeat -> ProxyList             (leader only)
+//	GET  /v1/hotkeys          HotKeysStatus: the proxies' hot keys merged (leader only)
 //
 // A standby configserver answers leader-only calls with 421 and a
 // NotLeader body naming the leader, so clients move on.
