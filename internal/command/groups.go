@@ -10,7 +10,7 @@ var groupOf = map[string]string{}
 
 func init() {
 	for group, names := range map[string]string{
-		"generic": "copy del dump exists expire expireat expiretime keys object persist pexpire pexpireat " +
+		"generic": "copy del dump exists expire expireat expiretime keys migrate object persist pexpire pexpireat " +
 			"pexpiretime pttl randomkey rename renamenx restore scan sort sort_ro touch ttl type unlink wait",
 		"string": "append decr decrby get getdel getex getrange getset incr incrby incrbyfloat lcs mget mset " +
 			"msetnx psetex set setex setnx setrange strlen substr",
@@ -69,13 +69,12 @@ var Refused = map[string]string{}
 
 func init() {
 	for reason, names := range map[string]string{
-		"not built yet (issue 15)":                                                   "migrate wait",
 		"areas are Tair's namespaces; keys do not move between them":                 "move swapdb",
 		"persistence belongs to the engine (ldb, kdb); backups are `tair ctl` work":  "save bgsave bgrewriteaof",
 		"replication and failover are the cluster's own, run by the configserver":    "sync psync replicaof slaveof failover",
 		"stop a process with a signal; the cluster is administered with `tair ctl`":  "shutdown",
 		"passwords and users come from the proxy's configuration (AUTH, HELLO AUTH)": "acl",
-		"not exposed by the proxy":                                                   "debug monitor latency lolwut module",
+		"not exposed by the proxy": "debug monitor latency lolwut module",
 	} {
 		for _, n := range strings.Fields(names) {
 			Refused[n] = reason
