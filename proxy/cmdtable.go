@@ -33,6 +33,8 @@ var proxyCommands = []*command.Spec{
 	{Name: "lastsave", Arity: 1, Flags: command.NoKey},
 	{Name: "role", Arity: 1, Flags: command.NoKey},
 	{Name: "tair.hotkeys", Arity: -1, Flags: command.NoKey | command.Tair},
+	{Name: "migrate", Arity: -6, Flags: command.Write, KeysFunc: migrateKeys}, // migrate.go
+	{Name: "wait", Arity: 3, Flags: command.NoKey},
 }
 
 func init() {
@@ -76,6 +78,8 @@ func init() {
 		"tair.stat":    barrier(cmdTairStat),
 		"tair.delall":  barrier(cmdTairDelAll),
 		"tair.hotkeys": barrier(cmdTairHotkeys),
+		"migrate":      barrier(cmdMigrate),
+		"wait":         barrier(cmdWait),
 		"subscribe":    cmdSubscribe,
 		"psubscribe":   cmdPSubscribe,
 		"ssubscribe":   cmdSSubscribe,

@@ -67,7 +67,7 @@ func cmdQuit(ss *session, r *request) {
 
 func cmdReset(ss *session, r *request) {
 	ss.replyOff, ss.skipReply, r.mute = false, false, false // CLIENT REPLY ON
-	queued := ss.psReset() // leaves subscribed mode
+	queued := ss.psReset()                                  // leaves subscribed mode
 	ss.tx.reset()
 	ss.setArea(0)
 	ss.proto = 2

@@ -40,15 +40,6 @@ import (
 // is below numreplicas, WAIT waits up to timeout (0: for ever) for a
 // behind slave to catch up, as Redis waits for acknowledgements.
 
-func init() {
-	command.Register(&command.Spec{Name: "migrate", Arity: -6, Flags: command.Write, KeysFunc: migrateKeys})
-	command.Register(&command.Spec{Name: "wait", Arity: 3, Flags: command.NoKey})
-	// cmdtable.go's map is made by its init, which runs first (files
-	// initialise in name order).
-	localHandlers["migrate"] = barrier(cmdMigrate)
-	localHandlers["wait"] = barrier(cmdWait)
-}
-
 // migrateKeys finds MIGRATE's keys: the one at 3, or those after KEYS
 // when it is empty (COMMAND GETKEYS; the proxy reads them itself).
 func migrateKeys(args [][]byte) []int {
@@ -356,4 +347,3 @@ func (ss *session) runKeyed(parent *request, args ...[]byte) *request {
 }
 
 func isErrLine(l []byte) bool { return len(l) > 0 && l[0] == '-' }
-
