@@ -66,8 +66,9 @@ func cmdQuit(ss *session, r *request) {
 }
 
 func cmdReset(ss *session, r *request) {
-	ss.replyOff, ss.skipReply, r.mute = false, false, false // CLIENT REPLY ON
-	queued := ss.psReset()                                  // leaves subscribed mode
+	// CLIENT REPLY ON again, and out of subscribed mode.
+	ss.replyOff, ss.skipReply, r.mute = false, false, false
+	queued := ss.psReset()
 	ss.tx.reset()
 	ss.setArea(0)
 	ss.proto = 2
