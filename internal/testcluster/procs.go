@@ -83,9 +83,10 @@ type Proc struct {
 	// match its sockets by it.
 	Cgroup string
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
-	out *bytes.Buffer
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	out     *bytes.Buffer
+	started bool // it was healthy once: its addresses are known to others
 }
 
 // StartProc starts `tair <kind> --listen ADDR --http ADDR extra...` on free
@@ -118,9 +119,31 @@ func NewProc(t testing.TB, kind string, extra ...string) *Proc {
 }
 
 // Start (re)starts the process with the same arguments and waits for
-// /healthz.
+// /healthz. A first start that finds one of its ports taken meanwhile
+// (FreePort's port was free when picked; another process, or a
+// connection's ephemeral source port, may take it before the child
+// binds it) starts again on new ports: nothing names this process's
+// addresses before its first start.
 func (p *Proc) Start() {
 	p.t.Helper()
+	for attempt := 1; ; attempt++ {
+		err := p.startOnce()
+		if err == nil {
+			p.started = true
+			return
+		}
+		if p.started || attempt >= 3 || !strings.Contains(p.Output(), "address already in use") {
+			p.t.Fatal(err)
+		}
+		p.wait()
+		p.repick()
+		p.t.Logf("%s: a port was taken before it bound it; starting again on %s (http %s)", p.Kind, p.Addr, p.HTTP)
+	}
+}
+
+// startOnce starts the process and waits for /healthz (30 s), or until
+// it has exited saying that an address is in use.
+func (p *Proc) startOnce() error {
 	p.mu.Lock()
 	p.out = &bytes.Buffer{}
 	cmd := exec.Command(Binary(p.t), p.Args...)
@@ -130,18 +153,19 @@ func (p *Proc) Start() {
 		dir, err := os.Open(p.Cgroup)
 		if err != nil {
 			p.mu.Unlock()
-			p.t.Fatalf("start %s: cgroup: %v", p.Kind, err)
+			return fmt.Errorf("start %s: cgroup: %v", p.Kind, err)
 		}
 		defer dir.Close()
 		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
 	}
 	if err := cmd.Start(); err != nil {
 		p.mu.Unlock()
-		p.t.Fatalf("start %s: %v", p.Kind, err)
+		return fmt.Errorf("start %s: %v", p.Kind, err)
 	}
 	p.cmd = cmd
 	p.mu.Unlock()
-	testutil.EventuallyErr(p.t, 30*time.Second, func() error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
 		resp, err := httpClient.Get("http://" + p.HTTP + "/healthz")
 		if err == nil {
 			resp.Body.Close()
@@ -150,8 +174,27 @@ func (p *Proc) Start() {
 			}
 			err = fmt.Errorf("/healthz: %s", resp.Status)
 		}
-		return fmt.Errorf("%s %s did not become healthy (%v); output:\n%s", p.Kind, p.Addr, err, p.Output())
-	})
+		out := p.Output()
+		if strings.Contains(out, "address already in use") || time.Now().After(deadline) {
+			return fmt.Errorf("%s %s did not become healthy (%v); output:\n%s", p.Kind, p.Addr, err, out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// repick gives the process new free ports for --listen and --http.
+func (p *Proc) repick() {
+	addr := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(p.t))
+	httpAddr := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(p.t))
+	for i := 0; i+1 < len(p.Args); i++ {
+		switch {
+		case p.Args[i] == "--listen" && p.Args[i+1] == p.Addr:
+			p.Args[i+1] = addr
+		case p.Args[i] == "--http" && p.Args[i+1] == p.HTTP:
+			p.Args[i+1] = httpAddr
+		}
+	}
+	p.Addr, p.HTTP = addr, httpAddr
 }
 
 // Output returns what the process printed so far.
