@@ -85,7 +85,7 @@ type Proc struct {
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
-	out     *bytes.Buffer
+	out     *syncBuffer
 	started bool // it was healthy once: its addresses are known to others
 }
 
@@ -145,7 +145,7 @@ func (p *Proc) Start() {
 // it has exited saying that an address is in use.
 func (p *Proc) startOnce() error {
 	p.mu.Lock()
-	p.out = &bytes.Buffer{}
+	p.out = &syncBuffer{}
 	cmd := exec.Command(Binary(p.t), p.Args...)
 	cmd.Stdout = p.out
 	cmd.Stderr = p.out
@@ -180,6 +180,25 @@ func (p *Proc) startOnce() error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// syncBuffer is the child's output: exec's copying goroutine writes it
+// while Output reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // repick gives the process new free ports for --listen and --http.
