@@ -9,6 +9,7 @@ import (
 	"github.com/google/btree"
 
 	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/redisnum"
 )
 
 // StreamID is a stream entry's id, <ms>-<seq>.
@@ -377,7 +378,7 @@ func lpIntSize(v int64) int {
 // s is one (Redis's string2ll), else a string.
 func lpStrSize(s string) int {
 	if len(s) <= 20 {
-		if v, ok := parseLL(s); ok {
+		if v, ok := redisnum.ParseInt([]byte(s)); ok {
 			return lpIntSize(v)
 		}
 	}
@@ -401,45 +402,6 @@ func lpStrSize(s string) int {
 		return l + 4
 	}
 	return l + 5
-}
-
-// parseLL is Redis's string2ll.
-func parseLL(s string) (int64, bool) {
-	if s == "" || len(s) > 20 {
-		return 0, false
-	}
-	if s == "0" {
-		return 0, true
-	}
-	neg := s[0] == '-'
-	p := s
-	if neg {
-		p = s[1:]
-	}
-	if p == "" || p[0] < '1' || p[0] > '9' {
-		return 0, false
-	}
-	var v uint64
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if v > (math.MaxUint64-9)/10 {
-			return 0, false
-		}
-		v = v*10 + uint64(c-'0')
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, false
-		}
-		return -int64(v), true
-	}
-	if v > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(v), true
 }
 
 // nodeOf is the index of the node holding id (-1: none).
