@@ -28,6 +28,8 @@ package exec
 // existing consumer seen), so that a slave ends with the same stream.
 
 import (
+	"github.com/google/btree"
+
 	"bytes"
 	"math"
 	"strconv"
@@ -1804,14 +1806,7 @@ func xinfoStream(c *Ctx, s *ds.Stream) error {
 		c.BulkString("pel-count")
 		c.Int(int64(g.PEL.Len()))
 		c.BulkString("pending")
-		var ns []*ds.StreamNACK
-		g.PEL.Ascend(func(n *ds.StreamNACK) bool {
-			if count != 0 && int64(len(ns)) >= count {
-				return false
-			}
-			ns = append(ns, n)
-			return true
-		})
+		ns := firstNACKs(g.PEL, count)
 		c.Array(len(ns))
 		for _, n := range ns {
 			c.Array(4)
@@ -1832,14 +1827,7 @@ func xinfoStream(c *Ctx, s *ds.Stream) error {
 			c.BulkString("pel-count")
 			c.Int(int64(x.PEL.Len()))
 			c.BulkString("pending")
-			var ns []*ds.StreamNACK
-			x.PEL.Ascend(func(n *ds.StreamNACK) bool {
-				if count != 0 && int64(len(ns)) >= count {
-					return false
-				}
-				ns = append(ns, n)
-				return true
-			})
+			ns := firstNACKs(x.PEL, count)
 			c.Array(len(ns))
 			for _, n := range ns {
 				c.Array(3)
@@ -1850,4 +1838,19 @@ func xinfoStream(c *Ctx, s *ds.Stream) error {
 		}
 	}
 	return nil
+}
+
+// firstNACKs is the first count entries of a pending list in id order
+// (all of them when count is 0), as XINFO STREAM FULL lists them for a
+// group and for each of its consumers.
+func firstNACKs(pel *btree.BTreeG[*ds.StreamNACK], count int64) []*ds.StreamNACK {
+	var ns []*ds.StreamNACK
+	pel.Ascend(func(n *ds.StreamNACK) bool {
+		if count != 0 && int64(len(ns)) >= count {
+			return false
+		}
+		ns = append(ns, n)
+		return true
+	})
+	return ns
 }
