@@ -28,11 +28,11 @@ package exec
 // existing consumer seen), so that a slave ends with the same stream.
 
 import (
-	"github.com/google/btree"
-
 	"bytes"
 	"math"
 	"strconv"
+
+	"github.com/google/btree"
 
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/engines/ds"
