@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"math"
 	"net"
 	"strconv"
 	"syscall"
@@ -173,7 +174,7 @@ func cmdMigrate(ss *session, r *request) {
 		return
 	}
 
-	timeout := time.Duration(m.timeout) * time.Millisecond
+	timeout := millis(m.timeout)
 	conn, err := net.DialTimeout("tcp", m.addr, timeout)
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
@@ -291,7 +292,7 @@ func cmdWait(ss *session, r *request) {
 	}
 	var deadline time.Time
 	if ms > 0 {
-		deadline = time.Now().Add(time.Duration(ms) * time.Millisecond)
+		deadline = time.Now().Add(millis(ms))
 	}
 	for {
 		have := ss.caughtUpReplicas()
@@ -306,6 +307,16 @@ func cmdWait(ss *session, r *request) {
 		}
 		time.Sleep(pause)
 	}
+}
+
+// millis is n milliseconds (n > 0), capped at the longest Duration: a
+// client's timeout in ms can be any long long, which times a million
+// overflows Duration (a "timeout" already past).
+func millis(n int64) time.Duration {
+	if n > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(n) * time.Millisecond
 }
 
 // caughtUpReplicas is the fewest slaves of any bucket that the table does
