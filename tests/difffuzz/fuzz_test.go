@@ -83,6 +83,25 @@ type tairUp struct {
 
 func startTair(t testing.TB, engine string) *tairUp {
 	t.Helper()
+	// tair up picks its free ports as this test does, by binding and
+	// closing, so another process on the machine can take one in between;
+	// such a start is tried again on new ports rather than failing the test.
+	for attempt := 1; ; attempt++ {
+		u, err := tryStartTair(t, engine)
+		if err == nil {
+			t.Cleanup(u.stop)
+			return u
+		}
+		u.stop()
+		if attempt >= 3 || !strings.Contains(u.log.String(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("tair up (%s) lost a port to another process; starting again on new ports", engine)
+	}
+}
+
+func tryStartTair(t testing.TB, engine string) (*tairUp, error) {
+	t.Helper()
 	port := testutil.FreePort(t)
 	u := &tairUp{engine: engine, addr: "127.0.0.1:" + itoa(port), log: &testutil.LogBuffer{}, done: make(chan struct{})}
 	// No --dir: with one, tair up takes the stable ports from 5100 (to
@@ -96,20 +115,29 @@ func startTair(t testing.TB, engine string) *tairUp {
 		t.Fatal(err)
 	}
 	go func() { _ = u.cmd.Wait(); close(u.done) }()
-	t.Cleanup(u.stop)
-	testutil.Eventually(t, 60*time.Second, func() bool {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
 		if u.exited() {
-			t.Fatalf("tair up (%s) exited:\n%s", engine, u.log.String())
+			return u, fmt.Errorf("tair up (%s) exited:\n%s", engine, u.log.String())
 		}
-		c, err := dial("tair", u.addr)
-		if err != nil {
-			return false
+		if u.ready() {
+			return u, nil
 		}
-		defer c.close()
-		r, err := c.do([]string{"SET", "{t}probe", "1"})
-		return err == nil && r == "+OK\r\n"
-	}, "tair up (%s) did not become ready:\n%s", engine, u.log)
-	return u
+		if time.Now().After(deadline) {
+			return u, fmt.Errorf("tair up (%s) did not become ready:\n%s", engine, u.log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (u *tairUp) ready() bool {
+	c, err := dial("tair", u.addr)
+	if err != nil {
+		return false
+	}
+	defer c.close()
+	r, err := c.do([]string{"SET", "{t}probe", "1"})
+	return err == nil && r == "+OK\r\n"
 }
 
 func (u *tairUp) exited() bool {
