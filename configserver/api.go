@@ -154,7 +154,7 @@ func (s *Server) handleTable(w http.ResponseWriter, r *http.Request) {
 	}
 	for {
 		t, changed := s.tableWait()
-		if t != nil && t.Version > after {
+		if t != nil && t.Version > route.Version(after) {
 			data, err := s.tableJSON(t)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)

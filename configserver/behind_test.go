@@ -17,10 +17,10 @@ func TestBehindClearsOnlyOnceTheSlaveHasTheMark(t *testing.T) {
 	committed := &route.Table{Version: 7, Buckets: 1, Copies: 2, Serving: [][]string{{"m", "old"}}}
 	tb := committed.Clone()
 	tb.SetBehind("m", "old", true) // set in this round: first carried by version 8
-	since := map[[2]string]uint64{}
+	since := map[[2]string]route.Version{}
 	alive := func(string) bool { return true }
 	away := func(string) bool { return false }
-	view := func(slaveVersion uint64) map[string]nodeView {
+	view := func(slaveVersion route.Version) map[string]nodeView {
 		return map[string]nodeView{
 			"m":   {heard: true, alive: true, hb: wire.Heartbeat{Addr: "m", TableVersion: 8}},
 			"old": {heard: true, alive: true, hb: wire.Heartbeat{Addr: "old", TableVersion: slaveVersion}},
@@ -53,7 +53,7 @@ func TestBehindClearsOnlyOnceTheSlaveHasTheMark(t *testing.T) {
 	tb.SetBehind("m", "old", true)
 	committed = tb.Clone()
 	committed.Version = 9
-	since = map[[2]string]uint64{}
+	since = map[[2]string]route.Version{}
 	s.markBehind(tb, committed, view(8), alive, away, since)
 	if !tb.IsBehind("m", "old") {
 		t.Fatal("an inherited mark cleared on a heartbeat from table 8, before version 9 that carries it")

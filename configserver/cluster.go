@@ -6,12 +6,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/wire"
 )
 
 // moveKey names a move as its source reports it.
 type moveKey struct {
-	Bucket uint32
+	Bucket route.BucketID
 	To     string
 }
 

@@ -216,7 +216,7 @@ func TestEventRing(t *testing.T) {
 	var l eventLog
 	start := time.Now()
 	for i := range eventCap + 10 {
-		l.add(Event{Kind: EventTable, TableVersion: uint64(i + 1), Message: "x"})
+		l.add(Event{Kind: EventTable, TableVersion: route.Version(i + 1), Message: "x"})
 	}
 	got := l.since(start.Add(-time.Second))
 	if len(got) != eventCap || got[0].TableVersion != 11 || got[len(got)-1].TableVersion != eventCap+10 {

@@ -37,11 +37,11 @@ const (
 
 // Event is one thing that happened to the cluster as the leader saw it.
 type Event struct {
-	AtMS         int64  `json:"at_ms"` // unix milliseconds
-	Kind         string `json:"kind"`
-	Node         string `json:"node,omitempty"`
-	TableVersion uint64 `json:"table_version,omitempty"`
-	Message      string `json:"message"`
+	AtMS         int64         `json:"at_ms"` // unix milliseconds
+	Kind         string        `json:"kind"`
+	Node         string        `json:"node,omitempty"`
+	TableVersion route.Version `json:"table_version,omitempty"`
+	Message      string        `json:"message"`
 }
 
 // eventLog is a ring of the last eventCap events, and what the leader

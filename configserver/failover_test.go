@@ -243,13 +243,13 @@ func TestHandOffWindow(t *testing.T) {
 	// The master of some bucket reports its slave unreachable: the slave
 	// is behind; then the master dies: that bucket keeps its dead master
 	// rather than promote the slave that lacks acknowledged writes.
-	var b uint32
-	for b = 0; b < back.Buckets; b++ {
+	var b route.BucketID
+	for b = 0; back.Contains(b); b++ {
 		if back.Serving[b][0] == dsAddrs[0] && back.Serving[b][1] == dsAddrs[1] {
 			break
 		}
 	}
-	if b == back.Buckets {
+	if !back.Contains(b) {
 		t.Fatalf("no bucket with master %s and slave %s: %v", dsAddrs[0], dsAddrs[1], back.Serving)
 	}
 	dss[0].mu.Lock()

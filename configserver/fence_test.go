@@ -57,7 +57,7 @@ func (h *fenceHandle) win(t *testing.T, name string) fence {
 	return f
 }
 
-func fenceTable(version uint64, master string) *route.Table {
+func fenceTable(version route.Version, master string) *route.Table {
 	return &route.Table{Version: version, Buckets: 2, Copies: 1,
 		Serving: [][]string{{master}, {master}}, Destination: [][]string{{master}, {master}}}
 }

@@ -223,13 +223,13 @@ type servedWatch struct {
 }
 
 type servedSeen struct {
-	ok         int    // heartbeats answered 200
-	replyTable bool   // a heartbeat reply carried a table
-	maxVersion uint64 // highest version served on GET /v1/table
-	joinerSeen string // a served table naming the joiner, described
+	ok         int           // heartbeats answered 200
+	replyTable bool          // a heartbeat reply carried a table
+	maxVersion route.Version // highest version served on GET /v1/table
+	joinerSeen string        // a served table naming the joiner, described
 }
 
-func watchServed(t *testing.T, s *Server, joiner string, version uint64) *servedWatch {
+func watchServed(t *testing.T, s *Server, joiner string, version route.Version) *servedWatch {
 	w := &servedWatch{stopc: make(chan struct{}), done: make(chan struct{})}
 	hb := wire.Heartbeat{Addr: joiner, Incarnation: time.Now().UnixNano(), Engine: "mdb", TableVersion: version}
 	body, _ := json.Marshal(hb)

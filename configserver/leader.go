@@ -38,7 +38,7 @@ type leaderState struct {
 	recovery recoveryState
 	// behindSince is, per master and slave marked behind, the first
 	// table version that carries the mark (markBehind).
-	behindSince map[[2]string]uint64
+	behindSince map[[2]string]route.Version
 }
 
 // reloadState replaces the leader's state with etcd's.
@@ -122,7 +122,7 @@ func (s *Server) lead(ctx context.Context, f fence) error {
 		defer stopInvalid()
 		s.runInvalidSenders(ictx)
 	}
-	ver := uint64(0)
+	ver := route.Version(0)
 	if t != nil {
 		ver = t.Version
 	}
@@ -278,7 +278,7 @@ func (s *Server) reconcile(ctx context.Context, ls *leaderState) error {
 			}
 		}
 		if ls.behindSince == nil {
-			ls.behindSince = map[[2]string]uint64{}
+			ls.behindSince = map[[2]string]route.Version{}
 		}
 		s.markBehind(t, ls.table, view, alive, away, ls.behindSince)
 	}
@@ -560,7 +560,7 @@ func (s *Server) settle(t *route.Table, alive func(string) bool) {
 // master is in (BehindEpoch, from the heartbeat's UnreachableEpochs): a
 // mark kept from an earlier episode may be cleared on a heartbeat the
 // master sent before the current one began, and is not relied on.
-func (s *Server) markBehind(t, committed *route.Table, view map[string]nodeView, alive, away func(string) bool, since map[[2]string]uint64) {
+func (s *Server) markBehind(t, committed *route.Table, view map[string]nodeView, alive, away func(string) bool, since map[[2]string]route.Version) {
 	slavesOf := map[string][]string{}
 	for _, row := range t.Serving {
 		if len(row) == 0 || row[0] == "" {
@@ -582,11 +582,11 @@ func (s *Server) markBehind(t, committed *route.Table, view map[string]nodeView,
 	// The version that first carries each mark: the committed one for a
 	// mark it has, the next one for a mark set in this round (handOff,
 	// or below).
-	var cur uint64
+	var cur route.Version
 	if committed != nil {
 		cur = committed.Version
 	}
-	firstCarrying := func(m, sl string) uint64 {
+	firstCarrying := func(m, sl string) route.Version {
 		if committed != nil && committed.IsBehind(m, sl) {
 			return cur
 		}

@@ -92,7 +92,7 @@ func (m *metrics) setTable(t *route.Table) {
 	for _, n := range t.Nodes() {
 		masters[n], slaves[n] = 0, 0
 	}
-	for b := uint32(0); b < t.Buckets; b++ {
+	for b := range route.BucketID(t.Buckets) {
 		if ms := t.Master(b); ms != "" {
 			masters[ms]++
 		}

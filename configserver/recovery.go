@@ -57,12 +57,12 @@ func wantCopies(t *route.Table, live int) int {
 
 // underReplicated lists the buckets with fewer caught-up live copies than
 // wantCopies.
-func underReplicated(t *route.Table, alive func(string) bool, live int) []uint32 {
+func underReplicated(t *route.Table, alive func(string) bool, live int) []route.BucketID {
 	want := wantCopies(t, live)
-	var out []uint32
+	var out []route.BucketID
 	for b, n := range copyCounts(t, alive) {
 		if n < want {
-			out = append(out, uint32(b))
+			out = append(out, route.BucketID(b))
 		}
 	}
 	return out
@@ -71,7 +71,7 @@ func underReplicated(t *route.Table, alive func(string) bool, live int) []uint32
 // recoveryState is the leader's record of under-replicated buckets.
 type recoveryState struct {
 	// since is when each bucket went below its copy count (in this term).
-	since map[uint32]time.Time
+	since map[route.BucketID]time.Time
 	// episode is when the current episode began (zero: none).
 	episode time.Time
 	// retargeted are the away nodes whose planned copies went elsewhere;
@@ -100,9 +100,9 @@ type RecoveryStatus struct {
 func (s *Server) trackRecovery(ls *leaderState, t *route.Table, alive func(string) bool, live int, now time.Time) {
 	rs := &ls.recovery
 	if rs.since == nil {
-		rs.since = map[uint32]time.Time{}
+		rs.since = map[route.BucketID]time.Time{}
 	}
-	under := map[uint32]bool{}
+	under := map[route.BucketID]bool{}
 	unavailable := 0
 	if t != nil {
 		for _, n := range copyCounts(t, alive) {
@@ -340,7 +340,7 @@ func (ls *leaderState) returned(alive func(string) bool) bool {
 // (that a live copy could restore) and no recovery runs, at most
 // MovesPerNode per source; MaxMoves in all, each bucket one move at a time.
 func (s *Server) startMoves(t *route.Table, ls *leaderState, now time.Time, alive func(string) bool) {
-	busy := map[uint32]bool{}
+	busy := map[route.BucketID]bool{}
 	perSource, perDest := map[string]int{}, map[string]int{}
 	recovering := false
 	for _, mv := range t.Migrating {
@@ -364,7 +364,7 @@ func (s *Server) startMoves(t *route.Table, ls *leaderState, now time.Time, aliv
 	want := wantCopies(t, live)
 	// A move restores when it is a recovery or its bucket is short of
 	// caught-up live copies (a rebalance that adds a live copy to it).
-	short := func(b uint32) bool { return int(b) < len(counts) && counts[b] < want }
+	short := func(b route.BucketID) bool { return int(b) < len(counts) && counts[b] < want }
 	for _, n := range counts {
 		// A bucket short of copies that a live copy can restore holds
 		// every rebalance back, even while its recovery cannot start yet.

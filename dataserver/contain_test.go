@@ -14,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/testutil"
 )
 
@@ -34,10 +35,10 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 }
 
 // bucketRecords lists bucket b's records on s as key=value strings.
-func bucketRecords(t *testing.T, s *Server, b uint32) []string {
+func bucketRecords(t *testing.T, s *Server, b route.BucketID) []string {
 	t.Helper()
 	var out []string
-	err := s.Engine().ForEach(b, func(r *engines.Record) error {
+	err := s.Engine().ForEach(uint32(b), func(r *engines.Record) error {
 		out = append(out, string(r.Key)+"="+string(r.Entry.Value))
 		return nil
 	})

@@ -132,7 +132,7 @@ func (s *Server) cutoverWork(old, t *route.Table) []*cutoverWork {
 			completed: t.IsMaster(mv.Bucket, mv.To) || t.IsSlave(mv.Bucket, mv.To)})
 	}
 	ort := s.rt.Load()
-	for b := uint32(0); b < t.Buckets; b++ {
+	for b := range route.BucketID(t.Buckets) {
 		if !old.IsMaster(b, me) || !t.IsMaster(b, me) || ort == nil || int(b) >= len(ort.slaves) {
 			continue
 		}
@@ -184,7 +184,7 @@ func (s *Server) markDeposed(old, t *route.Table) {
 		return
 	}
 	me := s.addr
-	for b := uint32(0); b < t.Buckets && int(b) < len(rt.slaves); b++ {
+	for b := route.BucketID(0); t.Contains(b) && int(b) < len(rt.slaves); b++ {
 		if !old.IsMaster(b, me) || t.IsMaster(b, me) || !t.IsSlave(b, me) {
 			continue
 		}

@@ -36,7 +36,7 @@ func cluster2(t *testing.T, mut func(i int, c *Config)) (*fakeCS, []*Server) {
 }
 
 func engineGet(s *Server, key string) (string, bool) {
-	k := engines.Key{Bucket: route.BucketOf([]byte(key), q), Area: 0, Key: []byte(key)}
+	k := engines.Key{Bucket: uint32(route.BucketOf([]byte(key), q)), Area: 0, Key: []byte(key)}
 	e, err := s.Engine().Get(k)
 	if err != nil {
 		return "", false
@@ -88,7 +88,7 @@ func TestSyncReplication(t *testing.T) {
 	ca, cb := dial(t, a.Addr()), dial(t, b.Addr())
 	for i := 0; i < 50; i++ {
 		// alternate masters: bucket 0 on a, bucket 1 on b
-		bk := uint32(i % 2)
+		bk := route.BucketID(i % 2)
 		k := keyIn("sync", bk, q, i)
 		c, slave := ca, b
 		if bk == 1 {

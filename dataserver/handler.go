@@ -310,7 +310,7 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []
 
 // serve runs a keyed command of bucket b, whose ownership was checked,
 // within the area's limits.
-func (s *Server) serve(out []byte, x *exec.Executor, env envelope.Header, b uint32, args [][]byte, write bool, p *pending) []byte {
+func (s *Server) serve(out []byte, x *exec.Executor, env envelope.Header, b route.BucketID, args [][]byte, write bool, p *pending) []byte {
 	if err := s.checkArea(env.Area, write, args); err != nil {
 		return resp.AppendErr(out, err)
 	}
@@ -327,7 +327,7 @@ func (s *Server) serve(out []byte, x *exec.Executor, env envelope.Header, b uint
 // checkOwner checks that this node may serve bucket b: as master for
 // writes and TAIR.X reads, as master or slave for TAIR.XR reads. Serving
 // as master needs a valid lease.
-func (s *Server) checkOwner(t *route.Table, b uint32, write bool, env envelope.Header) error {
+func (s *Server) checkOwner(t *route.Table, b route.BucketID, write bool, env envelope.Header) error {
 	me := s.addr
 	if t.IsMaster(b, me) {
 		if !s.leaseOK() {
@@ -350,7 +350,7 @@ func (s *Server) checkOwner(t *route.Table, b uint32, write bool, env envelope.H
 // A panic under the lock (contain.go) answers the write with an error,
 // releases the lock and has the bucket's slaves resynced in full: exec
 // may have changed the engine without the change being replicated.
-func (s *Server) execWrite(out []byte, env envelope.Header, b uint32, args [][]byte, p *pending) (res []byte) {
+func (s *Server) execWrite(out []byte, env envelope.Header, b route.BucketID, args [][]byte, p *pending) (res []byte) {
 	bk := s.bucket(b)
 	bk.lock()
 	defer s.unlockWrite(bk, out, args, p, &res)
@@ -388,7 +388,7 @@ func (s *Server) writableLocked(bk *bucket) (*routing, error) {
 
 // forwardTarget returns the new master of a bucket that moved away from
 // this node recently, or "".
-func (s *Server) forwardTarget(t *route.Table, b uint32) string {
+func (s *Server) forwardTarget(t *route.Table, b route.BucketID) string {
 	bk := s.bucket(b)
 	if bk == nil {
 		return ""
@@ -401,7 +401,7 @@ func (s *Server) forwardTarget(t *route.Table, b uint32) string {
 }
 
 // forward sends the command to bucket's new master and relays its reply.
-func (s *Server) forward(out []byte, to string, b uint32, env envelope.Header, args [][]byte) []byte {
+func (s *Server) forward(out []byte, to string, b route.BucketID, env envelope.Header, args [][]byte) []byte {
 	fwd := env
 	fwd.Kind = envelope.Forwarded
 	c, err := s.pool.get(to)
@@ -426,11 +426,11 @@ func (s *Server) dbsize(out []byte, env envelope.Header) []byte {
 		return resp.AppendInt(out, 0)
 	}
 	var n int64
-	for b := uint32(0); b < t.Buckets; b++ {
+	for b := range route.BucketID(t.Buckets) {
 		if !t.IsMaster(b, s.addr) {
 			continue
 		}
-		_ = s.eng.ForEach(b, func(r *engines.Record) error {
+		_ = s.eng.ForEach(uint32(b), func(r *engines.Record) error {
 			if r.Area == env.Area && !r.Entry.Hidden {
 				n++
 			}
@@ -451,7 +451,7 @@ func (s *Server) scanBucket(out []byte, env envelope.Header, args [][]byte) []by
 	if err != nil {
 		return resp.AppendError(out, "ERR invalid bucket")
 	}
-	b := uint32(b64)
+	b := route.BucketID(b64)
 	var pattern, typ []byte
 	for i := 3; i < len(args); i += 2 {
 		if i+1 >= len(args) {
@@ -471,14 +471,14 @@ func (s *Server) scanBucket(out []byte, env envelope.Header, args [][]byte) []by
 	if t == nil {
 		return resp.AppendErr(out, envelope.NotMasterOf(b, 0).Err())
 	}
-	if b >= t.Buckets {
+	if !t.Contains(b) {
 		return resp.AppendError(out, "ERR invalid bucket")
 	}
 	if err := s.checkOwner(t, b, false, env); err != nil {
 		return resp.AppendErr(out, err)
 	}
 	var keys [][]byte
-	err = s.eng.ForEach(b, func(r *engines.Record) error {
+	err = s.eng.ForEach(uint32(b), func(r *engines.Record) error {
 		if r.Area != env.Area || r.Entry.Hidden {
 			return nil
 		}
@@ -519,8 +519,8 @@ func (s *Server) flush(out []byte, env envelope.Header, all bool) []byte {
 		areas[a] = true
 	}
 	if t := s.Table(); t != nil {
-		for b := uint32(0); b < t.Buckets; b++ {
-			_ = s.eng.ForEach(b, func(r *engines.Record) error {
+		for b := range route.BucketID(t.Buckets) {
+			_ = s.eng.ForEach(uint32(b), func(r *engines.Record) error {
 				areas[r.Area] = true
 				return nil
 			})

@@ -64,7 +64,7 @@ func newFakeCS(t testing.TB) *fakeCS {
 		deadline := time.Now().Add(time.Duration(wait) * time.Millisecond)
 		for {
 			f.mu.Lock()
-			if f.table != nil && (f.table.Version > after || r.URL.Query().Get("after") == "") {
+			if f.table != nil && (f.table.Version > route.Version(after) || r.URL.Query().Get("after") == "") {
 				_ = json.NewEncoder(w).Encode(f.table)
 				f.mu.Unlock()
 				return
@@ -120,7 +120,7 @@ func (f *fakeCS) heartbeat(w http.ResponseWriter, r *http.Request) {
 // it, and clears the ones it no longer reports, as the configserver does.
 func (f *fakeCS) markBehindLocked(hb wire.Heartbeat) {
 	nt := f.table.Clone()
-	for b := uint32(0); b < nt.Buckets; b++ {
+	for b := range route.BucketID(nt.Buckets) {
 		if !nt.IsMaster(b, hb.Addr) {
 			continue
 		}
@@ -140,7 +140,7 @@ func (f *fakeCS) markBehindLocked(hb wire.Heartbeat) {
 
 // completeMoveLocked switches bucket b from `from` to `to` (the
 // destination takes the source's place, or is appended with recovery).
-func (f *fakeCS) completeMoveLocked(b uint32, from, to string) {
+func (f *fakeCS) completeMoveLocked(b route.BucketID, from, to string) {
 	mv, ok := f.table.MoveOf(b)
 	if !ok || mv.From != from || mv.To != to {
 		return
@@ -240,7 +240,7 @@ func startNode(t testing.TB, cfg Config) *Server {
 
 // ringTable gives bucket b to nodes[b%n] as master and the next copies-1
 // nodes as slaves.
-func ringTable(version uint64, q uint32, copies int, nodes ...string) *route.Table {
+func ringTable(version route.Version, q uint32, copies int, nodes ...string) *route.Table {
 	t := &route.Table{Version: version, Buckets: q, Copies: copies, Serving: make([][]string, q)}
 	for b := uint32(0); b < q; b++ {
 		for c := 0; c < copies && c < len(nodes); c++ {
@@ -250,7 +250,7 @@ func ringTable(version uint64, q uint32, copies int, nodes ...string) *route.Tab
 	return t
 }
 
-func waitVersion(t testing.TB, v uint64, nodes ...*Server) {
+func waitVersion(t testing.TB, v route.Version, nodes ...*Server) {
 	t.Helper()
 	testutil.Eventually(t, 5*time.Second, func() bool {
 		for _, n := range nodes {
@@ -263,7 +263,7 @@ func waitVersion(t testing.TB, v uint64, nodes ...*Server) {
 }
 
 // keyIn returns a key of bucket b (prefix + n).
-func keyIn(prefix string, b, q uint32, n int) string {
+func keyIn(prefix string, b route.BucketID, q uint32, n int) string {
 	for i := 0; ; i++ {
 		k := fmt.Sprintf("%s:%d:%d", prefix, n, i)
 		if route.BucketOf([]byte(k), q) == b {
@@ -348,12 +348,12 @@ func (c *client) pipeline(cmds [][]string) []string {
 }
 
 // x wraps a command in the TAIR.X envelope (area 0, RESP2).
-func x(version uint64, args ...string) []string {
-	return append([]string{"TAIR.X", "0", strconv.FormatUint(version, 10), "2"}, args...)
+func x(version route.Version, args ...string) []string {
+	return append([]string{"TAIR.X", "0", strconv.FormatUint(uint64(version), 10), "2"}, args...)
 }
 
-func engineKey(b uint32, key string) engines.Key {
-	return engines.Key{Bucket: b, Area: 0, Key: []byte(key)}
+func engineKey(b route.BucketID, key string) engines.Key {
+	return engines.Key{Bucket: uint32(b), Area: 0, Key: []byte(key)}
 }
 
 func strconvFormat(n int64) string { return strconv.FormatInt(n, 10) }

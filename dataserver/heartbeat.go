@@ -285,7 +285,7 @@ func (s *Server) applyTable(t *route.Table) {
 	if bs := s.buckets(); bs == nil {
 		bs = make([]*bucket, t.Buckets)
 		for i := range bs {
-			bs[i] = &bucket{id: uint32(i)}
+			bs[i] = &bucket{id: route.BucketID(i)}
 		}
 		s.bk.Store(&bs)
 		s.x.Store(exec.New(s.eng, exec.Options{Buckets: t.Buckets}))
@@ -296,7 +296,7 @@ func (s *Server) applyTable(t *route.Table) {
 	me := s.addr
 	rt := &routing{t: t, slaves: make([][]*stream, t.Buckets)}
 	now := time.Now()
-	for b := uint32(0); b < t.Buckets; b++ {
+	for b := range route.BucketID(t.Buckets) {
 		if t.IsMaster(b, me) {
 			mv, moving := t.MoveOf(b)
 			for _, sl := range t.Slaves(b) {
@@ -353,7 +353,7 @@ const takeoverWindow = 150 * time.Millisecond
 // beginTakeover opens bk's takeover window (see takeover): every copy
 // still applies what the old master from sent on a table older than ver,
 // and the new master (freeze) takes no write meanwhile.
-func (s *Server) beginTakeover(bk *bucket, from string, ver uint64, freeze bool) {
+func (s *Server) beginTakeover(bk *bucket, from string, ver route.Version, freeze bool) {
 	bk.lock()
 	to := &takeover{from: from, switchVer: ver}
 	bk.takeover = to
@@ -374,7 +374,7 @@ func (s *Server) beginTakeover(bk *bucket, from string, ver uint64, freeze bool)
 }
 
 // holds reports whether node keeps a copy of bucket b under t.
-func holds(t *route.Table, b uint32, node string) bool {
+func holds(t *route.Table, b route.BucketID, node string) bool {
 	if t.IsMaster(b, node) || t.IsSlave(b, node) {
 		return true
 	}
@@ -386,12 +386,12 @@ func holds(t *route.Table, b uint32, node string) bool {
 	return false
 }
 
-func bucketsOf(t *route.Table, node string, master bool) []uint32 {
-	var out []uint32
+func bucketsOf(t *route.Table, node string, master bool) []route.BucketID {
+	var out []route.BucketID
 	if t == nil {
 		return out
 	}
-	for b := uint32(0); b < t.Buckets; b++ {
+	for b := range route.BucketID(t.Buckets) {
 		if (master && t.IsMaster(b, node)) || (!master && t.IsSlave(b, node)) {
 			out = append(out, b)
 		}
@@ -399,11 +399,11 @@ func bucketsOf(t *route.Table, node string, master bool) []uint32 {
 	return out
 }
 
-func (s *Server) scheduleDrop(b uint32, at time.Time) {
+func (s *Server) scheduleDrop(b route.BucketID, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.drops == nil {
-		s.mu.drops = map[uint32]time.Time{}
+		s.mu.drops = map[route.BucketID]time.Time{}
 	}
 	s.mu.drops[b] = at
 }
@@ -412,7 +412,7 @@ func (s *Server) scheduleDrop(b uint32, at time.Time) {
 // once their grace period is over.
 func (s *Server) dropLeftBuckets() {
 	now := time.Now()
-	var due []uint32
+	var due []route.BucketID
 	s.mu.Lock()
 	for b, at := range s.mu.drops {
 		if now.After(at) {
@@ -428,7 +428,7 @@ func (s *Server) dropLeftBuckets() {
 		}
 		bk := s.bucket(b)
 		bk.lock()
-		err := s.eng.DeleteBucket(b)
+		err := s.eng.DeleteBucket(uint32(b))
 		bk.unlock()
 		if err != nil {
 			s.log.Error("dropping a bucket copy", "bucket", b, "err", err)

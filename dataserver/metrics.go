@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tairkv/tair/internal/route"
 )
 
 // nodeCollector exports, at each scrape, what the dataserver holds rather
@@ -102,12 +103,12 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	t := s.Table()
-	var version uint64
+	var version route.Version
 	masters, slaves := 0, 0
 	behind := 0
 	if t != nil {
 		version = t.Version
-		for b := uint32(0); b < t.Buckets; b++ {
+		for b := range route.BucketID(t.Buckets) {
 			if t.IsMaster(b, s.addr) {
 				masters++
 			} else if t.IsSlave(b, s.addr) {

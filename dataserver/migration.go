@@ -55,7 +55,7 @@ var errMigrationStopped = errors.New("migration stopped")
 // reconcileMigrations starts the moves t gives this node and ends those it
 // no longer lists. Called with the new table published.
 func (s *Server) reconcileMigrations(t *route.Table) {
-	want := map[uint32]route.Move{}
+	want := map[route.BucketID]route.Move{}
 	for _, mv := range t.Migrating {
 		if mv.From == s.addr && mv.To != "" && mv.To != s.addr {
 			want[mv.Bucket] = mv

@@ -560,7 +560,7 @@ func TestDroppedMovesDoNotStallTheTable(t *testing.T) {
 	t1 := ringTable(1, q, 2, a.Addr(), b.Addr())
 	cs.setTable(t1)
 	waitVersion(t, 1, nodes...)
-	moved := []uint32{0, 2} // both mastered by a
+	moved := []route.BucketID{0, 2} // both mastered by a
 	ca := dial(t, a.Addr())
 	for _, bkt := range moved {
 		for i := 0; i < 50; i++ {

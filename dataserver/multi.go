@@ -63,7 +63,7 @@ func (s *Server) multiExec(out []byte, env envelope.Header, args [][]byte, p *pe
 		return resp.AppendErr(out, envelope.NotMasterOf(0, 0).Err())
 	}
 	t := rt.t
-	bucket, have, write := uint32(0), false, false
+	bucket, have, write := route.BucketID(0), false, false
 	var key []byte
 	for _, w := range watch {
 		b := t.Bucket(w[0])
@@ -111,7 +111,7 @@ func (s *Server) multiExec(out []byte, env envelope.Header, args [][]byte, p *pe
 // area's limits.
 //
 // A panic under the lock is handled as execWrite's (contain.go).
-func (s *Server) multiExecRun(out []byte, env envelope.Header, args [][]byte, p *pending, cmds [][][]byte, watch [][2][]byte, bucket uint32, write bool) (res []byte) {
+func (s *Server) multiExecRun(out []byte, env envelope.Header, args [][]byte, p *pending, cmds [][][]byte, watch [][2][]byte, bucket route.BucketID, write bool) (res []byte) {
 	if err := s.checkArea(env.Area, write, args); err != nil {
 		return resp.AppendErr(out, err)
 	}
@@ -145,8 +145,8 @@ func (s *Server) multiExecRun(out []byte, env envelope.Header, args [][]byte, p 
 }
 
 // keyVersion is a key's Tair version, 0 when it is missing.
-func (s *Server) keyVersion(area uint16, bucket uint32, key []byte) int64 {
-	e, err := s.eng.Get(engines.Key{Bucket: bucket, Area: area, Key: key})
+func (s *Server) keyVersion(area uint16, bucket route.BucketID, key []byte) int64 {
+	e, err := s.eng.Get(engines.Key{Bucket: uint32(bucket), Area: area, Key: key})
 	if err != nil {
 		return 0
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
 
@@ -50,11 +51,11 @@ func (s *Server) nodeStats(out []byte, args [][]byte) []byte {
 		areas := map[uint16]*areaKeys{}
 		now := time.Now().UnixMilli()
 		if t := s.Table(); t != nil {
-			for b := uint32(0); b < t.Buckets; b++ {
+			for b := range route.BucketID(t.Buckets) {
 				if !t.IsMaster(b, s.addr) {
 					continue
 				}
-				_ = s.eng.ForEach(b, func(r *engines.Record) error {
+				_ = s.eng.ForEach(uint32(b), func(r *engines.Record) error {
 					if r.Entry.Hidden {
 						return nil
 					}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
 
@@ -30,7 +31,7 @@ func BenchmarkReplicatedSet(b *testing.B) {
 			// Keys of the buckets the first node masters.
 			var batch []byte
 			for i := 0; i < depth; i++ {
-				bk := uint32(i*copies) % q
+				bk := route.BucketID(uint32(i*copies) % q)
 				args := x(1, "SET", keyIn("bench", bk, q, i), "value-of-sixteen")
 				bs := make([][]byte, len(args))
 				for j, a := range args {

@@ -101,7 +101,7 @@ func (s *Server) continuesMoveLocked(bk *bucket, t *route.Table, it item, sessio
 
 // relays reports whether this node passes on items of bucket b that
 // master from sent on table version ver (see relay).
-func (s *Server) relays(b uint32, from string, ver uint64) bool {
+func (s *Server) relays(b route.BucketID, from string, ver route.Version) bool {
 	bk := s.bucket(b)
 	if bk == nil {
 		return false
@@ -114,12 +114,12 @@ func (s *Server) relays(b uint32, from string, ver uint64) bool {
 
 // takesOver reports whether bk is in a takeover window from from and an
 // item sent on table ver is still the old master's (bk.mu held).
-func takesOver(bk *bucket, from string, ver uint64) bool {
+func takesOver(bk *bucket, from string, ver route.Version) bool {
 	to := bk.takeover
 	return to != nil && to.from == from && ver < to.switchVer
 }
 
-func (s *Server) acceptsFrom(t *route.Table, b uint32, from string) bool {
+func (s *Server) acceptsFrom(t *route.Table, b route.BucketID, from string) bool {
 	if t == nil {
 		return false
 	}
@@ -136,7 +136,7 @@ func (s *Server) acceptsFrom(t *route.Table, b uint32, from string) bool {
 
 type item struct {
 	seq    uint64
-	bucket uint32
+	bucket route.BucketID
 	area   uint16
 	kind   byte
 	cmds   [][][]byte
@@ -155,7 +155,7 @@ func parseItem(args [][]byte, i int) (item, int, bool) {
 	if !ok1 || !ok2 || !ok3 || b > 1<<32-1 || a > route.MaxArea || len(args[i+3]) != 1 {
 		return it, 0, false
 	}
-	it.seq, it.bucket, it.area, it.kind = seq, uint32(b), uint16(a), args[i+3][0]
+	it.seq, it.bucket, it.area, it.kind = seq, route.BucketID(b), uint16(a), args[i+3][0]
 	i += 4
 	switch it.kind {
 	case kindBegin:
@@ -199,10 +199,11 @@ func (s *Server) replApply(out []byte, args [][]byte) []byte {
 	if len(args) < 4 {
 		return resp.AppendError(out, "ERR wrong number of arguments for 'tair.repl' command")
 	}
-	ver, err := strconv.ParseUint(string(args[1]), 10, 64)
+	v, err := strconv.ParseUint(string(args[1]), 10, 64)
 	if err != nil {
 		return resp.AppendError(out, "ERR bad table version")
 	}
+	ver := route.Version(v)
 	from, session := string(args[2]), string(args[3])
 	rs := s.recvStateFor(session)
 	rs.mu.Lock()
@@ -231,7 +232,7 @@ func (s *Server) replApply(out []byte, args [][]byte) []byte {
 			stale = true
 			break
 		}
-		if t == nil || it.bucket >= t.Buckets || !(s.acceptsFrom(t, it.bucket, from) || s.relays(it.bucket, from, ver) || s.continuesMove(t, it, session)) {
+		if t == nil || !t.Contains(it.bucket) || !(s.acceptsFrom(t, it.bucket, from) || s.relays(it.bucket, from, ver) || s.continuesMove(t, it, session)) {
 			if t == nil || ver > t.Version {
 				stale = true
 				s.kickHeartbeat()
@@ -298,7 +299,7 @@ func (s *Server) replApply(out []byte, args [][]byte) []byte {
 // is refused (its write is not acknowledged to the master's client) and
 // the copy is marked diverged, so this slave asks its master for a full
 // copy (contain.go).
-func (s *Server) applyItemContained(it item, from, session string, ver uint64, scratch []byte) (_ []byte, e *entry, mig *migration, ok bool) {
+func (s *Server) applyItemContained(it item, from, session string, ver route.Version, scratch []byte) (_ []byte, e *entry, mig *migration, ok bool) {
 	bulk := it.kind != kindCmds
 	if bulk {
 		s.bulkMu.Lock()
@@ -334,7 +335,7 @@ type chainWait struct {
 // Items of a migration stream are refused (ok false) unless their session
 // is the bucket's latest incoming migration: a batch of an abandoned
 // attempt still in flight must not land on the new copy.
-func (s *Server) applyItem(it item, from, session string, ver uint64, scratch []byte) (_ []byte, _ *entry, _ *migration, ok bool) {
+func (s *Server) applyItem(it item, from, session string, ver route.Version, scratch []byte) (_ []byte, _ *entry, _ *migration, ok bool) {
 	bk := s.bucket(it.bucket)
 	bk.lock()
 	defer bk.unlock()
@@ -356,14 +357,14 @@ func (s *Server) applyItem(it item, from, session string, ver uint64, scratch []
 	case kindBegin:
 		bk.inMig = session
 		bk.diverged.Store(false)
-		if err := s.eng.DeleteBucket(it.bucket); err != nil {
+		if err := s.eng.DeleteBucket(uint32(it.bucket)); err != nil {
 			s.log.Error("clearing bucket for an incoming migration", "bucket", it.bucket, "err", err)
 		}
 		s.log.Info("incoming migration begins", "bucket", it.bucket, "from", from)
 	case kindRecord:
 		rec, err := decodeRecord(it.record)
 		if err == nil {
-			err = s.eng.Restore(it.bucket, rec)
+			err = s.eng.Restore(uint32(it.bucket), rec)
 		}
 		if err != nil {
 			s.m.replApplyErrors.Inc()
@@ -377,7 +378,7 @@ func (s *Server) applyItem(it item, from, session string, ver uint64, scratch []
 				break
 			}
 			if err == nil {
-				err = s.eng.Restore(it.bucket, rec)
+				err = s.eng.Restore(uint32(it.bucket), rec)
 			}
 			if err != nil {
 				s.m.replApplyErrors.Inc()

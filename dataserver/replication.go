@@ -7,6 +7,7 @@ import (
 
 	"github.com/tairkv/tair/internal/envelope"
 	"github.com/tairkv/tair/internal/errs"
+	"github.com/tairkv/tair/internal/route"
 )
 
 // Replication, as the write path sees it: a write that ran as a bucket's
@@ -38,7 +39,7 @@ type pending struct {
 	start, end int // reply bytes in the batch buffer
 	waits      []waiter
 	write      bool // a write served as master: lease checked on release
-	bucket     uint32
+	bucket     route.BucketID
 	migrating  bool // the write went to a migration stream too
 }
 

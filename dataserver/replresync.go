@@ -27,7 +27,7 @@ import (
 //	                                       receiver is not the master of a
 //	                                       bucket the slave holds (yet)
 
-func (s *Server) markDiverged(b uint32) {
+func (s *Server) markDiverged(b route.BucketID) {
 	bk := s.bucket(b)
 	if bk == nil || bk.diverged.Swap(true) {
 		return
@@ -94,7 +94,7 @@ func (s *Server) resyncDiverged(t *route.Table) {
 	}
 }
 
-func (s *Server) askResync(master string, b uint32) bool {
+func (s *Server) askResync(master string, b route.BucketID) bool {
 	c, err := s.pool.get(master)
 	if err != nil {
 		return false
@@ -119,7 +119,7 @@ func (s *Server) resyncRequest(out []byte, args [][]byte) []byte {
 	if !ok || rt == nil || b64 >= uint64(rt.t.Buckets) {
 		return resp.AppendError(out, "ERR bad bucket")
 	}
-	b, slave := uint32(b64), string(args[2])
+	b, slave := route.BucketID(b64), string(args[2])
 	bk := s.bucket(b)
 	s.bulkMu.Lock()
 	defer s.bulkMu.Unlock()
@@ -148,7 +148,7 @@ func (s *Server) resyncRequest(out []byte, args [][]byte) []byte {
 // in chunks of about chunkBytes (kindRecords items), and returns the
 // number of records; s.bulkMu and the bucket's lock are held. The copy is counted
 // under reason (tair_dataserver_full_copies_total).
-func (s *Server) pushSnapshotLocked(st *stream, b uint32, reason string) (int, error) {
+func (s *Server) pushSnapshotLocked(st *stream, b route.BucketID, reason string) (int, error) {
 	st.push(b, 0, kindBegin, payload{})
 	n, inChunk := 0, 0
 	defer func() { s.m.fullCopy(reason, n) }()
@@ -170,7 +170,7 @@ func (s *Server) pushSnapshotLocked(st *stream, b uint32, reason string) (int, e
 		st.push(b, 0, kindRecords, payload{data: chunk[start:], nargs: 1, recs: inChunk})
 		chunk, inChunk = newChunk(), 0
 	}
-	err := s.eng.ForEach(b, func(r *engines.Record) error {
+	err := s.eng.ForEach(uint32(b), func(r *engines.Record) error {
 		var err error
 		if chunk, err = appendChunkRecord(chunk, r); err != nil {
 			return err
@@ -209,13 +209,13 @@ func (s *Server) replaceStream(old *stream) {
 
 	rt := s.rt.Load()
 	nrt := &routing{t: rt.t, slaves: make([][]*stream, len(rt.slaves))}
-	var buckets []uint32
+	var buckets []route.BucketID
 	for b, ss := range rt.slaves {
 		nrt.slaves[b] = make([]*stream, len(ss))
 		for i, x := range ss {
 			if x == old {
 				x = st
-				buckets = append(buckets, uint32(b))
+				buckets = append(buckets, route.BucketID(b))
 			}
 			nrt.slaves[b][i] = x
 		}

@@ -74,7 +74,7 @@ type entry struct {
 	nargs   int    // bulk strings in hdr+payload
 	recs    int    // records of a snapshot chunk
 	kind    byte
-	bucket  uint32
+	bucket  route.BucketID
 	at      time.Time
 	done    chan struct{}
 	err     error
@@ -197,7 +197,7 @@ func (s *Server) newStream(to string, mig bool, supersedes string) *stream {
 // push appends an item; callers hold the bucket's lock. It returns the
 // entry, whose done channel closes when the receiver applied it (err nil)
 // or refused it.
-func (st *stream) push(bucket uint32, area uint16, kind byte, p payload) *entry {
+func (st *stream) push(bucket route.BucketID, area uint16, kind byte, p payload) *entry {
 	e := &entry{payload: p.data, nargs: 4 + p.nargs, recs: p.recs, kind: kind, bucket: bucket, at: time.Now(), done: make(chan struct{})}
 	st.mu.Lock()
 	if st.mu.lost != nil || st.mu.stopping {
@@ -290,7 +290,7 @@ func (st *stream) pending() int {
 }
 
 // pendingFor reports whether an unacknowledged item of bucket b is queued.
-func (st *stream) pendingFor(b uint32) bool {
+func (st *stream) pendingFor(b route.BucketID) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	for _, e := range st.mu.q {

@@ -62,14 +62,14 @@ type scriptHost struct {
 	mu    sync.Mutex
 	cache map[string]*luascript.Script
 	// running: the script holding each bucket's lock.
-	running map[uint32]*scriptRun
+	running map[route.BucketID]*scriptRun
 	n       atomic.Int32 // len(running), read without mu
 	libs    libraries
 }
 
 // scriptRun is one running script.
 type scriptRun struct {
-	bucket uint32
+	bucket route.BucketID
 	ctx    context.Context
 	cancel context.CancelFunc
 	wrote  atomic.Bool
@@ -93,7 +93,7 @@ func (s *Server) scripting() *scriptHost {
 	h.once.Do(func() {
 		h.env = luascript.NewEnv(s.log)
 		h.cache = map[string]*luascript.Script{}
-		h.running = map[uint32]*scriptRun{}
+		h.running = map[route.BucketID]*scriptRun{}
 	})
 	return h
 }
@@ -101,7 +101,7 @@ func (s *Server) scripting() *scriptHost {
 // scriptGate is the check of a request for bucket b while a script may
 // hold its lock: it waits for the script to end, and gives up with BUSY
 // once the script has run past the threshold. "" lets it through.
-func (s *Server) scriptGate(b uint32) string {
+func (s *Server) scriptGate(b route.BucketID) string {
 	h := &s.sc
 	if h.n.Load() == 0 {
 		return ""
@@ -120,7 +120,7 @@ func (s *Server) scriptGate(b uint32) string {
 	}
 }
 
-func (h *scriptHost) start(b uint32, threshold time.Duration) *scriptRun {
+func (h *scriptHost) start(b route.BucketID, threshold time.Duration) *scriptRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &scriptRun{bucket: b, ctx: ctx, cancel: cancel, done: make(chan struct{}), busy: make(chan struct{})}
 	r.timer = time.AfterFunc(threshold, func() { close(r.busy) })
@@ -240,7 +240,7 @@ func (s *Server) scriptVerb(out []byte, args [][]byte, p *pending, peer net.Addr
 	name := strings.ToLower(string(cmd[0]))
 	switch name {
 	case "eval", "eval_ro", "evalsha", "evalsha_ro", "fcall", "fcall_ro":
-		return s.evalCmd(out, env, uint32(b64), name, cmd, p, peer)
+		return s.evalCmd(out, env, route.BucketID(b64), name, cmd, p, peer)
 	case "script":
 		return s.scriptCmd(out, cmd)
 	case "function":
@@ -266,7 +266,7 @@ func numKeys(cmd [][]byte, fcall bool) (int, string) {
 }
 
 // evalCmd runs EVAL, EVALSHA, FCALL and their _RO forms.
-func (s *Server) evalCmd(out []byte, env envelope.Header, hint uint32, name string, cmd [][]byte, p *pending, peer net.Addr) []byte {
+func (s *Server) evalCmd(out []byte, env envelope.Header, hint route.BucketID, name string, cmd [][]byte, p *pending, peer net.Addr) []byte {
 	if len(cmd) < 3 {
 		return resp.AppendError(out, "ERR wrong number of arguments for '"+name+"' command")
 	}
@@ -330,7 +330,7 @@ func (s *Server) evalCmd(out []byte, env envelope.Header, hint uint32, name stri
 			return resp.AppendError(out, crossSlotText)
 		}
 	}
-	if b >= t.Buckets {
+	if !t.Contains(b) {
 		return resp.AppendError(out, "ERR invalid bucket")
 	}
 	if err := s.checkOwner(t, b, true, env); err != nil {
@@ -351,7 +351,7 @@ func (s *Server) evalCmd(out []byte, env envelope.Header, hint uint32, name stri
 // evalRun runs a script on bucket b under its lock and replicates what
 // it wrote as one item. A panic under the lock is handled as
 // execWrite's (contain.go).
-func (s *Server) evalRun(out []byte, env envelope.Header, b uint32, cmd [][]byte, p *pending, job func(*scriptCaller, *scriptRun) []byte) (res []byte) {
+func (s *Server) evalRun(out []byte, env envelope.Header, b route.BucketID, cmd [][]byte, p *pending, job func(*scriptCaller, *scriptRun) []byte) (res []byte) {
 	if err := s.checkArea(env.Area, true, cmd); err != nil {
 		return resp.AppendErr(out, err)
 	}
@@ -382,7 +382,7 @@ type scriptCaller struct {
 	x      *exec.Executor
 	area   uint16
 	t      *route.Table
-	bucket uint32
+	bucket route.BucketID
 	run    *scriptRun
 	maxKey int
 	prop   [][][]byte

@@ -134,10 +134,10 @@ type Server struct {
 	mu struct {
 		sync.Mutex
 		streams map[string]*stream // replication streams by slave node
-		migs    map[uint32]*migration
+		migs    map[route.BucketID]*migration
 		recv    map[string]*recvState
-		drops   map[uint32]time.Time // buckets to delete after their grace
-		retired map[string]string    // node -> session of its last closed replication stream
+		drops   map[route.BucketID]time.Time // buckets to delete after their grace
+		retired map[string]string            // node -> session of its last closed replication stream
 		started bool
 		closed  bool
 		// recvSwept: when recv was last swept of idle sessions.
@@ -193,7 +193,7 @@ type routing struct {
 
 // bucket is this node's state of one bucket.
 type bucket struct {
-	id uint32
+	id route.BucketID
 	// mu orders the bucket's writes with their replication appends;
 	// taken with lock and released with unlock, which stamp held for the
 	// watchdog (watchdog.go).
@@ -240,7 +240,7 @@ type bucket struct {
 // refused nor applied out of order with the new master's first ones.
 type takeover struct {
 	from      string
-	switchVer uint64
+	switchVer route.Version
 }
 
 // relay passes a master's writes on to the new holder of a slave copy
@@ -251,7 +251,7 @@ type takeover struct {
 type relay struct {
 	st        *stream
 	master    string
-	switchVer uint64
+	switchVer route.Version
 }
 
 type movedTo struct {
@@ -279,7 +279,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		pace:        newPacer(cfg.MigrateMinBytesPerSec, cfg.MigrateLatencyTarget),
 	}
 	s.mu.streams = map[string]*stream{}
-	s.mu.migs = map[uint32]*migration{}
+	s.mu.migs = map[route.BucketID]*migration{}
 	s.mu.recv = map[string]*recvState{}
 	s.mu.retired = map[string]string{}
 	s.areas.Store(&areaTable{})
@@ -373,7 +373,7 @@ func (s *Server) HTTPAddr() string {
 
 // TableVersion is the version of the table the node serves with (0 before
 // the first one arrives).
-func (s *Server) TableVersion() uint64 {
+func (s *Server) TableVersion() route.Version {
 	if r := s.rt.Load(); r != nil && r.t != nil {
 		return r.t.Version
 	}
@@ -513,7 +513,7 @@ func (s *Server) buckets() []*bucket {
 	return nil
 }
 
-func (s *Server) bucket(b uint32) *bucket {
+func (s *Server) bucket(b route.BucketID) *bucket {
 	bs := s.buckets()
 	if int(b) < len(bs) {
 		return bs[b]

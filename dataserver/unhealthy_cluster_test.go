@@ -38,7 +38,7 @@ func TestWedgedDataserverLosesItsMasters(t *testing.T) {
 	sick := c.DataServers[0].Addr()
 	masters := func(tb *route.Table) int {
 		n := 0
-		for b := uint32(0); b < tb.Buckets; b++ {
+		for b := range route.BucketID(tb.Buckets) {
 			if tb.IsMaster(b, sick) {
 				n++
 			}

@@ -407,7 +407,7 @@ func cmdScan(ss *session, r *request) {
 			args := [][]byte{[]byte("SCANBUCKET"), strconv.AppendUint(nil, b, 10), strconv.AppendUint(nil, p0, 10)}
 			args = append(args, opts...)
 			p := ss.part(r, args)
-			p.bucket = uint32(b)
+			p.bucket = route.BucketID(b)
 			p.slaveOK = true
 			ss.send(p)
 			parts = append(parts, p)
@@ -491,7 +491,7 @@ func (ss *session) walkBuckets(r *request, start uint32, opts [][]byte, f func(k
 			args := [][]byte{[]byte("SCANBUCKET"), strconv.AppendUint(nil, uint64(b), 10), []byte("0")}
 			args = append(args, opts...)
 			p := ss.part(r, args)
-			p.bucket = b
+			p.bucket = route.BucketID(b)
 			p.slaveOK = true
 			ss.send(p)
 			parts = append(parts, p)

@@ -185,7 +185,7 @@ func argsFit(spec *command.Spec, n int) bool {
 
 // keysBucket is the bucket of the first key of args (keys: their
 // indexes) and whether every key is in it.
-func keysBucket(args [][]byte, keys []int, q uint32) (uint32, bool) {
+func keysBucket(args [][]byte, keys []int, q uint32) (route.BucketID, bool) {
 	b := route.BucketOf(args[keys[0]], q)
 	for _, k := range keys[1:] {
 		if route.BucketOf(args[k], q) != b {

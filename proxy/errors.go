@@ -5,6 +5,7 @@ import (
 
 	"github.com/tairkv/tair/internal/envelope"
 	"github.com/tairkv/tair/internal/errs"
+	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
 
@@ -31,7 +32,7 @@ var (
 const crossSlot = "CROSSSLOT Keys in request don't hash to the same slot"
 
 // bucketNoMaster is errNoMaster for bucket b.
-func bucketNoMaster(b uint32) *errs.Error {
+func bucketNoMaster(b route.BucketID) *errs.Error {
 	return errs.New(errs.ServerCanNotWork, fmt.Sprintf("bucket %d has no master", b))
 }
 

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"encoding/json"
-	"github.com/tairkv/tair/internal/glob"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tairkv/tair/internal/glob"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/tidwall/redcon"
@@ -240,8 +241,8 @@ func (f *fakeDS) handle(args [][]byte) []byte {
 		return resp.AppendOK(nil)
 	case "SCANBUCKET":
 		b, _ := strconv.Atoi(string(args[1]))
-		if !t.IsMaster(uint32(b), f.addr) {
-			return resp.AppendErr(nil, envelope.NotMasterOf(uint32(b), t.Version).Err())
+		if !t.IsMaster(route.BucketID(b), f.addr) {
+			return resp.AppendErr(nil, envelope.NotMasterOf(route.BucketID(b), t.Version).Err())
 		}
 		var match []byte
 		for i := 3; i+1 < len(args); i += 2 {
@@ -252,7 +253,7 @@ func (f *fakeDS) handle(args [][]byte) []byte {
 		var ks []string
 		for k := range f.data {
 			a, kk, _ := strings.Cut(k, "\x00")
-			if a == area && t.Bucket([]byte(kk)) == uint32(b) && (match == nil || glob.Match(match, []byte(kk), false)) {
+			if a == area && t.Bucket([]byte(kk)) == route.BucketID(b) && (match == nil || glob.Match(match, []byte(kk), false)) {
 				ks = append(ks, kk)
 			}
 		}
@@ -312,7 +313,7 @@ func newFakeConfigServer(t testing.TB) *fakeConfigServer {
 		deadline := time.Now().Add(time.Duration(wait) * time.Millisecond)
 		for {
 			tb := cs.table.Load()
-			if tb != nil && tb.Version > after {
+			if tb != nil && tb.Version > route.Version(after) {
 				_ = json.NewEncoder(w).Encode(tb)
 				return
 			}
@@ -334,7 +335,7 @@ func newFakeConfigServer(t testing.TB) *fakeConfigServer {
 func (cs *fakeConfigServer) addr() string { return strings.TrimPrefix(cs.srv.URL, "http://") }
 
 // makeTable gives bucket b to master nodes[b % n], slave nodes[(b+1) % n].
-func makeTable(version uint64, buckets uint32, addrs ...string) *route.Table {
+func makeTable(version route.Version, buckets uint32, addrs ...string) *route.Table {
 	t := &route.Table{Version: version, Buckets: buckets, Copies: 2, Serving: make([][]string, buckets)}
 	for b := range t.Serving {
 		row := []string{addrs[b%len(addrs)]}

@@ -92,7 +92,7 @@ func (ss *session) gather(r *request, keys []int, q uint32) bool {
 		seen[string(key)] = struct{}{}
 		sub := ss.newReq()
 		sub.bucket = route.BucketOf(key, q)
-		sub.group = sub.bucket
+		sub.group = uint32(sub.bucket)
 		sub.area, sub.proto = r.area, 2
 		sub.start = r.start
 		switch {

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"fmt"
-	"github.com/tairkv/tair/internal/glob"
 	"os"
 	"runtime"
 	"sort"
@@ -12,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/tairkv/tair/internal/glob"
 
 	"github.com/tairkv/tair/resp"
 )

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tairkv/tair/internal/command"
 	"github.com/tairkv/tair/internal/redisnum"
+	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
 
@@ -328,7 +329,7 @@ func (ss *session) caughtUpReplicas() int64 {
 	}
 	t := rt.t
 	fewest := -1
-	for b := uint32(0); b < t.Buckets; b++ {
+	for b := range route.BucketID(t.Buckets) {
 		m := t.Master(b)
 		n := 0
 		for _, s := range t.Slaves(b) {

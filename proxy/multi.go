@@ -166,7 +166,7 @@ func (ss *session) watch(r *request) {
 	r.ok()
 }
 
-func (ss *session) bucketOf(key []byte) uint32 {
+func (ss *session) bucketOf(key []byte) route.BucketID {
 	q := uint32(route.DefaultBuckets)
 	if rt := ss.srv.r.load(); rt != nil {
 		q = rt.t.Buckets

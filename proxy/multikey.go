@@ -52,9 +52,9 @@ func (ss *session) splitBy(r *request, keys []int, q uint32, rt *routing) {
 	for _, k := range keys {
 		b := route.BucketOf(r.args[k], q)
 		// g is the group: the bucket, or for reads its master's index.
-		g := b
+		g := uint32(b)
 		if rt != nil {
-			if mi := rt.masterIdx[b%uint32(len(rt.masterIdx))]; mi >= 0 {
+			if mi := rt.masterIdx[b%route.BucketID(len(rt.masterIdx))]; mi >= 0 {
 				g = 1<<31 | uint32(mi)
 			}
 		}
@@ -74,7 +74,7 @@ func (ss *session) splitBy(r *request, keys []int, q uint32, rt *routing) {
 		if si < 0 {
 			sub := ss.newReq()
 			sub.bucket, sub.group = b, g
-			sub.grouped = g != b
+			sub.grouped = g != uint32(b)
 			sub.spec = r.spec
 			sub.area, sub.proto = r.area, r.proto
 			sub.write, sub.slaveOK = r.write, r.slaveOK && !sub.grouped

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tairkv/tair/internal/command"
+	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
 
@@ -21,7 +22,7 @@ type request struct {
 	spec *command.Spec
 	stat *cmdStat
 
-	bucket  uint32
+	bucket  route.BucketID
 	mute    bool   // CLIENT REPLY OFF or SKIP: the reply is not written
 	group   uint32 // split parts: the bucket, or 1<<31|master index for reads
 	grouped bool   // a read part over several buckets of one master
@@ -32,11 +33,11 @@ type request struct {
 	write   bool
 	node    *node
 
-	wire    []byte // the envelope as sent
-	sentVer uint64 // the table version the envelope carried
-	reply   []byte // raw reply
-	err     error  // backend failure instead of a reply
-	written bool   // the request may have reached the dataserver
+	wire    []byte        // the envelope as sent
+	sentVer route.Version // the table version the envelope carried
+	reply   []byte        // raw reply
+	err     error         // backend failure instead of a reply
+	written bool          // the request may have reached the dataserver
 	wg      sync.WaitGroup
 
 	local    bool // reply already complete (answered by the proxy)

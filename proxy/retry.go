@@ -215,7 +215,7 @@ func (ss *session) giveUp(r *request) {
 	}
 	switch {
 	case r.err == errNoMaster:
-		r.reply = resp.AppendErr(r.reply[:0], bucketNoMaster(uint32(r.bucket)))
+		r.reply = resp.AppendErr(r.reply[:0], bucketNoMaster(r.bucket))
 	default:
 		r.reply = resp.AppendErr(r.reply[:0], clusterDown(r.err))
 	}

@@ -22,7 +22,7 @@ type routing struct {
 	masterIdx []int32
 }
 
-func (rt *routing) master(b uint32) *node {
+func (rt *routing) master(b route.BucketID) *node {
 	if int(b) >= len(rt.copies) || len(rt.copies[b]) == 0 {
 		return nil
 	}
@@ -31,8 +31,8 @@ func (rt *routing) master(b uint32) *node {
 
 // pickNode is the node a request for bucket b goes to: the master, or
 // with slave reads a copy chosen by the client's id.
-func pickNode(rt *routing, b uint32, slaveRead bool, id int64) (*node, bool) {
-	copies := rt.copies[b%uint32(len(rt.copies))]
+func pickNode(rt *routing, b route.BucketID, slaveRead bool, id int64) (*node, bool) {
+	copies := rt.copies[b%route.BucketID(len(rt.copies))]
 	if len(copies) == 0 {
 		return nil, false
 	}
@@ -73,7 +73,7 @@ func newRouter(s *Server) *router {
 
 func (r *router) load() *routing { return r.cur.Load() }
 
-func (r *router) version() uint64 {
+func (r *router) version() route.Version {
 	if rt := r.cur.Load(); rt != nil {
 		return rt.t.Version
 	}
@@ -136,7 +136,7 @@ func (r *router) apply(t *route.Table, force bool) bool {
 	rt.masterIdx = make([]int32, len(t.Serving))
 	for b := range rt.masterIdx {
 		rt.masterIdx[b] = -1
-		if m := t.Master(uint32(b)); m != "" {
+		if m := t.Master(route.BucketID(b)); m != "" {
 			rt.masterIdx[b] = idx[m]
 		}
 	}

@@ -120,7 +120,7 @@ func (s *Server) scriptRoundTrip(addr string, req []byte, timeout time.Duration)
 const scriptTimeout = 10 * time.Minute
 
 // scriptRequest is the TAIR.SCRIPT command for bucket b.
-func (ss *session) scriptRequest(r *request, b uint32, ver uint64, args [][]byte) []byte {
+func (ss *session) scriptRequest(r *request, b route.BucketID, ver route.Version, args [][]byte) []byte {
 	h := envelope.Header{Kind: envelope.Master, Area: uint16(r.area), Version: ver, Proto: r.proto}
 	full := append([][]byte{[]byte("TAIR.SCRIPT"), strconv.AppendUint(nil, uint64(b), 10)}, envelope.Args(h, args)...)
 	return resp.AppendCommand(nil, full...)
@@ -129,7 +129,7 @@ func (ss *session) scriptRequest(r *request, b uint32, ver uint64, args [][]byte
 // sendScript runs args on bucket b's master, retrying refusals while the
 // table moves; write says whether it may write (a lost connection then
 // cannot be retried).
-func (ss *session) sendScript(r *request, b uint32, args [][]byte, write bool) []byte {
+func (ss *session) sendScript(r *request, b route.BucketID, args [][]byte, write bool) []byte {
 	deadline := time.Now().Add(ss.srv.cfg.DialTimeout*5 + 5*time.Second)
 	for attempt := 1; ; attempt++ {
 		rt := ss.srv.r.load()
@@ -170,7 +170,7 @@ func (ss *session) sendScript(r *request, b uint32, args [][]byte, write bool) [
 
 // scriptKeys checks EVAL's and FCALL's numkeys and keys as Redis does
 // and returns the bucket they route to (name's when there are none).
-func (ss *session) scriptKeys(r *request, name []byte, fcall bool) (uint32, bool) {
+func (ss *session) scriptKeys(r *request, name []byte, fcall bool) (route.BucketID, bool) {
 	args := r.args
 	n, err := strconv.ParseInt(string(args[2]), 10, 64)
 	if fcall && (err != nil || n < 0 || n > int64(len(args)-3)) {
@@ -226,7 +226,7 @@ func cmdEval(ss *session, r *request) {
 }
 
 // anyBucket is the bucket a keyless script command goes to: key's.
-func (ss *session) anyBucket(key []byte) uint32 {
+func (ss *session) anyBucket(key []byte) route.BucketID {
 	rt := ss.srv.r.load()
 	if rt == nil {
 		return 0

@@ -200,7 +200,7 @@ func (s *Server) SetTable(t *route.Table) error {
 }
 
 // TableVersion is the version of the table in use (0 before the first).
-func (s *Server) TableVersion() uint64 { return s.r.version() }
+func (s *Server) TableVersion() route.Version { return s.r.version() }
 
 // Table returns the table in use (nil before the first). Do not modify.
 func (s *Server) Table() *route.Table {

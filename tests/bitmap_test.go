@@ -122,7 +122,7 @@ func TestBitmapsThroughProxy(t *testing.T) {
 		testutil.EventuallyErr(t, 5*time.Second, func() error {
 			var first string
 			for i, addr := range holders {
-				e, err := engineOf(addr).Get(engines.Key{Bucket: b, Key: []byte(key)})
+				e, err := engineOf(addr).Get(engines.Key{Bucket: uint32(b), Key: []byte(key)})
 				rec := fmt.Sprintf("%v type=%v value=%q version=%d expire=%d", err, e.Type, e.Value, e.Version, e.ExpireAt)
 				if i == 0 {
 					first = rec

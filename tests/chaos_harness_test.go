@@ -415,9 +415,9 @@ func (c *chaos) underReplicated(leader *testcluster.Proc) (int, string, error) {
 	return len(underReplicatedBuckets(tb, c.live())), "from the table", nil
 }
 
-func underReplicatedBuckets(tb *route.Table, live map[string]bool) []uint32 {
+func underReplicatedBuckets(tb *route.Table, live map[string]bool) []route.BucketID {
 	need := min(tb.Copies, len(live))
-	var out []uint32
+	var out []route.BucketID
 	for b, row := range tb.Serving {
 		good := 0
 		for i, n := range row {
@@ -427,7 +427,7 @@ func underReplicatedBuckets(tb *route.Table, live map[string]bool) []uint32 {
 			good++
 		}
 		if good < need {
-			out = append(out, uint32(b))
+			out = append(out, route.BucketID(b))
 		}
 	}
 	return out
@@ -535,8 +535,8 @@ func keys[V any](m map[string]V) []string {
 
 // lostBuckets returns the buckets whose every serving copy in tb is on
 // one of victims.
-func lostBuckets(tb *route.Table, victims ...*testcluster.Proc) map[uint32]bool {
-	out := map[uint32]bool{}
+func lostBuckets(tb *route.Table, victims ...*testcluster.Proc) map[route.BucketID]bool {
+	out := map[route.BucketID]bool{}
 	for b, row := range tb.Serving {
 		all := true
 		for _, n := range row {
@@ -545,7 +545,7 @@ func lostBuckets(tb *route.Table, victims ...*testcluster.Proc) map[uint32]bool 
 			}
 		}
 		if all {
-			out[uint32(b)] = true
+			out[route.BucketID(b)] = true
 		}
 	}
 	return out
@@ -587,7 +587,7 @@ func watchTables(c *chaos) *tableLog {
 	cl := c.pc.Client()
 	go func() {
 		defer close(l.done)
-		var after uint64
+		var after route.Version
 		for {
 			select {
 			case <-l.stop:
@@ -621,7 +621,7 @@ func watchTables(c *chaos) *tableLog {
 
 // rowHistory describes bucket b's serving row in every table where it
 // (or the behind marks of its copies) changed.
-func (l *tableLog) rowHistory(b uint32) []string {
+func (l *tableLog) rowHistory(b route.BucketID) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []string
@@ -822,7 +822,7 @@ type lostKey struct {
 	got    string
 	err    error
 	rec    ackRec
-	bucket uint32
+	bucket route.BucketID
 }
 
 // readBack reads every acknowledged write of the keys keep selects,
@@ -832,7 +832,7 @@ type lostKey struct {
 // returns the writes that read back otherwise (lost) and those no read
 // could answer.
 func (c *chaos) readBack(acked map[string]ackRec, keep func(string) bool, deadline time.Time) (lost []lostKey, unreadable []lostKey) {
-	byBucket := map[uint32][]string{}
+	byBucket := map[route.BucketID][]string{}
 	for k := range acked {
 		if keep(k) {
 			b := route.BucketOf([]byte(k), chaosBuckets)
@@ -1220,11 +1220,11 @@ func (c *chaos) finish(skip func(key string) bool) {
 // acknowledged, the bucket's rows over the run, and what the
 // configservers logged about it.
 func (c *chaos) reportLost(lost []lostKey) {
-	by := map[uint32][]lostKey{}
+	by := map[route.BucketID][]lostKey{}
 	for _, l := range lost {
 		by[l.bucket] = append(by[l.bucket], l)
 	}
-	var buckets []uint32
+	var buckets []route.BucketID
 	for b := range by {
 		buckets = append(buckets, b)
 	}

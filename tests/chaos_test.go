@@ -168,7 +168,7 @@ func TestChaosTwoDataserversAtOnce(t *testing.T) {
 		v1, v2 := c.pc.DataServers[perm[0]], c.pc.DataServers[perm[1]]
 		before := c.table()
 		lost := lostBuckets(before, v1, v2)
-		lostList := make([]uint32, 0, len(lost))
+		lostList := make([]route.BucketID, 0, len(lost))
 		for b := range lost {
 			lostList = append(lostList, b)
 		}

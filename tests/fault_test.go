@@ -246,7 +246,7 @@ func TestKillMasterDataserverLosesNothing(t *testing.T) {
 	// matters is theirs (writes to other buckets never stopped).
 	mastered := 0
 	for b := range tb0.Serving {
-		if tb0.Master(uint32(b)) == victim.Addr {
+		if tb0.Master(route.BucketID(b)) == victim.Addr {
 			mastered++
 		}
 	}

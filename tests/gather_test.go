@@ -172,7 +172,7 @@ func TestGatheredReadsMatchRedis(t *testing.T) {
 	// The keys must really be in different buckets, over more than one
 	// dataserver.
 	tbl := c.Table()
-	buckets := map[uint32]string{}
+	buckets := map[route.BucketID]string{}
 	masters := map[string]bool{}
 	for _, l := range gatherSetup() {
 		k := l[1]

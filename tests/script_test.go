@@ -19,7 +19,7 @@ import (
 
 // keysInBuckets returns n keys of n different buckets (of q).
 func keysInBuckets(n int, q uint32) []string {
-	seen := map[uint32]bool{}
+	seen := map[route.BucketID]bool{}
 	var out []string
 	for i := 0; len(out) < n; i++ {
 		k := fmt.Sprintf("key%d", i)

@@ -742,7 +742,7 @@ func (w *tableWatch) rows(n int) string {
 // underReplicated counts the buckets whose serving row has fewer than
 // t.Copies entries on live nodes (all but dead), or that a move runs for.
 func underReplicated(t *route.Table, dead string) int {
-	moving := map[uint32]bool{}
+	moving := map[route.BucketID]bool{}
 	for _, mv := range t.Migrating {
 		moving[mv.Bucket] = true
 	}
@@ -754,7 +754,7 @@ func underReplicated(t *route.Table, dead string) int {
 				live++
 			}
 		}
-		if live < t.Copies || moving[uint32(b)] {
+		if live < t.Copies || moving[route.BucketID(b)] {
 			n++
 		}
 	}

@@ -75,7 +75,7 @@ func (e *ctlEnv) getJSON(cmd *cobra.Command, path string, out any) error {
 // ctlStatus is `tair ctl status --json`: the table's shape, the
 // dataservers counted, and the API's MigrationStatus as it is.
 type ctlStatus struct {
-	TableVersion uint64               `json:"table_version"`
+	TableVersion route.Version        `json:"table_version"`
 	Buckets      uint32               `json:"buckets"`
 	Copies       int                  `json:"copies"`
 	DataServers  int                  `json:"dataservers"`

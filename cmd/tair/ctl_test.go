@@ -243,7 +243,7 @@ func TestCtl(t *testing.T) {
 	}
 	for addr, f := range listed {
 		if !slices.Contains(ds, addr) || f["ZONE"] != "" || f["ALIVE"] != "true" || f["DRAINING"] != "false" ||
-			f["TABLE"] != strconv.FormatUint(tb.Version, 10) || f["HEALTH"] != "ok" || f["HELD"] != f["MASTERS"]+"/"+f["SLAVES"] ||
+			f["TABLE"] != strconv.FormatUint(uint64(tb.Version), 10) || f["HEALTH"] != "ok" || f["HELD"] != f["MASTERS"]+"/"+f["SLAVES"] ||
 			!strings.HasSuffix(f["ENGINE"], "iB") || !strings.HasSuffix(f["RSS"], "iB") || f["DISK"] != "-" || f["DISK-FREE"] != "-" {
 			t.Fatalf("node %s: %v, want alive, not draining, no zone, table %d, healthy, holding its copies", addr, f, tb.Version)
 		}

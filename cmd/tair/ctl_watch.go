@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/wire"
 )
 
@@ -28,10 +29,10 @@ import (
 // MigrationProgress with the source (from the table's migrating list)
 // and the rate and share measured here.
 type moveProgress struct {
-	Bucket   uint32 `json:"bucket"`
-	From     string `json:"from"`
-	To       string `json:"to"`
-	KeysSent int64  `json:"keys_sent"`
+	Bucket   route.BucketID `json:"bucket"`
+	From     string         `json:"from"`
+	To       string         `json:"to"`
+	KeysSent int64          `json:"keys_sent"`
 	// Percent estimates the share of the bucket sent: keys sent over the
 	// source's keys per bucket copy, at most 99 until the move is done
 	// (100); -1 when the source holds no keys to estimate with.
@@ -57,7 +58,7 @@ type progress struct {
 }
 
 type moveKey struct {
-	bucket uint32
+	bucket route.BucketID
 	to     string
 }
 

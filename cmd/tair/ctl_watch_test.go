@@ -113,7 +113,7 @@ func TestWatchPlainFrames(t *testing.T) {
 	pr = watchFixture()
 	pr.Moves = nil
 	for b := range 12 {
-		pr.Moves = append(pr.Moves, moveProgress{Bucket: uint32(b), From: "a:1", To: "b:1", Percent: -1})
+		pr.Moves = append(pr.Moves, moveProgress{Bucket: route.BucketID(b), From: "a:1", To: "b:1", Percent: -1})
 	}
 	lines := p.frame(pr)
 	if len(lines) != 2+10+1 || lines[12] != "  and 2 more running" {

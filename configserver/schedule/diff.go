@@ -45,7 +45,7 @@ func Diff(serving, dest [][]string) []Move {
 			}
 		}
 		for i, to := range adds {
-			m := Move{Move: route.Move{Bucket: uint32(b), To: to}}
+			m := Move{Move: route.Move{Bucket: route.BucketID(b), To: to}}
 			if i < len(drops) {
 				m.From = drops[i]
 			} else {

@@ -521,6 +521,6 @@ func bruteMinNewCopies(serving [][]string, nodes []Node, c int, strat Strategy, 
 	return best
 }
 
-func routeMove(b uint32, from, to string) route.Move {
+func routeMove(b route.BucketID, from, to string) route.Move {
 	return route.Move{Bucket: b, From: from, To: to}
 }

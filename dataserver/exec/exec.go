@@ -219,7 +219,7 @@ func (c *Ctx) Now() time.Time {
 // Key returns the engine key for args[i] in this area.
 func (c *Ctx) Key(i int) engines.Key {
 	k := c.Args[i]
-	return engines.Key{Bucket: route.BucketOf(k, c.X.opts.Buckets), Area: c.Area, Key: k, Replica: c.Replica}
+	return engines.Key{Bucket: uint32(route.BucketOf(k, c.X.opts.Buckets)), Area: c.Area, Key: k, Replica: c.Replica}
 }
 
 // Propagate records a command slaves replay for this one (call it once per

@@ -761,7 +761,7 @@ func cmdSort(c *Ctx, readonly bool) {
 		if !ok {
 			return false
 		}
-		return route.BucketOf(tag, c.X.opts.Buckets) == keyBucket
+		return uint32(route.BucketOf(tag, c.X.opts.Buckets)) == keyBucket
 	}
 	for j := 2; j < len(c.Args); j++ {
 		left := len(c.Args) - j - 1

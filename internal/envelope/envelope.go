@@ -67,8 +67,8 @@ func KindOf(b []byte) (Kind, bool) {
 type Header struct {
 	Kind    Kind
 	Area    uint16
-	Version uint64 // the sender's bucket table version
-	Proto   int    // the client's RESP version, 2 or 3
+	Version route.Version // the sender's bucket table version
+	Proto   int           // the client's RESP version, 2 or 3
 }
 
 // Fields is the number of arguments an envelope puts before its command.
@@ -91,7 +91,7 @@ func Append(b []byte, h Header, args [][]byte) []byte {
 	} else {
 		b = resp.AppendBulk(b, strconv.AppendUint(num[:0], uint64(h.Area), 10))
 	}
-	b = resp.AppendBulk(b, strconv.AppendUint(num[:0], h.Version, 10))
+	b = resp.AppendBulk(b, strconv.AppendUint(num[:0], uint64(h.Version), 10))
 	if h.Proto == 3 {
 		b = append(b, "$1\r\n3\r\n"...)
 	} else {
@@ -109,7 +109,7 @@ func Args(h Header, args [][]byte) [][]byte {
 	out := make([][]byte, 0, Fields+len(args))
 	out = append(out, []byte(h.Kind.Name()),
 		strconv.AppendUint(nil, uint64(h.Area), 10),
-		strconv.AppendUint(nil, h.Version, 10),
+		strconv.AppendUint(nil, uint64(h.Version), 10),
 		strconv.AppendUint(nil, uint64(h.Proto), 10))
 	return append(out, args...)
 }
@@ -137,5 +137,5 @@ func Parse(args [][]byte) (Header, [][]byte, error) {
 	if !ok1 || !ok2 || !ok3 || area > route.MaxArea || (proto != 2 && proto != 3) {
 		return Header{}, nil, ErrBadEnvelope
 	}
-	return Header{Kind: kind, Area: uint16(area), Version: ver, Proto: int(proto)}, args[Fields:], nil
+	return Header{Kind: kind, Area: uint16(area), Version: route.Version(ver), Proto: int(proto)}, args[Fields:], nil
 }

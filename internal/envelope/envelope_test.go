@@ -19,7 +19,7 @@ func TestAppendIsTheCommandParseReads(t *testing.T) {
 		cmd := [][]byte{[]byte("SET"), []byte("k"), []byte("v")}
 		got := Append(nil, h, cmd)
 		args := append([][]byte{[]byte(h.Kind.Name()),
-			[]byte(itoa(uint64(h.Area))), []byte(itoa(h.Version)), []byte(itoa(uint64(h.Proto)))}, cmd...)
+			[]byte(itoa(uint64(h.Area))), []byte(itoa(uint64(h.Version))), []byte(itoa(uint64(h.Proto)))}, cmd...)
 		if a := Args(h, cmd); !reflect.DeepEqual(a, args) {
 			t.Fatalf("Args(%+v) = %q, want %q", h, a, args)
 		}

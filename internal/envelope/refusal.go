@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/tairkv/tair/internal/errs"
+	"github.com/tairkv/tair/internal/route"
 )
 
 // Reason is what a refusal asks of the proxy.
@@ -25,10 +26,10 @@ const (
 type Refusal struct {
 	Reason Reason
 	// Bucket is the refused command's bucket, when HasBucket.
-	Bucket    uint32
+	Bucket    route.BucketID
 	HasBucket bool
 	// Table is the refusing node's table version (NotMaster).
-	Table uint64
+	Table route.Version
 	// LeaseLapsed: the table names this node master, but no configserver
 	// confirmed it in time (NotMaster). Refreshing the table does not
 	// help; the proxy retries for its whole time budget.
@@ -39,12 +40,12 @@ type Refusal struct {
 }
 
 // NotMasterOf is the refusal of bucket b by a node whose table is v.
-func NotMasterOf(b uint32, v uint64) *Refusal {
+func NotMasterOf(b route.BucketID, v route.Version) *Refusal {
 	return &Refusal{Reason: NotMaster, Bucket: b, HasBucket: true, Table: v}
 }
 
 // TryAgainOf is the refusal of bucket b while it is frozen for a move.
-func TryAgainOf(b uint32) *Refusal {
+func TryAgainOf(b route.BucketID) *Refusal {
 	return &Refusal{Reason: TryAgain, Bucket: b, HasBucket: true}
 }
 
@@ -69,7 +70,7 @@ func (r *Refusal) Err() *errs.Error {
 			msg = append(msg, ' ')
 		}
 		msg = append(msg, "table "...)
-		msg = strconv.AppendUint(msg, r.Table, 10)
+		msg = strconv.AppendUint(msg, uint64(r.Table), 10)
 		if r.LeaseLapsed {
 			msg = append(msg, leaseText...)
 		}
@@ -103,11 +104,11 @@ func Decode(reply []byte) (r Refusal, ok bool) {
 		return r, false
 	}
 	if b, tail, found := field(rest, "bucket "); found {
-		r.Bucket, r.HasBucket, rest = uint32(b), true, tail
+		r.Bucket, r.HasBucket, rest = route.BucketID(b), true, tail
 	}
 	if r.Reason == NotMaster {
 		if v, tail, found := field(rest, "table "); found {
-			r.Table, rest = v, tail
+			r.Table, rest = route.Version(v), tail
 		}
 		if bytes.HasPrefix(rest, []byte(leaseText)) {
 			r.LeaseLapsed, rest = true, rest[len(leaseText):]

@@ -130,8 +130,9 @@ func (d *tableDecoder) field(key []byte) bool {
 	set := d.set
 	switch string(key) {
 	case "version":
-		d.t.Version, ok = d.uint(64)
-		d.set.version = true
+		var v uint64
+		v, ok = d.uint(64)
+		d.t.Version, d.set.version = Version(v), true
 	case "buckets":
 		var v uint64
 		v, ok = d.uint(32)
@@ -325,7 +326,7 @@ func (d *tableDecoder) moves() ([]Move, bool) {
 				case "bucket":
 					var v uint64
 					v, ok = d.uint(32)
-					mv.Bucket = uint32(v)
+					mv.Bucket = BucketID(v)
 				case "from":
 					mv.From, ok = d.str()
 				case "to":

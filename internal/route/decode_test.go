@@ -23,7 +23,7 @@ func randomTable(rng *rand.Rand) *Table {
 		return nodes[rng.Intn(len(nodes))]
 	}
 	q := rng.Intn(40)
-	t := &Table{Version: rng.Uint64(), Buckets: uint32(q), Copies: rng.Intn(4)}
+	t := &Table{Version: Version(rng.Uint64()), Buckets: uint32(q), Copies: rng.Intn(4)}
 	if rng.Intn(5) > 0 {
 		t.Serving = [][]string{}
 		for b := 0; b < q; b++ {
@@ -41,7 +41,7 @@ func randomTable(rng *rand.Rand) *Table {
 		}
 	}
 	for i := rng.Intn(5); i > 0; i-- {
-		t.Migrating = append(t.Migrating, Move{Bucket: rng.Uint32(), From: pick(), To: pick()})
+		t.Migrating = append(t.Migrating, Move{Bucket: BucketID(rng.Uint32()), From: pick(), To: pick()})
 	}
 	for i := rng.Intn(3); i > 0; i-- {
 		m, s := nodes[rng.Intn(len(nodes))], nodes[rng.Intn(len(nodes))]
@@ -186,7 +186,7 @@ func BenchmarkTableDecode(b *testing.B) {
 		t.Destination = append(t.Destination, []string{nodes[q%4], nodes[(q+2)%4]})
 	}
 	for i := 0; i < 64; i++ {
-		t.Migrating = append(t.Migrating, Move{Bucket: uint32(i), From: nodes[0], To: nodes[1]})
+		t.Migrating = append(t.Migrating, Move{Bucket: BucketID(i), From: nodes[0], To: nodes[1]})
 	}
 	data, _ := json.Marshal(&t)
 	for _, c := range []struct {

@@ -29,20 +29,32 @@ func HashTag(key []byte) []byte {
 	return key
 }
 
+// BucketID is a bucket's number, 0 <= b < Table.Buckets: the unit of
+// placement, replication and migration. A type of its own keeps it apart
+// from an area number (also a small integer) in signatures that take both.
+type BucketID uint32
+
+// Version is a bucket table's version. The configserver raises it with
+// every table it commits, and every role serves the newest it has seen;
+// a type of its own keeps it apart from an item's version (Tair's
+// optimistic lock), which is also a uint64 and travels in the same
+// requests.
+type Version uint64
+
 // BucketOf returns the bucket of key in a cluster of q buckets.
 // For prefix commands key is the pkey.
-func BucketOf(key []byte, q uint32) uint32 {
+func BucketOf(key []byte, q uint32) BucketID {
 	if q == 0 {
 		q = DefaultBuckets
 	}
-	return uint32(xxhash.Sum64(HashTag(key)) % uint64(q))
+	return BucketID(xxhash.Sum64(HashTag(key)) % uint64(q))
 }
 
 // Move is one bucket copy moving from one dataserver to another.
 type Move struct {
-	Bucket uint32 `json:"bucket"`
-	From   string `json:"from"`
-	To     string `json:"to"`
+	Bucket BucketID `json:"bucket"`
+	From   string   `json:"from"`
+	To     string   `json:"to"`
 }
 
 // Table is the versioned bucket table (Tair's three tables in one value).
@@ -52,7 +64,7 @@ type Move struct {
 // configserver wants each bucket once migrations end; Migrating lists the
 // moves in progress, which the source dataservers carry out.
 type Table struct {
-	Version     uint64     `json:"version"`
+	Version     Version    `json:"version"`
 	Buckets     uint32     `json:"buckets"`
 	Copies      int        `json:"copies"`
 	Serving     [][]string `json:"serving"`
@@ -97,10 +109,14 @@ func (t *Table) Accounts(node string, inc int64) bool {
 }
 
 // Bucket returns the bucket of key in this table.
-func (t *Table) Bucket(key []byte) uint32 { return BucketOf(key, t.Buckets) }
+func (t *Table) Bucket(key []byte) BucketID { return BucketOf(key, t.Buckets) }
+
+// Contains reports whether b is one of the table's buckets (a number
+// from a peer or a client is checked before it indexes a row).
+func (t *Table) Contains(b BucketID) bool { return uint32(b) < t.Buckets }
 
 // Master returns bucket b's master address, or "" when it has none.
-func (t *Table) Master(b uint32) string {
+func (t *Table) Master(b BucketID) string {
 	if t == nil || int(b) >= len(t.Serving) || len(t.Serving[b]) == 0 {
 		return ""
 	}
@@ -108,7 +124,7 @@ func (t *Table) Master(b uint32) string {
 }
 
 // Slaves returns bucket b's slave addresses (lost copies left out).
-func (t *Table) Slaves(b uint32) []string {
+func (t *Table) Slaves(b BucketID) []string {
 	if t == nil || int(b) >= len(t.Serving) || len(t.Serving[b]) < 2 {
 		return nil
 	}
@@ -122,12 +138,12 @@ func (t *Table) Slaves(b uint32) []string {
 }
 
 // IsMaster reports whether node is bucket b's master.
-func (t *Table) IsMaster(b uint32, node string) bool {
+func (t *Table) IsMaster(b BucketID, node string) bool {
 	return node != "" && t.Master(b) == node
 }
 
 // IsSlave reports whether node holds a slave copy of bucket b.
-func (t *Table) IsSlave(b uint32, node string) bool {
+func (t *Table) IsSlave(b BucketID, node string) bool {
 	for _, s := range t.Slaves(b) {
 		if s == node {
 			return true
@@ -137,7 +153,7 @@ func (t *Table) IsSlave(b uint32, node string) bool {
 }
 
 // MoveOf returns the move of bucket b in progress, if any.
-func (t *Table) MoveOf(b uint32) (Move, bool) {
+func (t *Table) MoveOf(b BucketID) (Move, bool) {
 	for _, m := range t.Migrating {
 		if m.Bucket == b {
 			return m, true

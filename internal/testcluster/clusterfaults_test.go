@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tairkv/tair/cluster"
+	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/testutil"
 )
 
@@ -24,7 +25,7 @@ func TestInProcessFaults(t *testing.T) {
 		tb := c.Table()
 		n := 0
 		for b := range tb.Serving {
-			if tb.Master(uint32(b)) == c.Addr(node) {
+			if tb.Master(route.BucketID(b)) == c.Addr(node) {
 				n++
 			}
 		}

@@ -118,7 +118,7 @@ func (c *Client) Get(ctx context.Context, path string, out any) error {
 
 // Table returns the table when its version is above after, waiting up to
 // wait for one (long poll). It returns ErrNotModified when none came.
-func (c *Client) Table(ctx context.Context, after uint64, wait time.Duration) (*route.Table, error) {
+func (c *Client) Table(ctx context.Context, after route.Version, wait time.Duration) (*route.Table, error) {
 	var t route.Table
 	path := fmt.Sprintf("/v1/table?after=%d&wait=%d", after, wait.Milliseconds())
 	if err := c.call(ctx, http.MethodGet, path, nil, &t, false); err != nil {
@@ -270,7 +270,7 @@ var versionPrefix = []byte(`{"version":`)
 
 // Version reads the table's version without decoding the rest (false:
 // it could not be read).
-func (l *LazyTable) Version() (uint64, bool) {
+func (l *LazyTable) Version() (route.Version, bool) {
 	b := l.raw
 	if bytes.HasPrefix(b, versionPrefix) {
 		// route.Table's first field: the usual case, read in place.
@@ -280,11 +280,11 @@ func (l *LazyTable) Version() (uint64, bool) {
 			v = v*10 + uint64(b[i]-'0')
 		}
 		if i > len(versionPrefix) && i < len(b) && (b[i] == ',' || b[i] == '}') {
-			return v, true
+			return route.Version(v), true
 		}
 	}
 	var t struct {
-		Version uint64 `json:"version"`
+		Version route.Version `json:"version"`
 	}
 	if json.Unmarshal(b, &t) != nil {
 		return 0, false
@@ -314,7 +314,7 @@ func (c *Client) HeartbeatLazy(ctx context.Context, hb *Heartbeat) (*HeartbeatRe
 }
 
 // TableLazy is Table with the table left undecoded.
-func (c *Client) TableLazy(ctx context.Context, after uint64, wait time.Duration) (*LazyTable, error) {
+func (c *Client) TableLazy(ctx context.Context, after route.Version, wait time.Duration) (*LazyTable, error) {
 	var t LazyTable
 	path := fmt.Sprintf("/v1/table?after=%d&wait=%d", after, wait.Milliseconds())
 	if err := c.call(ctx, http.MethodGet, path, nil, &t, false); err != nil {

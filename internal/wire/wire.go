@@ -40,7 +40,7 @@ type Heartbeat struct {
 	Persistent  bool   `json:"persistent"`
 	Engine      string `json:"engine,omitempty"`
 	// TableVersion is the version the dataserver is serving with.
-	TableVersion uint64 `json:"table_version"`
+	TableVersion route.Version `json:"table_version"`
 	// Migrations reports the moves this node is the source of.
 	Migrations []MigrationProgress `json:"migrations,omitempty"`
 	// UnreachableSlaves lists slaves the node could not replicate to
@@ -78,11 +78,11 @@ type Heartbeat struct {
 
 // MigrationProgress is one move as the source dataserver sees it.
 type MigrationProgress struct {
-	Bucket   uint32 `json:"bucket"`
-	To       string `json:"to"`
-	KeysSent int64  `json:"keys_sent"`
-	Done     bool   `json:"done"`
-	Failed   string `json:"failed,omitempty"`
+	Bucket   route.BucketID `json:"bucket"`
+	To       string         `json:"to"`
+	KeysSent int64          `json:"keys_sent"`
+	Done     bool           `json:"done"`
+	Failed   string         `json:"failed,omitempty"`
 }
 
 // AreaStats are per-area counters, summed over a node's buckets.
@@ -154,16 +154,16 @@ type NotLeader struct {
 
 // NodeStatus is one dataserver as the configserver sees it.
 type NodeStatus struct {
-	Addr          string  `json:"addr"`
-	Zone          string  `json:"zone,omitempty"`
-	Rack          string  `json:"rack,omitempty"`
-	Alive         bool    `json:"alive"`
-	Draining      bool    `json:"draining,omitempty"`
-	LastHeartbeat int64   `json:"last_heartbeat_ms"`
-	TableVersion  uint64  `json:"table_version"`
-	Masters       int     `json:"masters"`
-	Slaves        int     `json:"slaves"`
-	Load          float64 `json:"load"`
+	Addr          string        `json:"addr"`
+	Zone          string        `json:"zone,omitempty"`
+	Rack          string        `json:"rack,omitempty"`
+	Alive         bool          `json:"alive"`
+	Draining      bool          `json:"draining,omitempty"`
+	LastHeartbeat int64         `json:"last_heartbeat_ms"`
+	TableVersion  route.Version `json:"table_version"`
+	Masters       int           `json:"masters"`
+	Slaves        int           `json:"slaves"`
+	Load          float64       `json:"load"`
 	// Health and the bucket copies the node reports it holds (its last
 	// heartbeat), beside Masters and Slaves from the configserver's table.
 	// Health is "down" for a node not alive, unless it reports itself
@@ -243,13 +243,13 @@ type AdminReply struct {
 
 // Status is the body of GET /status on every process's HTTP address.
 type Status struct {
-	Kind         string   `json:"kind"`
-	Role         string   `json:"role,omitempty"`
-	Addr         string   `json:"addr"`
-	TableVersion uint64   `json:"table_version"`
-	Masters      []uint32 `json:"masters,omitempty"`
-	Slaves       []uint32 `json:"slaves,omitempty"`
-	Leader       string   `json:"leader,omitempty"`
+	Kind         string           `json:"kind"`
+	Role         string           `json:"role,omitempty"`
+	Addr         string           `json:"addr"`
+	TableVersion route.Version    `json:"table_version"`
+	Masters      []route.BucketID `json:"masters,omitempty"`
+	Slaves       []route.BucketID `json:"slaves,omitempty"`
+	Leader       string           `json:"leader,omitempty"`
 	// EtcdEndpoints are a configserver's etcd client URLs (host:port), so
 	// standbys can be pointed at an embedded etcd.
 	EtcdEndpoints []string `json:"etcd_endpoints,omitempty"`
