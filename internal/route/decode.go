@@ -10,58 +10,40 @@ import "encoding/json"
 // per node address; any other input goes through encoding/json, with the
 // same result. Like encoding/json, it sets only the fields present.
 func (t *Table) UnmarshalJSON(b []byte) error {
-	d := tableDecoder{b: b}
+	// The fast path decodes over a copy of t, so a field absent from the
+	// input keeps t's value and an input it gives up on leaves t as it was.
+	d := tableDecoder{b: b, t: *t}
 	if d.table() {
-		d.set.apply(t, &d.t)
+		*t = d.t
 		return nil
 	}
 	type plain Table // without this method
 	return json.Unmarshal(b, (*plain)(t))
 }
 
-// fields records which fields a decoded table had.
-type fields struct {
-	version, buckets, copies, serving, destination, migrating, behind, behindEpoch, incarnations bool
-}
-
-func (f fields) apply(dst, src *Table) {
-	if f.version {
-		dst.Version = src.Version
-	}
-	if f.buckets {
-		dst.Buckets = src.Buckets
-	}
-	if f.copies {
-		dst.Copies = src.Copies
-	}
-	if f.serving {
-		dst.Serving = src.Serving
-	}
-	if f.destination {
-		dst.Destination = src.Destination
-	}
-	if f.migrating {
-		dst.Migrating = src.Migrating
-	}
-	if f.behind {
-		dst.Behind = src.Behind
-	}
-	if f.behindEpoch {
-		dst.BehindEpoch = src.BehindEpoch
-	}
-	if f.incarnations {
-		dst.Incarnations = src.Incarnations
-	}
-}
+// The bits of tableDecoder.seen.
+const (
+	seenVersion uint16 = 1 << iota
+	seenBuckets
+	seenCopies
+	seenServing
+	seenDestination
+	seenMigrating
+	seenBehind
+	seenBehindEpoch
+	seenIncarnations
+)
 
 // tableDecoder reads a table in the form encoding/json writes (compact or
 // not): the known fields, strings without escapes, unsigned integers. It
 // reports false on anything else, and UnmarshalJSON falls back.
 type tableDecoder struct {
-	b   []byte
-	i   int
-	t   Table
-	set fields
+	b []byte
+	i int
+	t Table
+	// seen has a bit per field read (seenVersion...), to notice a key
+	// given twice.
+	seen uint16
 	// strs interns the strings: a table names a few nodes thousands of
 	// times.
 	strs map[string]string
@@ -127,42 +109,46 @@ func (d *tableDecoder) table() bool {
 
 func (d *tableDecoder) field(key []byte) bool {
 	var ok bool
-	set := d.set
+	var bit uint16
 	switch string(key) {
 	case "version":
 		var v uint64
 		v, ok = d.uint(64)
-		d.t.Version, d.set.version = Version(v), true
+		d.t.Version, bit = Version(v), seenVersion
 	case "buckets":
 		var v uint64
 		v, ok = d.uint(32)
-		d.t.Buckets, d.set.buckets = uint32(v), true
+		d.t.Buckets, bit = uint32(v), seenBuckets
 	case "copies":
 		var v uint64
 		v, ok = d.uint(31)
-		d.t.Copies, d.set.copies = int(v), true
+		d.t.Copies, bit = int(v), seenCopies
 	case "serving":
 		d.t.Serving, ok = d.rows()
-		d.set.serving = true
+		bit = seenServing
 	case "destination":
 		d.t.Destination, ok = d.rows()
-		d.set.destination = true
+		bit = seenDestination
 	case "migrating":
 		d.t.Migrating, ok = d.moves()
-		d.set.migrating = true
+		bit = seenMigrating
 	case "behind":
 		d.t.Behind, ok = d.behind()
-		d.set.behind = true
+		bit = seenBehind
 	case "behind_epoch":
 		d.t.BehindEpoch, ok = d.epochs()
-		d.set.behindEpoch = true
+		bit = seenBehindEpoch
 	case "incarnations":
 		d.t.Incarnations, ok = d.incarnations()
-		d.set.incarnations = true
+		bit = seenIncarnations
 	}
 	// A key given twice: encoding/json merges some values (maps), so
 	// it decodes the table.
-	return ok && set != d.set
+	if !ok || d.seen&bit != 0 {
+		return false
+	}
+	d.seen |= bit
+	return true
 }
 
 // uint reads an unsigned integer of at most bits bits.
@@ -263,7 +249,7 @@ func (d *tableDecoder) rows() ([][]string, bool) {
 	}
 	var flat []string
 	var ends []int // -1: a null row
-	if n := int(d.t.Buckets); d.set.buckets && n <= 1<<20 {
+	if n := int(d.t.Buckets); d.seen&seenBuckets != 0 && n <= 1<<20 {
 		// "buckets" comes first: room for every row (and copies).
 		ends = make([]int, 0, n)
 		flat = make([]string, 0, n*min(max(d.t.Copies, 1), 8))
