@@ -124,23 +124,17 @@ func (d *tableDecoder) field(key []byte) bool {
 		v, ok = d.uint(31)
 		d.t.Copies, bit = int(v), seenCopies
 	case "serving":
-		d.t.Serving, ok = d.rows()
-		bit = seenServing
+		bit, ok = seenServing, decodeInto(&d.t.Serving, d.rows)
 	case "destination":
-		d.t.Destination, ok = d.rows()
-		bit = seenDestination
+		bit, ok = seenDestination, decodeInto(&d.t.Destination, d.rows)
 	case "migrating":
-		d.t.Migrating, ok = d.moves()
-		bit = seenMigrating
+		bit, ok = seenMigrating, decodeInto(&d.t.Migrating, d.moves)
 	case "behind":
-		d.t.Behind, ok = d.behind()
-		bit = seenBehind
+		bit, ok = seenBehind, decodeInto(&d.t.Behind, d.behind)
 	case "behind_epoch":
-		d.t.BehindEpoch, ok = d.epochs()
-		bit = seenBehindEpoch
+		bit, ok = seenBehindEpoch, decodeInto(&d.t.BehindEpoch, d.epochs)
 	case "incarnations":
-		d.t.Incarnations, ok = d.incarnations()
-		bit = seenIncarnations
+		bit, ok = seenIncarnations, decodeInto(&d.t.Incarnations, d.incarnations)
 	}
 	// A key given twice: encoding/json merges some values (maps), so
 	// it decodes the table.
@@ -149,6 +143,13 @@ func (d *tableDecoder) field(key []byte) bool {
 	}
 	d.seen |= bit
 	return true
+}
+
+// decodeInto stores what read decodes in *dst, reporting read's success.
+func decodeInto[T any](dst *T, read func() (T, bool)) bool {
+	v, ok := read()
+	*dst = v
+	return ok
 }
 
 // uint reads an unsigned integer of at most bits bits.
