@@ -112,17 +112,11 @@ func (d *tableDecoder) field(key []byte) bool {
 	var bit uint16
 	switch string(key) {
 	case "version":
-		var v uint64
-		v, ok = d.uint(64)
-		d.t.Version, bit = Version(v), seenVersion
+		bit, ok = seenVersion, decodeUint(d, &d.t.Version, 64)
 	case "buckets":
-		var v uint64
-		v, ok = d.uint(32)
-		d.t.Buckets, bit = uint32(v), seenBuckets
+		bit, ok = seenBuckets, decodeUint(d, &d.t.Buckets, 32)
 	case "copies":
-		var v uint64
-		v, ok = d.uint(31)
-		d.t.Copies, bit = int(v), seenCopies
+		bit, ok = seenCopies, decodeUint(d, &d.t.Copies, 31)
 	case "serving":
 		bit, ok = seenServing, decodeInto(&d.t.Serving, d.rows)
 	case "destination":
@@ -149,6 +143,13 @@ func (d *tableDecoder) field(key []byte) bool {
 func decodeInto[T any](dst *T, read func() (T, bool)) bool {
 	v, ok := read()
 	*dst = v
+	return ok
+}
+
+// decodeUint stores in *dst an unsigned integer of at most bits bits.
+func decodeUint[T ~uint32 | ~uint64 | ~int](d *tableDecoder, dst *T, bits uint) bool {
+	v, ok := d.uint(bits)
+	*dst = T(v)
 	return ok
 }
 
@@ -361,63 +362,58 @@ func (d *tableDecoder) object(value func(key string) bool) bool {
 	}
 }
 
-func (d *tableDecoder) behind() (map[string][]string, bool) {
+// mapOf reads null (a nil map) or an object whose values value reads.
+func mapOf[V any](d *tableDecoder, value func() (V, bool)) (map[string]V, bool) {
 	if d.null() {
 		return nil, true
 	}
-	out := map[string][]string{}
+	out := map[string]V{}
 	ok := d.object(func(key string) bool {
-		if d.null() {
-			out[key] = nil
-			return true
-		}
-		ss, ok := d.strings(nil)
-		if ss == nil && ok {
-			ss = []string{}
-		}
-		out[key] = ss
-		return ok
-	})
-	return out, ok
-}
-
-func (d *tableDecoder) epochs() (map[string]uint64, bool) {
-	if d.null() {
-		return nil, true
-	}
-	out := map[string]uint64{}
-	ok := d.object(func(key string) bool {
-		v, ok := d.uint(64)
+		v, ok := value()
 		out[key] = v
 		return ok
 	})
 	return out, ok
 }
 
-func (d *tableDecoder) incarnations() (map[string]int64, bool) {
-	if d.null() {
-		return nil, true
-	}
-	out := map[string]int64{}
-	ok := d.object(func(key string) bool {
-		d.ws()
-		neg := d.i < len(d.b) && d.b[d.i] == '-'
-		if neg {
-			d.i++
-			if d.i == len(d.b) || d.b[d.i] < '0' || d.b[d.i] > '9' {
-				return false
-			}
+func (d *tableDecoder) behind() (map[string][]string, bool) {
+	return mapOf(d, func() ([]string, bool) {
+		if d.null() {
+			return nil, true
 		}
-		v, ok := d.uint(63)
-		if neg {
-			if v == 0 {
-				return false // "-0": encoding/json's business
-			}
-			out[key] = -int64(v)
-		} else {
-			out[key] = int64(v)
+		ss, ok := d.strings(nil)
+		if ss == nil && ok {
+			ss = []string{}
 		}
-		return ok
+		return ss, ok
 	})
-	return out, ok
+}
+
+func (d *tableDecoder) epochs() (map[string]uint64, bool) {
+	return mapOf(d, func() (uint64, bool) { return d.uint(64) })
+}
+
+func (d *tableDecoder) incarnations() (map[string]int64, bool) {
+	return mapOf(d, d.int63)
+}
+
+// int63 reads a signed integer that fits an int64, but for the edges
+// encoding/json reads its own way (-0, the least int64).
+func (d *tableDecoder) int63() (int64, bool) {
+	d.ws()
+	neg := d.i < len(d.b) && d.b[d.i] == '-'
+	if neg {
+		d.i++
+		if d.i == len(d.b) || d.b[d.i] < '0' || d.b[d.i] > '9' {
+			return 0, false
+		}
+	}
+	v, ok := d.uint(63)
+	if !neg {
+		return int64(v), ok
+	}
+	if v == 0 {
+		return 0, false // "-0": encoding/json's business
+	}
+	return -int64(v), ok
 }
