@@ -123,7 +123,7 @@ func ctlCmd() *cobra.Command {
 	pf.StringVar(&e.proxyAddr, "proxy", "127.0.0.1:6379",
 		"proxy `address` for stat and shell (when not given: the running tair up's, if any)")
 	pf.StringVar(&e.password, "password", "", "proxy password")
-	pf.StringVar(&e.adminToken, "admin-token", "", "the configservers' admin credential, for the commands that change the cluster (default $TAIR_ADMIN_TOKEN)")
+	pf.StringVar(&e.adminToken, "admin-token", "", "the configservers' admin credential, for the commands that change the cluster (default $TAIR_ADMIN_TOKEN, else the running tair up's)")
 	pf.BoolVar(&e.json, "json", false, "print JSON (the configserver API's structures; one document per line)")
 	cmd.PersistentPreRun = func(c *cobra.Command, _ []string) {
 		// The error a command returns says it; go-redis's own log lines
@@ -139,6 +139,11 @@ func ctlCmd() *cobra.Command {
 		}
 		if !c.Flags().Changed("configserver") {
 			e.csAddrs = info.ConfigServers
+			// That cluster's credential, unless one was given: never
+			// sent to a configserver named on the command line.
+			if e.adminToken == "" {
+				e.adminToken = info.AdminToken
+			}
 		}
 		if !c.Flags().Changed("proxy") && info.Proxy != "" {
 			e.proxyAddr = info.Proxy

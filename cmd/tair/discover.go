@@ -22,6 +22,9 @@ type upInfo struct {
 	ConfigServers []string `json:"configservers"`
 	Proxy         string   `json:"proxy"`
 	Dir           string   `json:"dir"`
+	// AdminToken is the configserver's admin credential, which `tair up`
+	// makes itself unless told one (the file is the user's alone, 0600).
+	AdminToken string `json:"admin_token,omitempty"`
 }
 
 // upInfoPath is the user's discovery file: $TAIR_UP_FILE, else in

@@ -55,6 +55,36 @@ func TestCtlFindsTheRunningUp(t *testing.T) {
 		t.Fatalf("tair ctl status reached another cluster:\n%s", out)
 	}
 
+	// up made an admin credential: the configserver asks for it, ctl with
+	// no flags sends the one in the discovery file, and never to a
+	// configserver named on its command line.
+	if len(info.AdminToken) != 32 || strings.Trim(info.AdminToken, "0123456789abcdef") != "" {
+		t.Fatalf("discovery file's admin credential %q, want 32 hex digits", info.AdminToken)
+	}
+	t.Setenv("TAIR_ADMIN_TOKEN", "")
+	runCtl := func(args ...string) (string, error) {
+		cmd := ctlCmd()
+		var buf bytes.Buffer
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		cmd.SetOut(&buf)
+		cmd.SetErr(&buf)
+		cmd.SetArgs(args)
+		err := cmd.Execute()
+		return buf.String(), err
+	}
+	if out, err := runCtl("migrate", "pause"); err != nil || !strings.Contains(out, "OK") {
+		t.Fatalf("tair ctl migrate pause with no flags: %v\n%s", err, out)
+	}
+	if out, err := runCtl("migrate", "resume", "--configserver", info.ConfigServers[0]); err == nil || !strings.Contains(err.Error(), "admin credential required") {
+		t.Fatalf("tair ctl --configserver (named) without a credential: %v\n%s", err, out)
+	}
+	if out, err := runCtl("migrate", "resume", "--admin-token", "wrong"); err == nil || !strings.Contains(err.Error(), "wrong admin credential") {
+		t.Fatalf("tair ctl --admin-token wrong: %v\n%s", err, out)
+	}
+	if out, err := runCtl("migrate", "resume"); err != nil || !strings.Contains(out, "OK") {
+		t.Fatalf("tair ctl migrate resume with no flags: %v\n%s", err, out)
+	}
+
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -93,5 +123,39 @@ func TestUpInfoOfADeadProcessIsIgnored(t *testing.T) {
 	remove()
 	if _, ok := readUpInfo(); ok {
 		t.Fatal("the file outlived its remove")
+	}
+}
+
+// upAdminToken: the one given, none when asked, else a new random one,
+// kept in --dir (0600) so a restart there takes it again.
+func TestUpAdminToken(t *testing.T) {
+	if tok, err := upAdminToken("given", false, ""); err != nil || tok != "given" {
+		t.Fatalf("given: %q, %v", tok, err)
+	}
+	if tok, err := upAdminToken("", true, ""); err != nil || tok != "" {
+		t.Fatalf("none: %q, %v", tok, err)
+	}
+	if _, err := upAdminToken("given", true, ""); err == nil {
+		t.Fatal("--admin-token with --no-admin-token: no error")
+	}
+	a, errA := upAdminToken("", false, "")
+	b, errB := upAdminToken("", false, "")
+	if errA != nil || errB != nil || len(a) != 32 || a == b {
+		t.Fatalf("made without a dir: %q (%v), %q (%v): want two different 32-digit credentials", a, errA, b, errB)
+	}
+	dir := t.TempDir()
+	first, err := upAdminToken("", false, dir)
+	if err != nil || len(first) != 32 {
+		t.Fatalf("made in a dir: %q, %v", first, err)
+	}
+	st, err := os.Stat(filepath.Join(dir, "admin-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Fatalf("kept credential's mode %v, want 0600", st.Mode().Perm())
+	}
+	if again, err := upAdminToken("", false, dir); err != nil || again != first {
+		t.Fatalf("restart on the dir: %q, %v; want the kept %q", again, err, first)
 	}
 }

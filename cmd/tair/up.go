@@ -1,9 +1,14 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -34,6 +39,10 @@ func upCmd() *cobra.Command {
 					return err
 				}
 			}
+			token, err := upAdminToken(v.GetString("admin-token"), v.GetBool("no-admin-token"), dir)
+			if err != nil {
+				return err
+			}
 			opts := cluster.Options{
 				Dir:         dir,
 				DataServers: v.GetInt("dataservers"),
@@ -46,6 +55,7 @@ func upCmd() *cobra.Command {
 				Log:         log,
 				ConfigServer: func(_ int, c *configserver.Config) {
 					c.Strategy = v.GetString("strategy")
+					c.AdminToken = token
 				},
 				DataServer: func(_ int, c *dataserver.Config) {
 					c.Sync = engines.SyncPolicy(v.GetString("sync"))
@@ -71,13 +81,16 @@ func upCmd() *cobra.Command {
 			}
 			cs := c.ConfigServers[0]
 			fmt.Printf("configserver  %s  (http %s, embedded etcd %v)\n", cs.Addr(), cs.HTTPAddr(), cs.EtcdEndpoints())
+			if token != "" {
+				fmt.Printf("console       http://%s/  (admin credential %s; tair ctl on this machine sends it itself)\n", cs.HTTPAddr(), token)
+			}
 			for i, ds := range c.DataServers {
 				fmt.Printf("dataserver %d  %s  (http %s)\n", i, ds.Addr(), ds.HTTPAddr())
 			}
 			for _, p := range c.Proxies {
 				fmt.Printf("proxy         %s  (http %s)\n", p.Addr(), p.HTTPAddr())
 			}
-			info := upInfo{PID: os.Getpid(), ConfigServers: c.ConfigServerAddrs(), Dir: c.Opts.Dir}
+			info := upInfo{PID: os.Getpid(), ConfigServers: c.ConfigServerAddrs(), Dir: c.Opts.Dir, AdminToken: token}
 			if len(c.Proxies) > 0 {
 				info.Proxy = c.Proxies[0].Addr()
 			}
@@ -103,6 +116,45 @@ func upCmd() *cobra.Command {
 	f.Int("buckets", 1023, "number of buckets Q")
 	f.String("strategy", "balance", "table strategy: balance or position-safe")
 	f.String("sync", "group", "durability of persistent engines: always, group or none")
+	f.String("admin-token", "", "admin credential for the operator's actions (tair ctl's and the console's); default: one made at the first start (kept in --dir when given) and written where tair ctl finds it")
+	f.Bool("no-admin-token", false, "no admin credential: anyone who reaches the configserver may drain, add or remove nodes")
 	f.Int("base-port", 0, "when set, stable ports: configserver BASE+8, dataserver i BASE+100+i (needed to restart on the same --dir)")
 	return cmd
+}
+
+// upAdminToken is the admin credential of a `tair up` cluster: the one
+// given, none when asked, else one made at random. A cluster kept in a
+// directory keeps its credential there (0600), so a restart on the same
+// --dir takes the same one and an operator's saved copy stays good.
+func upAdminToken(given string, none bool, dir string) (string, error) {
+	switch {
+	case none && given != "":
+		return "", fmt.Errorf("--admin-token and --no-admin-token: give one")
+	case none:
+		return "", nil
+	case given != "":
+		return given, nil
+	}
+	var path string
+	if dir != "" {
+		path = filepath.Join(dir, "admin-token")
+		if b, err := os.ReadFile(path); err == nil {
+			if tok := strings.TrimSpace(string(b)); tok != "" {
+				return tok, nil
+			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+	}
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", err
+	}
+	tok := hex.EncodeToString(raw[:])
+	if path != "" {
+		if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+			return "", err
+		}
+	}
+	return tok, nil
 }
