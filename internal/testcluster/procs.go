@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tairkv/tair/cluster"
 	"github.com/tairkv/tair/internal/testutil"
 	"github.com/tairkv/tair/internal/wire"
 )
@@ -249,12 +250,12 @@ type ProcCluster struct {
 
 // ProcOptions describe a ProcCluster.
 type ProcOptions struct {
-	ConfigServers int // default 1; the others share the first's embedded etcd
-	DataServers   int // default 3
-	Proxies       int // default 1
-	Copies        int // default 2
-	Buckets       int // default 1023
-	Engine        string
+	ConfigServers int    // default 1; the others share the first's embedded etcd
+	DataServers   int    // default 3
+	Proxies       int    // default 1
+	Copies        int    // default 2
+	Buckets       int    // default 1023
+	Engine        string // default "rdb"
 	// ConfigServerArgs are extra flags for every configserver.
 	ConfigServerArgs []string
 	// DataServerArgs are extra flags for every dataserver.
@@ -277,24 +278,11 @@ type ProcOptions struct {
 // dataserver.
 func StartProcs(t testing.TB, o ProcOptions) *ProcCluster {
 	t.Helper()
-	if o.ConfigServers == 0 {
-		o.ConfigServers = 1
-	}
-	if o.DataServers == 0 {
-		o.DataServers = 3
-	}
-	if o.Proxies == 0 {
-		o.Proxies = 1
-	}
-	if o.Copies == 0 {
-		o.Copies = 2
-	}
-	if o.Buckets == 0 {
-		o.Buckets = 1023
-	}
-	if o.Engine == "" {
-		o.Engine = "rdb"
-	}
+	// The defaults are the in-process cluster's.
+	d := cluster.Options{ConfigServers: o.ConfigServers, DataServers: o.DataServers, Proxies: o.Proxies,
+		Copies: o.Copies, Buckets: uint32(o.Buckets), Engine: o.Engine}.WithDefaults()
+	o.ConfigServers, o.DataServers, o.Proxies = d.ConfigServers, d.DataServers, d.Proxies
+	o.Copies, o.Buckets, o.Engine = d.Copies, int(d.Buckets), d.Engine
 	start := func(kind string, args ...string) *Proc {
 		t.Helper()
 		p := NewProc(t, kind, args...)
