@@ -717,15 +717,23 @@ type phaseLog struct {
 func (l *phaseLog) span(name string) phase {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var done phase
-	if l.agg != nil {
-		done = l.agg.end()
-	}
-	l.agg = nil
-	if name != "" {
-		l.agg = &phase{name: name, start: time.Now()}
-	}
+	done, _ := replace(&l.agg, name)
 	return done
+}
+
+// replace ends *p, if any (returning it, and true), and puts a phase
+// named name in its place ("" = none).
+func replace(p **phase, name string) (phase, bool) {
+	var done phase
+	ended := *p != nil
+	if ended {
+		done = (*p).end()
+	}
+	*p = nil
+	if name != "" {
+		*p = &phase{name: name, start: time.Now()}
+	}
+	return done, ended
 }
 
 func (p *phase) end() phase {
@@ -766,17 +774,12 @@ func (p phase) errString() string {
 func (l *phaseLog) next(name string) phase {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var done phase
-	if l.cur != nil {
-		done = l.cur.end()
+	done, ended := replace(&l.cur, name)
+	if ended {
 		if l.named == nil {
 			l.named = map[string]phase{}
 		}
 		l.named[done.name] = done
-	}
-	l.cur = nil
-	if name != "" {
-		l.cur = &phase{name: name, start: time.Now()}
 	}
 	return done
 }
