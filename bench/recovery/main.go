@@ -425,24 +425,8 @@ func settled(ctx context.Context, cs *wire.Client, nodes []node) *route.Table {
 
 // gauge reads the under-replicated gauge from the configserver's /metrics.
 func gauge(ctx context.Context, addr string) (float64, bool) {
-	c, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(c, http.MethodGet, "http://"+addr+"/metrics", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, false
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, gaugeName+" "); ok {
-			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			return v, err == nil
-		}
-	}
-	return 0, false
+	v, ok := metricsWith(ctx, addr, gaugeName)[""]
+	return v, ok
 }
 
 // copySeconds reads each survivor's tair_dataserver_copy_seconds_total.
@@ -493,50 +477,40 @@ func metricsWith(ctx context.Context, addr, name string) map[string]float64 {
 
 // fetch saves nd's path as name-<node>.pprof in dir.
 func fetch(nd node, dir, name, path string) {
-	resp, err := http.Get("http://" + nd.http + path)
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	f, err := os.Create(filepath.Join(dir, name+"-"+strings.ReplaceAll(nd.addr, ":", "_")+".pprof"))
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	_, _ = io.Copy(f, resp.Body)
+	_ = save("http://"+nd.http+path, filepath.Join(dir, name+"-"+fileName(nd)+".pprof"))
 }
 
 // goroutines saves a goroutine dump of nd.
 func goroutines(nd node, dir string, i int) {
-	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/goroutine?debug=1", nd.http))
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("goroutines-%s-%d.txt", strings.ReplaceAll(nd.addr, ":", "_"), i)))
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	_, _ = io.Copy(f, resp.Body)
+	_ = save(fmt.Sprintf("http://%s/debug/pprof/goroutine?debug=1", nd.http), filepath.Join(dir, fmt.Sprintf("goroutines-%s-%d.txt", fileName(nd), i)))
 }
 
 // profile saves a CPU profile of nd.
 func profile(nd node, dir string, secs int) {
-	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", nd.http, secs))
+	err := save(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", nd.http, secs), filepath.Join(dir, "cpu-"+fileName(nd)+".pprof"))
 	if err != nil {
 		fmt.Printf("  profile of %s: %v\n", nd.addr, err)
-		return
+	}
+}
+
+// fileName is nd's address as a part of a file name.
+func fileName(nd node) string { return strings.ReplaceAll(nd.addr, ":", "_") }
+
+// save writes what a GET of url answers to the file name. An error
+// getting it or creating the file is returned; one copying is not.
+func save(url, name string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
 	}
 	defer resp.Body.Close()
-	name := filepath.Join(dir, "cpu-"+strings.ReplaceAll(nd.addr, ":", "_")+".pprof")
 	f, err := os.Create(name)
 	if err != nil {
-		fmt.Printf("  profile of %s: %v\n", nd.addr, err)
-		return
+		return err
 	}
 	defer f.Close()
 	_, _ = io.Copy(f, resp.Body)
+	return nil
 }
 
 type proc struct {
