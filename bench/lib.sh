@@ -1,6 +1,8 @@
 # bench/lib.sh - shared by the bench scripts (source it after cd to the
-# project root): BIN built when missing, free_port, processes in PIDS and
-# the scratch directory TMP cleaned up at exit, wait_ping PORT.
+# project root): BIN built when missing, free_port, processes in PIDS
+# (stop_all) and the scratch directory TMP cleaned up at exit, wait_ping
+# PORT, new_report NAME, the steady load's knobs, and starting tair as
+# separate processes (start_tair_split, start_rdb_cluster).
 BIN=${BIN:-$PWD/bin/tair}
 [ -x "$BIN" ] || go build -o "$BIN" ./cmd/tair
 
@@ -8,9 +10,14 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 PIDS=()
 TMP=$(mktemp -d)
-cleanup() {
+# stop_all stops every process in PIDS (and waits for them).
+stop_all() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
   wait 2>/dev/null
+  PIDS=()
+}
+cleanup() {
+  stop_all
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -22,6 +29,26 @@ wait_ping() {
   done
   echo "port $1 does not answer PING" >&2
   return 1
+}
+
+# new_report NAME: STAMP (now, UTC) and REPORT, the report file
+# bench/out/NAME-STAMP.md in OUT (bench/out, made).
+new_report() {
+  OUT=$PWD/bench/out
+  mkdir -p "$OUT"
+  STAMP=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  REPORT=$OUT/$1-$STAMP.md
+}
+
+# steady_load_knobs: the knobs of the load bench/migration and
+# bench/recovery measure (bench/internal/benchload), with their defaults:
+# KEYS, CLIENTS (connections), RATE (requests/s in all), BEFORE (how long
+# it is measured before the event).
+steady_load_knobs() {
+  KEYS=${KEYS:-1000000}
+  CLIENTS=${CLIENTS:-20}
+  RATE=${RATE:-2000}
+  BEFORE=${BEFORE:-10s}
 }
 
 # start_tair_split PORT: a configserver, one dataserver (rdb) and a proxy on
@@ -54,4 +81,42 @@ start_tair_split() {
   echo "tair on port $port never took a write" >&2
   cat "$TMP"/*-"$port".log >&2
   return 1
+}
+
+# start_rdb_cluster N DS_ENV DS_ARGS [CONFIGSERVER_FLAG...]: as separate
+# processes, a configserver (copy count 2, 1023 buckets, its etcd in TMP)
+# with the flags given, N dataservers of the rdb engine (environment
+# DS_ENV, more flags DS_ARGS, both split on spaces) and, once the first
+# table names them all, a proxy. Sets CS, CS_HTTP, CS_PID, NODES
+# (addr=pid=http,...), PX, PX_HTTP and PX_PID; logs in TMP (cs.log,
+# ds1.log..., proxy.log).
+start_rdb_cluster() {
+  local n=$1 ds_env=$2 ds_args=$3 i p h up
+  shift 3
+  CS=$(free_port); CS_HTTP=$(free_port)
+  "$BIN" configserver --listen "127.0.0.1:$CS" --http "127.0.0.1:$CS_HTTP" --copies 2 --buckets 1023 \
+    --etcd-dir "$TMP/etcd" --log-level warn "$@" >"$TMP/cs.log" 2>&1 &
+  PIDS+=($!)
+  CS_PID=$!
+  NODES=""
+  for i in $(seq 1 "$n"); do
+    p=$(free_port); h=$(free_port)
+    # shellcheck disable=SC2086
+    env $ds_env "$BIN" dataserver --listen "127.0.0.1:$p" --http "127.0.0.1:$h" --configserver "127.0.0.1:$CS" \
+      --engine rdb --log-level warn $ds_args >"$TMP/ds$i.log" 2>&1 &
+    PIDS+=($!)
+    NODES="$NODES${NODES:+,}127.0.0.1:$p=$!=127.0.0.1:$h"
+  done
+  # The proxy starts once the first table names every dataserver.
+  for _ in $(seq 1 200); do
+    up=$("$BIN" ctl --configserver "127.0.0.1:$CS" nodes 2>/dev/null | grep -c true)
+    [ "${up:-0}" -ge "$n" ] && "$BIN" ctl --configserver "127.0.0.1:$CS" table >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  PX=$(free_port); PX_HTTP=$(free_port)
+  "$BIN" proxy --listen "127.0.0.1:$PX" --http "127.0.0.1:$PX_HTTP" --configserver "127.0.0.1:$CS" \
+    --log-level warn >"$TMP/proxy.log" 2>&1 &
+  PIDS+=($!)
+  PX_PID=$!
+  wait_ping "$PX" || { tail -n 20 "$TMP"/*.log; return 1; }
 }

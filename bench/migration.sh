@@ -11,41 +11,13 @@
 # Output goes to bench/out/migration-<time>.md and to stdout.
 set -u
 cd "$(dirname "$0")/.."
-ROOT=$PWD
-OUT=$ROOT/bench/out
-mkdir -p "$OUT"
 . bench/lib.sh
+steady_load_knobs
 
-KEYS=${KEYS:-1000000}
-CLIENTS=${CLIENTS:-20}
-RATE=${RATE:-2000}
-BEFORE=${BEFORE:-10s}
-
-CS=$(free_port); CS_HTTP=$(free_port)
-"$BIN" configserver --listen "127.0.0.1:$CS" --http "127.0.0.1:$CS_HTTP" --copies 2 --buckets 1023 \
-  --etcd-dir "$TMP/etcd" --log-level warn >"$TMP/cs.log" 2>&1 &
-PIDS+=($!)
-for i in 1 2 3; do
-  p=$(free_port); h=$(free_port)
-  "$BIN" dataserver --listen "127.0.0.1:$p" --http "127.0.0.1:$h" --configserver "127.0.0.1:$CS" \
-    --engine rdb --log-level warn >"$TMP/ds$i.log" 2>&1 &
-  PIDS+=($!)
-done
-# The proxy starts once the first table names the three dataservers.
-for _ in $(seq 1 200); do
-  n=$("$BIN" ctl --configserver "127.0.0.1:$CS" nodes 2>/dev/null | grep -c true)
-  [ "${n:-0}" -ge 3 ] && "$BIN" ctl --configserver "127.0.0.1:$CS" table >/dev/null 2>&1 && break
-  sleep 0.1
-done
-PX=$(free_port); PX_HTTP=$(free_port)
-"$BIN" proxy --listen "127.0.0.1:$PX" --http "127.0.0.1:$PX_HTTP" --configserver "127.0.0.1:$CS" \
-  --log-level warn >"$TMP/proxy.log" 2>&1 &
-PIDS+=($!)
-wait_ping "$PX" || { tail -n 20 "$TMP"/*.log; exit 1; }
+start_rdb_cluster 3 "" "" || exit 1
 
 DS4=$(free_port); DS4_HTTP=$(free_port)
-STAMP=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-REPORT=$OUT/migration-$STAMP.md
+new_report migration
 {
   echo "# make bench-migration, $STAMP, $(nproc) cores"
   echo

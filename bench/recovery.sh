@@ -23,52 +23,19 @@
 # Output goes to bench/out/recovery-<time>.md and to stdout.
 set -u
 cd "$(dirname "$0")/.."
-ROOT=$PWD
-OUT=$ROOT/bench/out
-mkdir -p "$OUT"
 . bench/lib.sh
-
-KEYS=${KEYS:-1000000}
-CLIENTS=${CLIENTS:-20}
-RATE=${RATE:-2000}
-BEFORE=${BEFORE:-10s}
+steady_load_knobs
 RECOVERY_MOVES_PER_NODE=${RECOVERY_MOVES_PER_NODE:-}
 MOVES_PER_NODE=${MOVES_PER_NODE:-}
 MAX_MOVES=${MAX_MOVES:-}
 HANDOFF=${HANDOFF--1s}
 
-CS=$(free_port); CS_HTTP=$(free_port)
 # shellcheck disable=SC2086
-"$BIN" configserver --listen "127.0.0.1:$CS" --http "127.0.0.1:$CS_HTTP" --copies 2 --buckets 1023 \
-  --etcd-dir "$TMP/etcd" --log-level warn ${MOVES_PER_NODE:+--moves-per-node $MOVES_PER_NODE} \
+start_rdb_cluster 4 "${DS_ENV:-}" "${DS_ARGS:-}" ${MOVES_PER_NODE:+--moves-per-node $MOVES_PER_NODE} \
   ${RECOVERY_MOVES_PER_NODE:+--recovery-moves-per-node $RECOVERY_MOVES_PER_NODE} \
-  ${MAX_MOVES:+--max-moves $MAX_MOVES} ${HANDOFF:+--handoff-window=$HANDOFF} ${CS_ARGS:-} >"$TMP/cs.log" 2>&1 &
-PIDS+=($!)
-CS_PID=$!
-NODES=""
-for i in 1 2 3 4; do
-  p=$(free_port); h=$(free_port)
-  # shellcheck disable=SC2086
-  env ${DS_ENV:-} "$BIN" dataserver --listen "127.0.0.1:$p" --http "127.0.0.1:$h" --configserver "127.0.0.1:$CS" \
-    --engine rdb --log-level warn ${DS_ARGS:-} >"$TMP/ds$i.log" 2>&1 &
-  PIDS+=($!)
-  NODES="$NODES${NODES:+,}127.0.0.1:$p=$!=127.0.0.1:$h"
-done
-# The proxy starts once the first table names the four dataservers.
-for _ in $(seq 1 200); do
-  n=$("$BIN" ctl --configserver "127.0.0.1:$CS" nodes 2>/dev/null | grep -c true)
-  [ "${n:-0}" -ge 4 ] && "$BIN" ctl --configserver "127.0.0.1:$CS" table >/dev/null 2>&1 && break
-  sleep 0.1
-done
-PX=$(free_port); PX_HTTP=$(free_port)
-"$BIN" proxy --listen "127.0.0.1:$PX" --http "127.0.0.1:$PX_HTTP" --configserver "127.0.0.1:$CS" \
-  --log-level warn >"$TMP/proxy.log" 2>&1 &
-PIDS+=($!)
-PX_PID=$!
-wait_ping "$PX" || { tail -n 20 "$TMP"/*.log; exit 1; }
+  ${MAX_MOVES:+--max-moves $MAX_MOVES} ${HANDOFF:+--handoff-window=$HANDOFF} ${CS_ARGS:-} || exit 1
 
-STAMP=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-REPORT=$OUT/recovery-$STAMP.md
+new_report recovery
 PROF=()
 if [ -n "${PROFILE:-}" ]; then
   mkdir -p "$OUT/recovery-$STAMP"

@@ -25,9 +25,6 @@
 # step 7.
 set -u
 cd "$(dirname "$0")/.."
-ROOT=$PWD
-OUT=$ROOT/bench/out
-mkdir -p "$OUT"
 . bench/lib.sh
 
 # engines_table RAW REDIS_BPK: the engines' Go benchmark output RAW as one
@@ -91,27 +88,27 @@ engines_section() {
   echo '```'
 }
 
+# redis7_section: bench/redis7.sh (unless SKIP_REDIS7) appended to REPORT,
+# on a machine without the processes started before.
+redis7_section() {
+  [ -n "${SKIP_REDIS7:-}" ] && return 0
+  stop_all
+  { echo; bash bench/redis7.sh; } | tee -a "$REPORT"
+}
+
 REDIS_PORT=$(free_port)
 if [ -n "${ENGINES_ONLY:-}" ]; then
   redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --enable-debug-command local >"$TMP/redis.log" 2>&1 &
   PIDS+=($!)
   wait_ping "$REDIS_PORT" || { cat "$TMP/redis.log"; exit 1; }
-  STAMP=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-  REPORT=$OUT/engines-$STAMP.md
+  new_report engines
   {
     echo "# make bench, engines only, $STAMP, $(nproc) cores"
     echo
     engines_section
   } | tee "$REPORT"
-  # The Redis 7 families (bench/redis7.sh), on a machine without the
-# clusters above.
-if [ -z "${SKIP_REDIS7:-}" ]; then
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  PIDS=()
-  { echo; bash bench/redis7.sh; } | tee -a "$REPORT"
-fi
-echo "report: $REPORT"
+  redis7_section
+  echo "report: $REPORT"
   exit 0
 fi
 TWEM_PORT=$(free_port)
@@ -129,8 +126,7 @@ TAIR1_PID=$!
 PIDS+=($!)
 wait_ping "$REDIS_PORT" && wait_ping "$TWEM_PORT" && wait_ping "$TAIR1_PORT" || { cat "$TMP"/*.log; exit 1; }
 
-STAMP=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-REPORT=$OUT/report-$STAMP.md
+new_report report
 {
   echo "# make bench, $STAMP, $(nproc) cores"
   echo
@@ -183,9 +179,7 @@ wait_ping "$TAIR1_PORT" || { cat "$TMP/tair1c.log"; exit 1; }
 # A dataserver lost under load (bench/recovery.sh), on a machine without
 # the clusters above.
 if [ -z "${SKIP_RECOVERY:-}" ]; then
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  PIDS=()
+  stop_all
   {
     echo
     echo "## recovery: a dataserver of ~${RECOVERY_KEYS:-1000000} key copies killed under load (bench/recovery.sh)"
@@ -194,10 +188,5 @@ if [ -z "${SKIP_RECOVERY:-}" ]; then
 fi
 # The Redis 7 families (bench/redis7.sh), on a machine without the
 # clusters above.
-if [ -z "${SKIP_REDIS7:-}" ]; then
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  PIDS=()
-  { echo; bash bench/redis7.sh; } | tee -a "$REPORT"
-fi
+redis7_section
 echo "report: $REPORT"

@@ -60,6 +60,14 @@ type Options struct {
 	Log *slog.Logger
 }
 
+// WithDefaults is o with the defaults (said at each field) set where o
+// leaves them zero: the shape of a cluster started as separate processes
+// by the test harness (internal/testcluster) follows them too.
+func (o Options) WithDefaults() Options {
+	o.adjust()
+	return o
+}
+
 func (o *Options) adjust() {
 	if o.ConfigServers == 0 {
 		o.ConfigServers = 1
@@ -192,19 +200,13 @@ func (c *Cluster) ConfigServerConfig(i int) configserver.Config {
 // StartConfigServer starts configserver i (appended, or replacing a
 // stopped one at index i, on the addresses it had).
 func (c *Cluster) StartConfigServer(i int) (*configserver.Server, error) {
-	cs, err := configserver.New(c.ConfigServerConfig(i), c.Opts.Log.With("component", "configserver", "i", i))
-	if err != nil {
-		return nil, err
-	}
-	if err := cs.Start(); err != nil {
-		return nil, fmt.Errorf("configserver %d: %w", i, err)
-	}
-	c.ConfigServers = setAt(c.ConfigServers, i, cs)
-	c.remember(fmt.Sprintf("cs%d", i), cs.Addr(), cs.HTTPAddr())
-	if i == 0 {
+	cs, err := startNode(c, &c.ConfigServers, i, "configserver", "cs", func(log *slog.Logger) (*configserver.Server, error) {
+		return configserver.New(c.ConfigServerConfig(i), log)
+	})
+	if err == nil && i == 0 {
 		c.etcd = cs.EtcdEndpoints()
 	}
-	return cs, nil
+	return cs, err
 }
 
 // ConfigServerAddrs lists the configservers' API addresses, those of
@@ -247,16 +249,9 @@ func (c *Cluster) DataServerConfig(i int) dataserver.Config {
 // StartDataServer starts dataserver i (appended, or replacing a stopped
 // one at index i, on the addresses and data directory it had).
 func (c *Cluster) StartDataServer(i int) (*dataserver.Server, error) {
-	ds, err := dataserver.New(c.DataServerConfig(i), c.Opts.Log.With("component", "dataserver", "i", i))
-	if err != nil {
-		return nil, err
-	}
-	if err := ds.Start(); err != nil {
-		return nil, fmt.Errorf("dataserver %d: %w", i, err)
-	}
-	c.DataServers = setAt(c.DataServers, i, ds)
-	c.remember(fmt.Sprintf("ds%d", i), ds.Addr(), ds.HTTPAddr())
-	return ds, nil
+	return startNode(c, &c.DataServers, i, "dataserver", "ds", func(log *slog.Logger) (*dataserver.Server, error) {
+		return dataserver.New(c.DataServerConfig(i), log)
+	})
 }
 
 // ProxyConfig is proxy i's config.
@@ -291,16 +286,9 @@ func (c *Cluster) loopsPerRole() int {
 // StartProxy starts proxy i (appended, or replacing a stopped one at
 // index i, on the addresses it had).
 func (c *Cluster) StartProxy(i int) (*proxy.Server, error) {
-	p, err := proxy.New(c.ProxyConfig(i), c.Opts.Log.With("component", "proxy", "i", i))
-	if err != nil {
-		return nil, err
-	}
-	if err := p.Start(); err != nil {
-		return nil, fmt.Errorf("proxy %d: %w", i, err)
-	}
-	c.Proxies = setAt(c.Proxies, i, p)
-	c.remember(fmt.Sprintf("proxy%d", i), p.Addr(), p.HTTPAddr())
-	return p, nil
+	return startNode(c, &c.Proxies, i, "proxy", "proxy", func(log *slog.Logger) (*proxy.Server, error) {
+		return proxy.New(c.ProxyConfig(i), log)
+	})
 }
 
 // Table fetches the current table from the configservers.
@@ -338,32 +326,11 @@ func (c *Cluster) WaitTable(n int, timeout time.Duration) error {
 // StopConfigServer, StopDataServer and StopProxy stop node i (Close: the
 // role's orderly stop) and leave its slot nil; Start* starts it again on
 // the same addresses (and data directory).
-func (c *Cluster) StopConfigServer(i int) error {
-	cs := c.ConfigServers[i]
-	if cs == nil {
-		return nil
-	}
-	c.ConfigServers[i] = nil
-	return cs.Close()
-}
+func (c *Cluster) StopConfigServer(i int) error { return stopNode(c.ConfigServers, i) }
 
-func (c *Cluster) StopDataServer(i int) error {
-	ds := c.DataServers[i]
-	if ds == nil {
-		return nil
-	}
-	c.DataServers[i] = nil
-	return ds.Close()
-}
+func (c *Cluster) StopDataServer(i int) error { return stopNode(c.DataServers, i) }
 
-func (c *Cluster) StopProxy(i int) error {
-	p := c.Proxies[i]
-	if p == nil {
-		return nil
-	}
-	c.Proxies[i] = nil
-	return p.Close()
-}
+func (c *Cluster) StopProxy(i int) error { return stopNode(c.Proxies, i) }
 
 // Close stops proxies, dataservers and configservers, in that order.
 func (c *Cluster) Close() error {
@@ -389,9 +356,52 @@ func (c *Cluster) Close() error {
 	return errors.Join(list...)
 }
 
-func setAt[T any](s []*T, i int, v *T) []*T {
+// node is what a configserver, a dataserver and a proxy have in common.
+type node interface {
+	Start() error
+	Close() error
+	Addr() string
+	HTTPAddr() string
+}
+
+// startNode starts node i of a role (made by newNode with the role's
+// logger), puts it at index i of *nodes and remembers its addresses
+// under short+i ("ds1").
+func startNode[N node](c *Cluster, nodes *[]N, i int, role, short string, newNode func(*slog.Logger) (N, error)) (N, error) {
+	var none N
+	n, err := newNode(c.Opts.Log.With("component", role, "i", i))
+	if err != nil {
+		return none, err
+	}
+	if err := n.Start(); err != nil {
+		return none, fmt.Errorf("%s %d: %w", role, i, err)
+	}
+	*nodes = setAt(*nodes, i, n)
+	c.remember(fmt.Sprintf("%s%d", short, i), n.Addr(), n.HTTPAddr())
+	return n, nil
+}
+
+// closer is a node's slot: empty (nil) while the node is stopped.
+type closer interface {
+	comparable
+	Close() error
+}
+
+// stopNode closes nodes[i] (when it runs) and leaves its slot empty.
+func stopNode[N closer](nodes []N, i int) error {
+	var none N
+	n := nodes[i]
+	if n == none {
+		return nil
+	}
+	nodes[i] = none
+	return n.Close()
+}
+
+func setAt[T any](s []T, i int, v T) []T {
+	var none T
 	for len(s) <= i {
-		s = append(s, nil)
+		s = append(s, none)
 	}
 	s[i] = v
 	return s

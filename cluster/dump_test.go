@@ -17,13 +17,7 @@ import (
 // with the same content, one DUMPed by redis-server RESTOREs here (with a
 // TTL), and RESTORE's refusals are Redis's.
 func TestDumpRestoreThroughProxy(t *testing.T) {
-	c, err := Start(Options{DataServers: 2, Buckets: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	p := redis.NewClient(&redis.Options{Addr: c.Proxies[0].Addr(), MaxRetries: -1, Protocol: 2})
-	defer p.Close()
+	_, p := startWithClient(t, Options{DataServers: 2, Buckets: 64}, 2)
 	rd := redis.NewClient(&redis.Options{Addr: testutil.StartRedis(t), MaxRetries: -1, Protocol: 2})
 	defer rd.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

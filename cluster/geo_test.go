@@ -18,13 +18,7 @@ import (
 // example, then the same commands on redis-server); a STORE destination
 // in another bucket is CROSSSLOT.
 func TestGeoThroughProxy(t *testing.T) {
-	c, err := Start(Options{DataServers: 2, Buckets: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	p := redis.NewClient(&redis.Options{Addr: c.Proxies[0].Addr(), MaxRetries: -1, Protocol: 2})
-	defer p.Close()
+	_, p := startWithClient(t, Options{DataServers: 2, Buckets: 64}, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 

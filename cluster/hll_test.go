@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // TestHyperLogLogThroughProxy: PFADD, PFCOUNT and PFMERGE through a real
@@ -14,13 +12,7 @@ import (
 // redis-server 7.0 answers (the numbers and bytes below are its), and
 // keys of several buckets are refused as Redis Cluster refuses them.
 func TestHyperLogLogThroughProxy(t *testing.T) {
-	c, err := Start(Options{DataServers: 2, Copies: 2, Buckets: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	p := redis.NewClient(&redis.Options{Addr: c.Proxies[0].Addr(), MaxRetries: -1})
-	defer p.Close()
+	c, p := startWithClient(t, Options{DataServers: 2, Copies: 2, Buckets: 64}, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -521,16 +522,7 @@ func (c *chaos) logUnderReplicated() {
 		rows = append(rows, fmt.Sprintf("%d:%v", b, tb.Serving[b]))
 	}
 	c.t.Logf("table %d: %d buckets lack copies on live nodes (live %v): %s; migrating %v; behind %v",
-		tb.Version, len(under), keys(c.live()), strings.Join(rows, " "), tb.Migrating, tb.Behind)
-}
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+		tb.Version, len(under), slices.Sorted(maps.Keys(c.live())), strings.Join(rows, " "), tb.Migrating, tb.Behind)
 }
 
 // lostBuckets returns the buckets whose every serving copy in tb is on
@@ -732,7 +724,7 @@ func (l *errLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var parts []string
-	for _, k := range keys(l.counts) {
+	for _, k := range slices.Sorted(maps.Keys(l.counts)) {
 		parts = append(parts, fmt.Sprintf("%s x%d", k, l.counts[k]))
 	}
 	if len(parts) == 0 {

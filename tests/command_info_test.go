@@ -53,17 +53,6 @@ var getkeysLines = []string{
 	"bitfield k GET u8 0", "bitfield k GET u8 0 OVERFLOW SAT", "bitfield k SET u8 0 1", "bitfield k GET u8", "bitfield_ro k GET u8 0", "setrange k 0 v", "lpos k v RANK 1",
 }
 
-func ciDial(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
-	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	_ = conn.SetDeadline(time.Now().Add(2 * time.Minute))
-	return conn, bufio.NewReader(conn)
-}
-
 func ciDo(t *testing.T, conn net.Conn, r *bufio.Reader, args ...string) string {
 	t.Helper()
 	var b []byte
@@ -174,8 +163,8 @@ func TestCommandInfoAgainstRedis(t *testing.T) {
 		lines = append(lines, l)
 	}
 	for _, proto := range []string{"2", "3"} {
-		oc, or := ciDial(t, c.Proxies[0].Addr())
-		rc, rr := ciDial(t, raddr)
+		oc, or := testutil.Dial(t, c.Proxies[0].Addr())
+		rc, rr := testutil.Dial(t, raddr)
 		if proto == "3" {
 			ciDo(t, oc, or, "HELLO", "3")
 			ciDo(t, rc, rr, "HELLO", "3")

@@ -5,13 +5,14 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -95,7 +96,7 @@ func (d *deployChecker) acceptsConfig(where, role string, data []byte) {
 		return
 	}
 	var args []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !d.flags[role][k] || k == "config" {
 			d.t.Errorf("%s: %q is not a setting of tair %s (unknown keys make it exit)", where, k, role)
 			continue
@@ -128,7 +129,7 @@ func flagValue(v any) (string, error) {
 		return strings.Join(parts, ","), nil
 	case map[string]any:
 		var parts []string
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			s, err := flagValue(v[k])
 			if err != nil {
 				return "", err
@@ -138,15 +139,6 @@ func flagValue(v any) (string, error) {
 		return strings.Join(parts, ","), nil
 	}
 	return fmt.Sprint(v), nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func firstLines(b []byte, n int) string {
@@ -315,7 +307,7 @@ func TestDeployCompose(t *testing.T) {
 	}
 	etcdSvcs := map[string]bool{}
 	var initialClusters []string
-	for _, name := range sortedKeys(services) {
+	for _, name := range slices.Sorted(maps.Keys(services)) {
 		s, _ := services[name].(map[string]any)
 		where := file + ": " + name
 		var argv []string

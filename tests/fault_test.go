@@ -236,12 +236,7 @@ func TestKillMasterDataserverLosesNothing(t *testing.T) {
 		ConfigServerArgs: []string{"--handoff-window", "3s"}})
 	proxy := pc.Proxies[0].Addr
 	victim := pc.DataServers[0]
-	ctx0, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	tb0, err := pc.Client().Table(ctx0, 0, 0)
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb0 := tableOf(t, pc.ConfigServers[0].Addr)
 	// Half the writes go to buckets the victim masters: the gap that
 	// matters is theirs (writes to other buckets never stopped).
 	mastered := 0
@@ -341,12 +336,7 @@ func TestPausedMasterAcknowledgesNothingAfterWaking(t *testing.T) {
 		ConfigServerArgs: []string{"--handoff-window=-1s"}})
 	proxy := pc.Proxies[0].Addr
 	victim := pc.DataServers[0]
-	ctx0, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	tb, err := pc.Client().Table(ctx0, 0, 0)
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := tableOf(t, pc.ConfigServers[0].Addr)
 	// A key whose bucket the victim masters.
 	key := ""
 	for i := 0; key == ""; i++ {

@@ -9,14 +9,10 @@ package tests
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/tairkv/tair/cluster"
 	"github.com/tairkv/tair/internal/route"
-	"github.com/tairkv/tair/internal/testcluster"
-	"github.com/tairkv/tair/internal/testutil"
 )
 
 // gatherSetup fills both servers: sets, sorted sets (with inf, -inf, -0
@@ -165,13 +161,9 @@ func gatherLines() []scriptLine {
 }
 
 func TestGatheredReadsMatchRedis(t *testing.T) {
-	redisAddr := testutil.StartRedis(t)
-	c := testcluster.New(t, testcluster.Options{Options: cluster.Options{DataServers: 3, Copies: 2,
-		Engine: os.Getenv("TAIR_COMPARE_ENGINE")}})
-	proxyAddr := c.Proxies[0].Addr()
+	redisAddr, proxyAddr, tbl := startCompared(t)
 	// The keys must really be in different buckets, over more than one
 	// dataserver.
-	tbl := c.Table()
 	buckets := map[route.BucketID]string{}
 	masters := map[string]bool{}
 	for _, l := range gatherSetup() {

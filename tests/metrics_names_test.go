@@ -46,11 +46,8 @@ func TestMetricsNamesExported(t *testing.T) {
 	rc.Get(ctx, "missing")
 	rc.Do(ctx, "incr", "k1")                     // an error reply: failed_calls
 	rc.Do(ctx, "set", "ttl1", "v", "ex", "1000") // an expiring key
-	area5 := rc.Conn()
+	area5 := selectConn(t, rc, 5)
 	defer area5.Close()
-	if err := area5.Select(ctx, 5).Err(); err != nil {
-		t.Fatal(err)
-	}
 	if err := area5.Set(ctx, "a5", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -249,11 +246,8 @@ func TestInfoSumsDataservers(t *testing.T) {
 		t.Errorf("db0 avg_ttl=%d ms, want about 150000", avg)
 	}
 	// A second area is listed too, as Redis lists every db with keys.
-	area3 := rc.Conn()
+	area3 := selectConn(t, rc, 3)
 	defer area3.Close()
-	if err := area3.Select(ctx, 3).Err(); err != nil {
-		t.Fatal(err)
-	}
 	if err := area3.Set(ctx, "x", "y", 0).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -46,10 +46,11 @@ func (e loadEvent) String() string {
 
 // mixedLoad runs workers through one proxy until stop.
 type mixedLoad struct {
-	addr    string
-	workers []*loadWorker
-	stopCh  chan struct{}
-	wg      sync.WaitGroup
+	addr     string
+	workers  []*loadWorker
+	stopCh   chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
 
 	// The counter every worker INCRs: its final value must lie in
 	// [acked, acked+maybe].
@@ -117,12 +118,23 @@ func (l *mixedLoad) start() {
 	}
 }
 
+// startMixedLoad starts a mixedLoad, stopped at the latest when t ends.
+func startMixedLoad(t *testing.T, addr string, workers int, pre map[string]string) *mixedLoad {
+	l := newMixedLoad(addr, workers, pre)
+	l.start()
+	t.Cleanup(l.stop)
+	return l
+}
+
+// stop stops the workers and waits for them; later calls do nothing.
 func (l *mixedLoad) stop() {
-	close(l.stopCh)
-	l.wg.Wait()
-	for _, w := range l.workers {
-		w.cl.Close()
-	}
+	l.stopOnce.Do(func() {
+		close(l.stopCh)
+		l.wg.Wait()
+		for _, w := range l.workers {
+			w.cl.Close()
+		}
+	})
 }
 
 // mark starts a new latency window and returns the ops so far.
@@ -762,14 +774,7 @@ func TestAddAndDrainUnderMixedLoad(t *testing.T) {
 	pre := preload(t, proxy, 20000, 64)
 	t.Logf("preloaded %d keys in %v", len(pre), time.Since(t0).Round(time.Millisecond))
 
-	load := newMixedLoad(proxy, 6, pre)
-	load.start()
-	stopped := false
-	defer func() {
-		if !stopped {
-			load.stop()
-		}
-	}()
+	load := startMixedLoad(t, proxy, 6, pre)
 	time.Sleep(3 * time.Second)
 	p50, p99, worst, gap, n := load.window()
 	t.Logf("before: %d ops in 3s, latency p50 %v p99 %v max %v", n, p50, p99, worst)
@@ -810,7 +815,6 @@ func TestAddAndDrainUnderMixedLoad(t *testing.T) {
 
 	time.Sleep(time.Second) // load on the final table
 	load.stop()
-	stopped = true
 	load.report(t, false)
 	t3 := time.Now()
 	load.verify(t, drained)
@@ -855,14 +859,7 @@ func crashDuringMove(t *testing.T, victimIsSource, restart bool) {
 		minCopy[route.BucketOf([]byte(k), buckets)] += time.Duration(len(k)+len(v)) * time.Second / rate
 	}
 
-	load := newMixedLoad(proxy, 6, pre)
-	load.start()
-	stopped := false
-	defer func() {
-		if !stopped {
-			load.stop()
-		}
-	}()
+	load := startMixedLoad(t, proxy, 6, pre)
 	time.Sleep(2 * time.Second)
 
 	// Add a 4th dataserver: moves start from the three to it, none
@@ -999,7 +996,6 @@ func crashDuringMove(t *testing.T, victimIsSource, restart bool) {
 		time.Sleep(time.Second)
 	}
 	load.stop()
-	stopped = true
 	// Errors are allowed only for writes that may have applied, and only
 	// when the killed node served copies (was a master).
 	load.report(t, serving > 0)

@@ -187,17 +187,24 @@ func TestRedisCompareScriptParser(t *testing.T) {
 	}
 }
 
+// startCompared starts what the differential tests compare: a
+// redis-server and an in-process cluster of 3 dataservers, copy count 2
+// (TAIR_COMPARE_ENGINE runs it on another engine than rdb). It returns
+// their addresses (the cluster's first proxy) and the cluster's table.
+func startCompared(t *testing.T) (redisAddr, proxyAddr string, tbl *route.Table) {
+	t.Helper()
+	redisAddr = testutil.StartRedis(t)
+	c := testcluster.New(t, testcluster.Options{Options: cluster.Options{DataServers: 3, Copies: 2,
+		Engine: os.Getenv("TAIR_COMPARE_ENGINE")}})
+	return redisAddr, c.Proxies[0].Addr(), c.Table()
+}
+
 // TestRedisCompare runs the script against redis-server and the proxy.
 func TestRedisCompare(t *testing.T) {
 	script := parseScript(t, compareScript)
-	redisAddr := testutil.StartRedis(t)
-	// TAIR_COMPARE_ENGINE runs the cluster on another engine (default rdb).
-	c := testcluster.New(t, testcluster.Options{Options: cluster.Options{DataServers: 3, Copies: 2,
-		Engine: os.Getenv("TAIR_COMPARE_ENGINE")}})
-	proxyAddr := c.Proxies[0].Addr()
+	redisAddr, proxyAddr, tbl := startCompared(t)
 	// The script's spread keys (MSET mk:1 ... mk:8) must really span
 	// buckets and dataservers, so that the proxy splits and merges them.
-	tbl := c.Table()
 	masters := map[string]bool{}
 	for i := 1; i <= 8; i++ {
 		masters[tbl.Master(route.BucketOf([]byte(fmt.Sprintf("mk:%d", i)), tbl.Buckets))] = true

@@ -11,7 +11,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math/rand"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -22,8 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/tairkv/tair/bench/internal/benchload"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/wire"
 )
@@ -47,7 +45,7 @@ func main() {
 
 	// 1. Load.
 	t0 := time.Now()
-	if err := load(ctx, *proxyAddr, *keys); err != nil {
+	if err := benchload.Load(ctx, *proxyAddr, 0, *keys, 1); err != nil {
 		fail("load: %v", err)
 	}
 	loadTook := time.Since(t0)
@@ -152,10 +150,10 @@ func main() {
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---|")
 	for _, p := range []struct {
 		name string
-		s, v stats
+		s, v benchload.Stats
 	}{{"before (" + before.String() + ")", pre, preSvc}, {fmt.Sprintf("during the migration (%v)", took.Round(time.Second)), during, duringSvc}, {"after (5s)", after, afterSvc}} {
-		fmt.Printf("| %s | %d | %.0f | %.3f | %.3f | %.3f | %.3f | %.3f / %.3f / %.3f |\n", p.name, p.s.n, p.s.rate,
-			ms(p.s.p50), ms(p.s.p99), ms(p.s.p999), ms(p.s.max), ms(p.v.p50), ms(p.v.p99), ms(p.v.max))
+		fmt.Printf("| %s | %d | %.0f | %.3f | %.3f | %.3f | %.3f | %.3f / %.3f / %.3f |\n", p.name, p.s.N, p.s.Rate,
+			benchload.Ms(p.s.P50), benchload.Ms(p.s.P99), benchload.Ms(p.s.P999), benchload.Ms(p.s.Max), benchload.Ms(p.v.P50), benchload.Ms(p.v.P99), benchload.Ms(p.v.Max))
 	}
 	fmt.Println("\n(latency counts from each request's scheduled time, so a backlog shows; service latency from when it was sent)")
 	fmt.Printf("\nkeys moved: %d in %.1f s = **%.0f keys/s** (%d bucket copies)\n", moved, took.Seconds(), float64(moved)/took.Seconds(), copies)
@@ -165,8 +163,6 @@ func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "bench-migration: "+format+"\n", args...)
 	os.Exit(1)
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func flagValue(args []string, name string) string {
 	for i, a := range args {
@@ -180,84 +176,16 @@ func flagValue(args []string, name string) string {
 	return ""
 }
 
-func key(i int) string { return fmt.Sprintf("k:%014d", i) } // 16 bytes
-
-func value(i int, gen int) string { return fmt.Sprintf("v%09d-%021d", i, gen) } // 32 bytes
-
-// load SETs keys 0..n-1 with pipelines of 1000 on 8 connections.
-func load(ctx context.Context, addr string, n int) error {
-	cl := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 8})
-	defer cl.Close()
-	var next atomic.Int64
-	errc := make(chan error, 8)
-	for g := 0; g < 8; g++ {
-		go func() {
-			for {
-				i := int(next.Add(1000)) - 1000
-				if i >= n {
-					errc <- nil
-					return
-				}
-				pipe := cl.Pipeline()
-				for j := i; j < min(n, i+1000); j++ {
-					pipe.Set(ctx, key(j), value(j, 0), 0)
-				}
-				if _, err := pipe.Exec(ctx); err != nil {
-					errc <- err
-					return
-				}
-			}
-		}()
-	}
-	for g := 0; g < 8; g++ {
-		if err := <-errc; err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// steady sends paced GETs and SETs of random loaded keys on one connection.
+// steady sends paced GETs and SETs of random loaded keys on one
+// connection, the first 5 errors (of all clients) printed.
 func steady(addr string, id, n int, perSec float64, lt, svc *latencies, errs *atomic.Int64, stop <-chan struct{}) {
-	cl := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1, MaxRetries: -1, ReadTimeout: 10 * time.Second})
-	defer cl.Close()
-	rng := rand.New(rand.NewSource(int64(id)))
-	interval := time.Duration(float64(time.Second) / perSec)
-	next := time.Now().Add(time.Duration(rng.Int63n(int64(interval))))
-	for gen := 1; ; gen++ {
-		if d := time.Until(next); d > 0 {
-			select {
-			case <-stop:
-				return
-			case <-time.After(d):
-			}
-		} else {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-		}
-		// Latency counts from the scheduled time, so a stall is not
-		// hidden by the requests it held back (coordinated omission).
-		sched := next
-		next = next.Add(interval)
-		i := rng.Intn(n)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		sent := time.Now()
-		var err error
-		if gen%2 == 0 {
-			err = cl.Set(ctx, key(i), value(i, gen), 0).Err()
-		} else {
-			err = cl.Get(ctx, key(i)).Err()
-		}
-		cancel()
+	benchload.Steady(addr, id, n, perSec, stop, func(_ int, l, sv time.Duration, err error) {
 		if err != nil && errs.Add(1) <= 5 {
 			fmt.Printf("  client error at %s: %v\n", time.Now().Format("15:04:05.000"), err)
 		}
-		lt.add(time.Since(sched))
-		svc.add(time.Since(sent))
-	}
+		lt.add(l)
+		svc.add(sv)
+	})
 }
 
 type latencies struct {
@@ -280,28 +208,12 @@ func (l *latencies) reset() {
 	l.mu.Unlock()
 }
 
-type stats struct {
-	n                   int
-	rate                float64
-	p50, p99, p999, max time.Duration
-}
-
-func (s stats) String() string {
-	return fmt.Sprintf("%d requests, %.0f/s, p50 %.3f ms, p99 %.3f ms, p99.9 %.3f ms, max %.3f ms",
-		s.n, s.rate, ms(s.p50), ms(s.p99), ms(s.p999), ms(s.max))
-}
-
-func (l *latencies) snapshot() stats {
+func (l *latencies) snapshot() benchload.Stats {
 	l.mu.Lock()
 	d := slices.Clone(l.d)
 	el := time.Since(l.since)
 	l.mu.Unlock()
-	slices.Sort(d)
-	s := stats{n: len(d), rate: float64(len(d)) / el.Seconds()}
-	if len(d) > 0 {
-		s.p50, s.p99, s.p999, s.max = d[len(d)/2], d[len(d)*99/100], d[len(d)*999/1000], d[len(d)-1]
-	}
-	return s
+	return benchload.Summarize(d, el)
 }
 
 func copiesOn(t *route.Table, node string) int {
@@ -319,17 +231,11 @@ func rowsEqual(a, b [][]string) bool {
 }
 
 // nodeKeys is the key count node reported in its last heartbeat (every
-// copy it holds, area 0).
+// copy it holds), -1 when the configserver does not answer.
 func nodeKeys(ctx context.Context, cs *wire.Client, node string) int64 {
-	c, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	var st map[string]map[uint16]wire.AreaStats
-	if err := cs.Get(c, "/v1/stats", &st); err != nil {
+	st, err := benchload.NodeKeys(ctx, cs)
+	if err != nil {
 		return -1
 	}
-	var n int64
-	for _, a := range st[node] {
-		n += a.Keys
-	}
-	return n
+	return st[node]
 }

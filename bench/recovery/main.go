@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math/rand"
 	"net/http"
 	"os"
 	"os/signal"
@@ -33,17 +32,22 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tairkv/tair/bench/internal/benchload"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/wire"
 )
 
 const gaugeName = "tair_configserver_buckets_under_replicated"
+
+// loadTries is how often a failed load pipeline is sent in all, a second
+// apart: on a machine shared with other work, the cluster may lose its
+// leader for a moment.
+const loadTries = 30
 
 type node struct {
 	addr, http string
@@ -82,7 +86,7 @@ func main() {
 	t0 := time.Now()
 	// Copies spread evenly: each node holds copies/len(nodes) of the keys.
 	n := *keys * len(nodes) / tb0.Copies
-	if err := load(ctx, *proxyAddr, 0, n); err != nil {
+	if err := benchload.Load(ctx, *proxyAddr, 0, n, loadTries); err != nil {
 		fail("load: %v", err)
 	}
 	var victim node
@@ -98,7 +102,7 @@ func main() {
 			break
 		}
 		more := max(*keys/100, (*keys-int(counts[victim.addr]))*len(nodes)/tb0.Copies)
-		if err := load(ctx, *proxyAddr, n, n+more); err != nil {
+		if err := benchload.Load(ctx, *proxyAddr, n, n+more, loadTries); err != nil {
 			fail("load: %v", err)
 		}
 		n += more
@@ -318,8 +322,8 @@ func main() {
 	fmt.Println("| phase | requests | rate/s | p50 ms | p99 ms | p99.9 ms | max ms | service p50 / p99 / max ms | errors |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---|---|")
 	for _, p := range []phase{phases.get("before"), during, phases.get("failover"), phases.get("rebuild"), afterSt} {
-		fmt.Printf("| %s (%.1f s) | %d | %.0f | %.3f | %.3f | %.3f | %.3f | %.3f / %.3f / %.3f | %s |\n", p.name, p.el.Seconds(), p.s.n, p.s.rate,
-			ms(p.s.p50), ms(p.s.p99), ms(p.s.p999), ms(p.s.max), ms(p.v.p50), ms(p.v.p99), ms(p.v.max), p.errString())
+		fmt.Printf("| %s (%.1f s) | %d | %.0f | %.3f | %.3f | %.3f | %.3f | %.3f / %.3f / %.3f | %s |\n", p.name, p.el.Seconds(), p.s.N, p.s.Rate,
+			benchload.Ms(p.s.P50), benchload.Ms(p.s.P99), benchload.Ms(p.s.P999), benchload.Ms(p.s.Max), benchload.Ms(p.v.P50), benchload.Ms(p.v.P99), benchload.Ms(p.v.Max), p.errString())
 	}
 	fmt.Println("\n(latency counts from each request's scheduled time, so a backlog shows; service latency from when it was sent)")
 	fmt.Printf("\nrequests ended per half second during the recovery / slowest service ms: %s\n", during.timeline)
@@ -330,7 +334,7 @@ func main() {
 	rb := phases.get("rebuild")
 	fmt.Printf("\nrecovery: %d key copies of %s restored in **%.2f s** (aim %v: %s; detection %.2f s, rebuild %.2f s); client service p50/p99 before %.1f/%.1f ms, during the rebuild %.1f/%.1f ms (max %.0f ms, %.0f requests/s of %d); errors %s\n",
 		counts[victim.addr], victim.addr, took.Seconds(), *aim, verdict, det.Seconds(), (took - det).Seconds(),
-		ms(phases.get("before").v.p50), ms(phases.get("before").v.p99), ms(rb.v.p50), ms(rb.v.p99), ms(rb.v.max), rb.s.rate, *rate, during.errString())
+		benchload.Ms(phases.get("before").v.P50), benchload.Ms(phases.get("before").v.P99), benchload.Ms(rb.v.P50), benchload.Ms(rb.v.P99), benchload.Ms(rb.v.Max), rb.s.Rate, *rate, during.errString())
 }
 
 // sinceOr formats t-from in seconds, or "never".
@@ -345,8 +349,6 @@ func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "bench-recovery: "+format+"\n", args...)
 	os.Exit(1)
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func parseNodes(s string) []node {
 	var out []node
@@ -379,71 +381,11 @@ func countsString(nodes []node, c map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-func key(i int) string { return fmt.Sprintf("k:%014d", i) } // 16 bytes
-
-func value(i int, gen int) string { return fmt.Sprintf("v%09d-%021d", i, gen) } // 32 bytes
-
-// load SETs keys from..to-1 with pipelines of 1000 on 8 connections. A
-// pipeline that fails is sent again (SET is idempotent) for a while: on
-// a machine shared with other work, the cluster may lose its leader for
-// a moment.
-func load(ctx context.Context, addr string, from, to int) error {
-	cl := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 8})
-	defer cl.Close()
-	var next atomic.Int64
-	next.Store(int64(from))
-	errc := make(chan error, 8)
-	for g := 0; g < 8; g++ {
-		go func() {
-			for {
-				i := int(next.Add(1000)) - 1000
-				if i >= to {
-					errc <- nil
-					return
-				}
-				var err error
-				for try := 0; try < 30; try++ {
-					if try > 0 {
-						time.Sleep(time.Second)
-					}
-					pipe := cl.Pipeline()
-					for j := i; j < min(to, i+1000); j++ {
-						pipe.Set(ctx, key(j), value(j, 0), 0)
-					}
-					if _, err = pipe.Exec(ctx); err == nil || ctx.Err() != nil {
-						break
-					}
-				}
-				if err != nil {
-					errc <- err
-					return
-				}
-			}
-		}()
-	}
-	for g := 0; g < 8; g++ {
-		if err := <-errc; err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// nodeStats is the key copies each node reported in its last heartbeat.
+// nodeStats is the key copies each node reported in its last heartbeat
+// (nil when the configserver does not answer).
 func nodeStats(ctx context.Context, cs *wire.Client) map[string]int64 {
-	c, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	var st map[string]map[uint16]wire.AreaStats
-	if err := cs.Get(c, "/v1/stats", &st); err != nil {
-		return nil
-	}
-	out := map[string]int64{}
-	for node, areas := range st {
-		for _, a := range areas {
-			out[node] += a.Keys
-		}
-	}
-	return out
+	st, _ := benchload.NodeKeys(ctx, cs)
+	return st
 }
 
 // waitStats waits until the nodes' reported key copies add up to the
@@ -483,24 +425,8 @@ func settled(ctx context.Context, cs *wire.Client, nodes []node) *route.Table {
 
 // gauge reads the under-replicated gauge from the configserver's /metrics.
 func gauge(ctx context.Context, addr string) (float64, bool) {
-	c, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(c, http.MethodGet, "http://"+addr+"/metrics", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, false
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, gaugeName+" "); ok {
-			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			return v, err == nil
-		}
-	}
-	return 0, false
+	v, ok := metricsWith(ctx, addr, gaugeName)[""]
+	return v, ok
 }
 
 // copySeconds reads each survivor's tair_dataserver_copy_seconds_total.
@@ -551,50 +477,40 @@ func metricsWith(ctx context.Context, addr, name string) map[string]float64 {
 
 // fetch saves nd's path as name-<node>.pprof in dir.
 func fetch(nd node, dir, name, path string) {
-	resp, err := http.Get("http://" + nd.http + path)
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	f, err := os.Create(filepath.Join(dir, name+"-"+strings.ReplaceAll(nd.addr, ":", "_")+".pprof"))
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	_, _ = io.Copy(f, resp.Body)
+	_ = save("http://"+nd.http+path, filepath.Join(dir, name+"-"+fileName(nd)+".pprof"))
 }
 
 // goroutines saves a goroutine dump of nd.
 func goroutines(nd node, dir string, i int) {
-	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/goroutine?debug=1", nd.http))
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("goroutines-%s-%d.txt", strings.ReplaceAll(nd.addr, ":", "_"), i)))
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	_, _ = io.Copy(f, resp.Body)
+	_ = save(fmt.Sprintf("http://%s/debug/pprof/goroutine?debug=1", nd.http), filepath.Join(dir, fmt.Sprintf("goroutines-%s-%d.txt", fileName(nd), i)))
 }
 
 // profile saves a CPU profile of nd.
 func profile(nd node, dir string, secs int) {
-	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", nd.http, secs))
+	err := save(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", nd.http, secs), filepath.Join(dir, "cpu-"+fileName(nd)+".pprof"))
 	if err != nil {
 		fmt.Printf("  profile of %s: %v\n", nd.addr, err)
-		return
+	}
+}
+
+// fileName is nd's address as a part of a file name.
+func fileName(nd node) string { return strings.ReplaceAll(nd.addr, ":", "_") }
+
+// save writes what a GET of url answers to the file name. An error
+// getting it or creating the file is returned; one copying is not.
+func save(url, name string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
 	}
 	defer resp.Body.Close()
-	name := filepath.Join(dir, "cpu-"+strings.ReplaceAll(nd.addr, ":", "_")+".pprof")
 	f, err := os.Create(name)
 	if err != nil {
-		fmt.Printf("  profile of %s: %v\n", nd.addr, err)
-		return
+		return err
 	}
 	defer f.Close()
 	_, _ = io.Copy(f, resp.Body)
+	return nil
 }
 
 type proc struct {
@@ -775,22 +691,30 @@ type phaseLog struct {
 func (l *phaseLog) span(name string) phase {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var done phase
-	if l.agg != nil {
-		done = l.agg.end()
-	}
-	l.agg = nil
-	if name != "" {
-		l.agg = &phase{name: name, start: time.Now()}
-	}
+	done, _ := replace(&l.agg, name)
 	return done
+}
+
+// replace ends *p, if any (returning it, and true), and puts a phase
+// named name in its place ("" = none).
+func replace(p **phase, name string) (phase, bool) {
+	var done phase
+	ended := *p != nil
+	if ended {
+		done = (*p).end()
+	}
+	*p = nil
+	if name != "" {
+		*p = &phase{name: name, start: time.Now()}
+	}
+	return done, ended
 }
 
 func (p *phase) end() phase {
 	done := *p
 	done.el = time.Since(done.start)
 	done.timeline = timeline(done.done, done.svc)
-	done.s, done.v = summarize(done.lt, done.el), summarize(done.svc, done.el)
+	done.s, done.v = benchload.Summarize(done.lt, done.el), benchload.Summarize(done.svc, done.el)
 	done.lt, done.svc, done.done = nil, nil, nil
 	return done
 }
@@ -801,7 +725,7 @@ type phase struct {
 	el        time.Duration
 	lt, svc   []time.Duration
 	done      []time.Duration // when each request ended, from start
-	s, v      stats
+	s, v      benchload.Stats
 	timeline  string
 	errs      int
 	mayApply  int
@@ -824,17 +748,12 @@ func (p phase) errString() string {
 func (l *phaseLog) next(name string) phase {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var done phase
-	if l.cur != nil {
-		done = l.cur.end()
+	done, ended := replace(&l.cur, name)
+	if ended {
 		if l.named == nil {
 			l.named = map[string]phase{}
 		}
 		l.named[done.name] = done
-	}
-	l.cur = nil
-	if name != "" {
-		l.cur = &phase{name: name, start: time.Now()}
 	}
 	return done
 }
@@ -871,57 +790,15 @@ func (p *phase) add(lt, svc time.Duration, err error) {
 	}
 }
 
-// steady sends paced GETs and SETs of random loaded keys on one connection.
+// steady sends paced GETs and SETs of random loaded keys on one
+// connection; a GET that finds no value is an error (every key was loaded).
 func steady(addr string, id, n int, perSec float64, l *phaseLog, stop <-chan struct{}) {
-	cl := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1, MaxRetries: -1, ReadTimeout: 10 * time.Second})
-	defer cl.Close()
-	rng := rand.New(rand.NewSource(int64(id)))
-	interval := time.Duration(float64(time.Second) / perSec)
-	next := time.Now().Add(time.Duration(rng.Int63n(int64(interval))))
-	for gen := 1; ; gen++ {
-		if d := time.Until(next); d > 0 {
-			select {
-			case <-stop:
-				return
-			case <-time.After(d):
-			}
-		} else {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-		}
-		// Latency counts from the scheduled time, so a stall is not
-		// hidden by the requests it held back (coordinated omission).
-		sched := next
-		next = next.Add(interval)
-		i := rng.Intn(n)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		sent := time.Now()
-		var err error
-		if gen%2 == 0 {
-			err = cl.Set(ctx, key(i), value(i, gen), 0).Err()
-		} else {
-			err = cl.Get(ctx, key(i)).Err()
-		}
-		cancel()
+	benchload.Steady(addr, id, n, perSec, stop, func(i int, lt, svc time.Duration, err error) {
 		if err == redis.Nil {
-			err = fmt.Errorf("GET %s: no value (a loaded key is missing)", key(i))
+			err = fmt.Errorf("GET %s: no value (a loaded key is missing)", benchload.Key(i))
 		}
-		l.add(time.Since(sched), time.Since(sent), err)
-	}
-}
-
-type stats struct {
-	n                   int
-	rate                float64
-	p50, p99, p999, max time.Duration
-}
-
-func (s stats) String() string {
-	return fmt.Sprintf("%d requests, %.0f/s, p50 %.3f ms, p99 %.3f ms, p99.9 %.3f ms, max %.3f ms",
-		s.n, s.rate, ms(s.p50), ms(s.p99), ms(s.p999), ms(s.max))
+		l.add(lt, svc, err)
+	})
 }
 
 func (p phase) String() string {
@@ -945,16 +822,7 @@ func timeline(done, svc []time.Duration) string {
 	}
 	var parts []string
 	for k := range n {
-		parts = append(parts, fmt.Sprintf("%d/%.0f", n[k], ms(worst[k])))
+		parts = append(parts, fmt.Sprintf("%d/%.0f", n[k], benchload.Ms(worst[k])))
 	}
 	return strings.Join(parts, " ")
-}
-
-func summarize(d []time.Duration, el time.Duration) stats {
-	slices.Sort(d)
-	s := stats{n: len(d), rate: float64(len(d)) / el.Seconds()}
-	if len(d) > 0 {
-		s.p50, s.p99, s.p999, s.max = d[len(d)/2], d[len(d)*99/100], d[len(d)*999/1000], d[len(d)-1]
-	}
-	return s
 }

@@ -1,7 +1,6 @@
 package testcluster
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -9,8 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -37,9 +34,7 @@ type EtcdMember struct {
 	Peer   string
 	args   []string
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
-	out *bytes.Buffer
+	child
 }
 
 // RequireEtcd returns the etcd binary's path. When it is not installed
@@ -85,16 +80,9 @@ func StartEtcd(t testing.TB, n int) *EtcdCluster {
 			"--listen-peer-urls", "http://" + m.Peer, "--initial-advertise-peer-urls", "http://" + m.Peer,
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
 			"--initial-cluster-token", "tairtest"}
-		m.start()
+		m.killAtCleanup(t, func() string { return m.Name }, 16<<10)
+		m.startOrFail()
 	}
-	t.Cleanup(func() {
-		for _, m := range c.Members {
-			m.Kill()
-			if t.Failed() || os.Getenv("TAIR_TEST_LOGS") != "" {
-				t.Logf("output of %s (last 16 KiB):\n%s", m.Name, tail(m.Output(), 16<<10))
-			}
-		}
-	})
 	c.WaitHealthy(30 * time.Second)
 	return c
 }
@@ -169,16 +157,10 @@ func (m *EtcdMember) status() (*clientv3.StatusResponse, error) {
 	return cli.Status(ctx, m.Client)
 }
 
-func (m *EtcdMember) start() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.out = &bytes.Buffer{}
-	cmd := exec.Command(m.args[0], m.args[1:]...)
-	cmd.Stdout, cmd.Stderr = m.out, m.out
-	if err := cmd.Start(); err != nil {
+func (m *EtcdMember) startOrFail() {
+	if err := m.start(nil, m.args[0], m.args[1:]...); err != nil {
 		m.t.Fatalf("start %s: %v", m.Name, err)
 	}
-	m.cmd = cmd
 }
 
 // Start restarts a killed member on its data directory (it rejoins the
@@ -187,34 +169,5 @@ func (m *EtcdMember) Start() {
 	if m.Running() {
 		return
 	}
-	m.start()
-}
-
-// Kill sends SIGKILL and reaps the process.
-func (m *EtcdMember) Kill() {
-	m.mu.Lock()
-	cmd := m.cmd
-	m.cmd = nil
-	m.mu.Unlock()
-	if cmd != nil {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
-	}
-}
-
-// Running reports whether the process was started and not killed.
-func (m *EtcdMember) Running() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.cmd != nil
-}
-
-// Output returns what the member printed so far.
-func (m *EtcdMember) Output() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.out == nil {
-		return ""
-	}
-	return m.out.String()
+	m.startOrFail()
 }

@@ -27,6 +27,19 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, testutil.GnetPool...) // cluster links gnet in
 }
 
+// greet answers every connection l accepts with line and closes it,
+// until l is closed.
+func greet(l net.Listener, line string) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		_, _ = c.Write([]byte(line))
+		c.Close()
+	}
+}
+
 // netHelper accepts TCP connections (answering "hi\n"), sends a UDP
 // "ping" to target every 20 ms, and echoes every UDP datagram it gets.
 func netHelper(target string) {
@@ -43,16 +56,7 @@ func netHelper(target string) {
 		panic(err)
 	}
 	fmt.Printf("tcp=%s udp=%s\n", l.Addr(), uc.LocalAddr())
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte("hi\n"))
-			c.Close()
-		}
-	}()
+	go greet(l, "hi\n")
 	go func() {
 		for {
 			_, _ = uc.WriteTo([]byte("ping"), dst)
@@ -120,16 +124,7 @@ func TestNetFaultsCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer own.Close()
-	go func() {
-		for {
-			c, err := own.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte("own\n"))
-			c.Close()
-		}
-	}()
+	go greet(own, "own\n")
 
 	type seen struct{ pings, echoes, tcp, own bool }
 	observe := func() seen {

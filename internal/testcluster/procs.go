@@ -1,7 +1,6 @@
 package testcluster
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tairkv/tair/cluster"
 	"github.com/tairkv/tair/internal/testutil"
 	"github.com/tairkv/tair/internal/wire"
 )
@@ -83,9 +83,7 @@ type Proc struct {
 	// match its sockets by it.
 	Cgroup string
 
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	out     *syncBuffer
+	child
 	started bool // it was healthy once: its addresses are known to others
 }
 
@@ -109,12 +107,7 @@ func NewProc(t testing.TB, kind string, extra ...string) *Proc {
 		HTTP: "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t)),
 	}
 	p.Args = append([]string{kind, "--listen", p.Addr, "--http", p.HTTP}, extra...)
-	t.Cleanup(func() {
-		p.Kill()
-		if t.Failed() || os.Getenv("TAIR_TEST_LOGS") != "" {
-			t.Logf("output of %s %s (last 64 KiB):\n%s", p.Kind, p.Addr, tail(p.Output(), 64<<10))
-		}
-	})
+	p.killAtCleanup(t, func() string { return p.Kind + " " + p.Addr }, 64<<10)
 	return p
 }
 
@@ -144,26 +137,18 @@ func (p *Proc) Start() {
 // startOnce starts the process and waits for /healthz (30 s), or until
 // it has exited saying that an address is in use.
 func (p *Proc) startOnce() error {
-	p.mu.Lock()
-	p.out = &syncBuffer{}
-	cmd := exec.Command(Binary(p.t), p.Args...)
-	cmd.Stdout = p.out
-	cmd.Stderr = p.out
+	var attr *syscall.SysProcAttr
 	if p.Cgroup != "" {
 		dir, err := os.Open(p.Cgroup)
 		if err != nil {
-			p.mu.Unlock()
 			return fmt.Errorf("start %s: cgroup: %v", p.Kind, err)
 		}
 		defer dir.Close()
-		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
+		attr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
 	}
-	if err := cmd.Start(); err != nil {
-		p.mu.Unlock()
+	if err := p.start(attr, Binary(p.t), p.Args...); err != nil {
 		return fmt.Errorf("start %s: %v", p.Kind, err)
 	}
-	p.cmd = cmd
-	p.mu.Unlock()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := httpClient.Get("http://" + p.HTTP + "/healthz")
@@ -182,25 +167,6 @@ func (p *Proc) startOnce() error {
 	}
 }
 
-// syncBuffer is the child's output: exec's copying goroutine writes it
-// while Output reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // repick gives the process new free ports for --listen and --http.
 func (p *Proc) repick() {
 	addr := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(p.t))
@@ -214,30 +180,6 @@ func (p *Proc) repick() {
 		}
 	}
 	p.Addr, p.HTTP = addr, httpAddr
-}
-
-// Output returns what the process printed so far.
-func (p *Proc) Output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.out == nil {
-		return ""
-	}
-	return p.out.String()
-}
-
-func (p *Proc) signal(s syscall.Signal) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd != nil && p.cmd.Process != nil {
-		_ = p.cmd.Process.Signal(s)
-	}
-}
-
-// Kill sends SIGKILL (kill -9) and reaps the process.
-func (p *Proc) Kill() {
-	p.signal(syscall.SIGKILL)
-	p.wait()
 }
 
 // Stop sends SIGTERM and waits for a clean exit.
@@ -257,14 +199,6 @@ func KillTogether(ps ...*Proc) {
 	}
 }
 
-// Running reports whether the process was started and not killed or
-// stopped since (a paused process is running).
-func (p *Proc) Running() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.cmd != nil
-}
-
 // Pid returns the process id, 0 when it is not running.
 func (p *Proc) Pid() int {
 	p.mu.Lock()
@@ -279,26 +213,22 @@ func (p *Proc) Pid() int {
 func (p *Proc) Pause()  { p.signal(syscall.SIGSTOP) }
 func (p *Proc) Resume() { p.signal(syscall.SIGCONT) }
 
-func (p *Proc) wait() {
-	p.mu.Lock()
-	cmd := p.cmd
-	p.cmd = nil
-	p.mu.Unlock()
-	if cmd != nil {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Wait()
+// get reads GET path of the process's http listener: the response (its
+// body read and closed) and the body.
+func (p *Proc) get(path string) (*http.Response, []byte, error) {
+	resp, err := httpClient.Get("http://" + p.HTTP + path)
+	if err != nil {
+		return nil, nil, err
 	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	return resp, data, err
 }
 
 // Status reads the process's GET /status.
 func (p *Proc) Status() (wire.Status, error) {
 	var st wire.Status
-	resp, err := httpClient.Get("http://" + p.HTTP + "/status")
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
+	_, data, err := p.get("/status")
 	if err != nil {
 		return st, err
 	}
@@ -320,12 +250,12 @@ type ProcCluster struct {
 
 // ProcOptions describe a ProcCluster.
 type ProcOptions struct {
-	ConfigServers int // default 1; the others share the first's embedded etcd
-	DataServers   int // default 3
-	Proxies       int // default 1
-	Copies        int // default 2
-	Buckets       int // default 1023
-	Engine        string
+	ConfigServers int    // default 1; the others share the first's embedded etcd
+	DataServers   int    // default 3
+	Proxies       int    // default 1
+	Copies        int    // default 2
+	Buckets       int    // default 1023
+	Engine        string // default "rdb"
 	// ConfigServerArgs are extra flags for every configserver.
 	ConfigServerArgs []string
 	// DataServerArgs are extra flags for every dataserver.
@@ -348,24 +278,11 @@ type ProcOptions struct {
 // dataserver.
 func StartProcs(t testing.TB, o ProcOptions) *ProcCluster {
 	t.Helper()
-	if o.ConfigServers == 0 {
-		o.ConfigServers = 1
-	}
-	if o.DataServers == 0 {
-		o.DataServers = 3
-	}
-	if o.Proxies == 0 {
-		o.Proxies = 1
-	}
-	if o.Copies == 0 {
-		o.Copies = 2
-	}
-	if o.Buckets == 0 {
-		o.Buckets = 1023
-	}
-	if o.Engine == "" {
-		o.Engine = "rdb"
-	}
+	// The defaults are the in-process cluster's.
+	d := cluster.Options{ConfigServers: o.ConfigServers, DataServers: o.DataServers, Proxies: o.Proxies,
+		Copies: o.Copies, Buckets: uint32(o.Buckets), Engine: o.Engine}.WithDefaults()
+	o.ConfigServers, o.DataServers, o.Proxies = d.ConfigServers, d.DataServers, d.Proxies
+	o.Copies, o.Buckets, o.Engine = d.Copies, int(d.Buckets), d.Engine
 	start := func(kind string, args ...string) *Proc {
 		t.Helper()
 		p := NewProc(t, kind, args...)
@@ -494,12 +411,7 @@ func (p *Proc) DebugDump() { p.signal(syscall.SIGQUIT) }
 // Metrics reads the process's GET /metrics (Prometheus text format) as a
 // map from series, as printed (`name` or `name{label="v",...}`), to value.
 func (p *Proc) Metrics() (map[string]float64, error) {
-	resp, err := httpClient.Get("http://" + p.HTTP + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
+	resp, data, err := p.get("/metrics")
 	if err != nil {
 		return nil, err
 	}

@@ -47,12 +47,17 @@ func StartRedis(t testing.TB) string {
 	return addr
 }
 
-// DialRedis starts a redis-server (see StartRedis) and connects to it;
-// the connection is closed at cleanup and fails reads after 2 minutes
-// instead of hanging the test.
+// DialRedis starts a redis-server (see StartRedis) and connects to it
+// (Dial).
 func DialRedis(t testing.TB) (net.Conn, *bufio.Reader) {
 	t.Helper()
-	addr := StartRedis(t)
+	return Dial(t, StartRedis(t))
+}
+
+// Dial connects to addr for raw RESP; the connection is closed at
+// cleanup and fails reads after 2 minutes instead of hanging the test.
+func Dial(t testing.TB, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

@@ -234,6 +234,26 @@ func (g *gen) geoReplyOpts() []string {
 		})
 }
 
+// geoRadiusGen generates GEORADIUS (byMember: GEORADIUSBYMEMBER) and,
+// with store, at times its STORE or STOREDIST destination (the _RO
+// variants have none).
+func geoRadiusGen(byMember, store bool) func(g *gen) []string {
+	return func(g *gen) []string {
+		key := g.typedKey("zset")
+		var center any
+		if byMember {
+			center = g.member()
+		} else {
+			center = g.lonLat()
+		}
+		out := cat(key, center, g.geoRadius(), g.geoUnit(), g.geoReplyOpts())
+		if store && g.chance(0.2) {
+			out = append(out, g.kw(g.pick("STORE", "STOREDIST")), g.typedKey("zset"))
+		}
+		return out
+	}
+}
+
 func (g *gen) geoFrom() []string {
 	if g.chance(0.5) {
 		return []string{g.kw("FROMMEMBER"), g.member()}
@@ -298,28 +318,12 @@ var redis7Gens = map[string]func(g *gen) []string{
 	"geodist": func(g *gen) []string {
 		return cat(g.typedKey("zset"), g.member(), g.member(), g.opts(1, func() []string { return []string{g.geoUnit()} }))
 	},
-	"geohash": func(g *gen) []string { return cat(g.typedKey("zset"), g.members(0, 3)) },
-	"geopos":  func(g *gen) []string { return cat(g.typedKey("zset"), g.members(0, 3)) },
-	"georadius": func(g *gen) []string {
-		out := cat(g.typedKey("zset"), g.lonLat(), g.geoRadius(), g.geoUnit(), g.geoReplyOpts())
-		if g.chance(0.2) {
-			out = append(out, g.kw(g.pick("STORE", "STOREDIST")), g.typedKey("zset"))
-		}
-		return out
-	},
-	"georadius_ro": func(g *gen) []string {
-		return cat(g.typedKey("zset"), g.lonLat(), g.geoRadius(), g.geoUnit(), g.geoReplyOpts())
-	},
-	"georadiusbymember": func(g *gen) []string {
-		out := cat(g.typedKey("zset"), g.member(), g.geoRadius(), g.geoUnit(), g.geoReplyOpts())
-		if g.chance(0.2) {
-			out = append(out, g.kw(g.pick("STORE", "STOREDIST")), g.typedKey("zset"))
-		}
-		return out
-	},
-	"georadiusbymember_ro": func(g *gen) []string {
-		return cat(g.typedKey("zset"), g.member(), g.geoRadius(), g.geoUnit(), g.geoReplyOpts())
-	},
+	"geohash":              func(g *gen) []string { return cat(g.typedKey("zset"), g.members(0, 3)) },
+	"geopos":               func(g *gen) []string { return cat(g.typedKey("zset"), g.members(0, 3)) },
+	"georadius":            geoRadiusGen(false, true),
+	"georadius_ro":         geoRadiusGen(false, false),
+	"georadiusbymember":    geoRadiusGen(true, true),
+	"georadiusbymember_ro": geoRadiusGen(true, false),
 	"geosearch": func(g *gen) []string {
 		return cat(g.typedKey("zset"), g.geoFrom(), g.geoBy(), g.geoReplyOpts())
 	},

@@ -122,36 +122,27 @@ var ints = []string{"0", "1", "-1", "2", "3", "5", "10", "-2", "-10", "100",
 	"9223372036854775807", "-9223372036854775808", "9223372036854775808", "-9223372036854775809",
 	"abc", "", "1.5", " 1", "+1", "010", "-0", "0x10", "4294967296", "1e3"}
 
-func (g *gen) int() string {
-	if g.chance(0.6) {
-		return strconv.Itoa(g.r.Intn(21) - 10)
+// smallOr is, with chance p, a whole number from lo to hi, else one of
+// odd (edge cases and malformed numbers).
+func (g *gen) smallOr(p float64, lo, hi int, odd ...string) string {
+	if g.chance(p) {
+		return strconv.Itoa(lo + g.r.Intn(hi-lo+1))
 	}
-	return g.pick(ints...)
+	return g.pick(odd...)
 }
 
-func (g *gen) count() string {
-	if g.chance(0.7) {
-		return strconv.Itoa(g.r.Intn(6))
-	}
-	return g.pick(ints...)
-}
+func (g *gen) int() string { return g.smallOr(0.6, -10, 10, ints...) }
+
+func (g *gen) count() string { return g.smallOr(0.7, 0, 5, ints...) }
 
 var floats = []string{"0", "1", "-1", "1.5", "-2.25", "0.1", "nan", "NaN", "inf", "-inf", "+inf", "Infinity",
 	"1e308", "-1e308", "1e309", "-1e309", "1e-320", "abc", "", "1e", "0x10", " 1", "5.", ".5", "-0", "3",
 	"9223372036854775807", "1.7976931348623157e308"}
 
-func (g *gen) float() string {
-	if g.chance(0.4) {
-		return strconv.Itoa(g.r.Intn(11) - 5)
-	}
-	return g.pick(floats...)
-}
+func (g *gen) float() string { return g.smallOr(0.4, -5, 5, floats...) }
 
 func (g *gen) index() string {
-	if g.chance(0.7) {
-		return strconv.Itoa(g.r.Intn(13) - 6)
-	}
-	return g.pick("100", "-100", "9223372036854775807", "-9223372036854775808", "9223372036854775808", "abc", "")
+	return g.smallOr(0.7, -6, 6, "100", "-100", "9223372036854775807", "-9223372036854775808", "9223372036854775808", "abc", "")
 }
 
 var members = []string{"a", "b", "c", "d", "1", "2", "10", "-1", "", "\x00", "x y", "\xc3\xa9", "1.5"}
