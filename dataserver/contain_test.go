@@ -24,6 +24,19 @@ func setTestHook(t *testing.T, fn func(point, cmd string)) {
 	t.Cleanup(func() { testHook.Store(nil) })
 }
 
+// armHook has the test hook run do at point for cmd, once each time the
+// returned flag is set.
+func armHook(t *testing.T, point, cmd string, do func()) *atomic.Bool {
+	t.Helper()
+	armed := new(atomic.Bool)
+	setTestHook(t, func(p, c string) {
+		if p == point && c == cmd && armed.CompareAndSwap(true, false) {
+			do()
+		}
+	})
+	return armed
+}
+
 func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	t.Helper()
 	var d dto.Metric
@@ -53,12 +66,9 @@ func bucketRecords(t *testing.T, s *Server, b uint32) []string {
 func TestPanicInCommandIsContained(t *testing.T) {
 	_, nodes := cluster2(t, nil)
 	a := nodes[0]
-	var armed atomic.Bool
-	setTestHook(t, func(point, cmd string) {
-		if point == "run" && cmd == "get" && armed.CompareAndSwap(true, false) {
-			var m map[string]int
-			m["x"]++ // a nil map write: a runtime error, as a bug would be
-		}
+	armed := armHook(t, "run", "get", func() {
+		var m map[string]int
+		m["x"]++ // a nil map write: a runtime error, as a bug would be
 	})
 	ca := dial(t, a.Addr())
 	k := keyIn("panic", 0, q, 0)
@@ -96,12 +106,7 @@ func TestPanicInCommandIsContained(t *testing.T) {
 func TestPanicInWriteResyncsSlave(t *testing.T) {
 	_, nodes := cluster2(t, nil)
 	a, b := nodes[0], nodes[1] // bucket 0: master a, slave b
-	var armed atomic.Bool
-	setTestHook(t, func(point, cmd string) {
-		if point == "applied" && cmd == "set" && armed.CompareAndSwap(true, false) {
-			panic("injected")
-		}
-	})
+	armed := armHook(t, "applied", "set", func() { panic("injected") })
 	ca := dial(t, a.Addr())
 	k, k2 := keyIn("wpanic", 0, q, 0), keyIn("wpanic", 0, q, 1)
 	if got := ca.do(x(1, "SET", k, "v1")...); got != "+OK" {
@@ -174,12 +179,7 @@ func TestWedgedLoopReportsUnhealthy(t *testing.T) {
 	})
 	a := nodes[0]
 	release := make(chan struct{})
-	var armed atomic.Bool
-	setTestHook(t, func(point, cmd string) {
-		if point == "run" && cmd == "get" && armed.CompareAndSwap(true, false) {
-			<-release
-		}
-	})
+	armed := armHook(t, "run", "get", func() { <-release })
 	if code, body := healthz(t, a); code != 200 || body != "ok" {
 		t.Fatalf("healthz before: %d %q", code, body)
 	}
@@ -287,12 +287,7 @@ func TestCloseWithWedgedLoop(t *testing.T) {
 func TestPanicInSlaveApplyResyncs(t *testing.T) {
 	_, nodes := cluster2(t, nil)
 	a, b := nodes[0], nodes[1] // bucket 0: master a, slave b
-	var armed atomic.Bool
-	setTestHook(t, func(point, cmd string) {
-		if point == "apply" && cmd == "tair.repl" && armed.CompareAndSwap(true, false) {
-			panic("injected")
-		}
-	})
+	armed := armHook(t, "apply", "tair.repl", func() { panic("injected") })
 	ca := dial(t, a.Addr())
 	k, k2 := keyIn("apanic", 0, q, 0), keyIn("apanic", 0, q, 1)
 	if got := ca.do(x(1, "SET", k, "v1")...); got != "+OK" {
