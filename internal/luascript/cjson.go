@@ -202,15 +202,7 @@ func (st *state) cjsonDecode(L *lua.LState) (n int) {
 	}
 	s := checkString(L, 1, "decode")
 	d := &jsonDecoder{st: st, L: L, s: s}
-	defer func() {
-		if r := recover(); r != nil {
-			if e, ok := r.(jsonErr); ok {
-				L.RaiseError("%s", string(e))
-				return
-			}
-			panic(r)
-		}
-	}()
+	defer raiseDecodeErr[jsonErr](L)
 	tok := d.next()
 	v := d.value(tok)
 	end := d.next()

@@ -29,6 +29,19 @@ func argError(L *lua.LState, n int, fname, msg string) {
 	L.RaiseError("bad argument #%d to '%s' (%s)", n, fname, msg)
 }
 
+// raiseDecodeErr, deferred by a decoder that panics with its error type
+// E on bad input, raises that error as the script's Lua error; any other
+// panic goes on.
+func raiseDecodeErr[E ~string](L *lua.LState) {
+	if r := recover(); r != nil {
+		if e, ok := r.(E); ok {
+			L.RaiseError("%s", string(e))
+			return
+		}
+		panic(r)
+	}
+}
+
 func structNum(L *lua.LState, f string, i *int, df int) int {
 	if *i >= len(f) || f[*i] < '0' || f[*i] > '9' {
 		return df
