@@ -201,6 +201,7 @@ var diffCases = []diffCase{
 	sc("return {struct.unpack('>i', struct.pack('>i', -5))}"), sc("return {struct.unpack('<I2', '\\255\\255')}"),
 	sc("return {struct.unpack('s', 'ab\\0cd')}"), sc("return {struct.unpack('bc0', '\\3abcd')}"), sc("return {struct.unpack('i', 'ab')}"),
 	sc("return {struct.unpack('>d', struct.pack('>d', 2.25))}"), sc("return {struct.unpack('s', 'abc')}"),
+	sc("return {struct.unpack('<f>f<d>d', struct.pack('<f>f<d>d', 0.5, -2, 1.25, -0.75))}"), sc("return struct.pack('>f<d', 3, 4)"),
 	sc("return {struct.unpack('b', '\\1\\2', 2)}"), sc("return {struct.unpack('b', '\\1', 0)}"),
 	sc("return {struct.size('i'), struct.size('bhld'), struct.size('!8 b d'), struct.size('c10')}"),
 	sc("return struct.size('s')"), sc("return struct.size('c0')"),
