@@ -122,18 +122,9 @@ func TestPanicInWriteResyncsSlave(t *testing.T) {
 	}
 	// The bucket's lock was released: another write to the bucket
 	// succeeds at once, on the same connection.
-	done := make(chan string, 1)
-	go func() {
-		r, _ := ca.doErr(x(1, "SET", k2, "w")...)
-		done <- r
-	}()
-	select {
-	case got := <-done:
-		if got != "+OK" {
-			t.Fatalf("second write to the bucket: %q", got)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("the second write to the bucket did not finish: its lock is held")
+	done := ca.goDo(x(1, "SET", k2, "w")...)
+	if got := replyWithin(t, done, 3*time.Second, "the second write to the bucket did not finish: its lock is held"); got != "+OK" {
+		t.Fatalf("second write to the bucket: %q", got)
 	}
 	if got := counterValue(t, a.m.panics); got != 1 {
 		t.Fatalf("tair_dataserver_panics_total %v, want 1", got)
@@ -185,11 +176,7 @@ func TestWedgedLoopReportsUnhealthy(t *testing.T) {
 	}
 	armed.Store(true)
 	ca := dial(t, a.Addr())
-	got := make(chan string, 1)
-	go func() {
-		r, _ := ca.doErr(x(1, "GET", keyIn("wedge", 0, q, 0))...)
-		got <- r
-	}()
+	got := ca.goDo(x(1, "GET", keyIn("wedge", 0, q, 0))...)
 	const reason = "stalled: a connection's command has run for "
 	testutil.Eventually(t, 5*time.Second, func() bool {
 		code, body := healthz(t, a)
@@ -205,11 +192,7 @@ func TestWedgedLoopReportsUnhealthy(t *testing.T) {
 		t.Fatalf("tair_dataserver_stalls_total %v, want 1", got)
 	}
 	close(release)
-	select {
-	case <-got:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the wedged command did not end")
-	}
+	replyWithin(t, got, 5*time.Second, "the wedged command did not end")
 	testutil.Eventually(t, 5*time.Second, func() bool {
 		code, _ := healthz(t, a)
 		return code == 200 && cs.lastHB(a.Addr()).Health == "ok" && cs.lastHB(a.Addr()).Unhealthy == "" && a.leaseOK()

@@ -315,6 +315,30 @@ func (c *client) do(args ...string) string {
 	return r
 }
 
+// goDo sends one command from a goroutine of its own: the channel gets
+// the reply ("" when the connection failed).
+func (c *client) goDo(args ...string) <-chan string {
+	reply := make(chan string, 1)
+	go func() {
+		r, _ := c.doErr(args...)
+		reply <- r
+	}()
+	return reply
+}
+
+// replyWithin is the reply that comes on ch within d; the test fails
+// with none when it does not come.
+func replyWithin(t *testing.T, ch <-chan string, d time.Duration, none string) string {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(d):
+		t.Fatal(none)
+		return ""
+	}
+}
+
 func (c *client) doErr(args ...string) (string, error) {
 	bs := make([][]byte, len(args))
 	for i, a := range args {

@@ -460,13 +460,8 @@ func TestMoveWaitsForSlavesBeforeDone(t *testing.T) {
 		t.Errorf("the move switched (slave on table %d) before the slave applied the master's write", v)
 	}
 	unlock()
-	select {
-	case r := <-reply:
-		if r != ":1" {
-			t.Fatalf("INCR through the move: %q, want :1", r)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no reply to the INCR")
+	if r := replyWithin(t, reply, 10*time.Second, "no reply to the INCR"); r != ":1" {
+		t.Fatalf("INCR through the move: %q, want :1", r)
 	}
 	testutil.Eventually(t, 10*time.Second, func() bool {
 		tb := cs.getTable()
@@ -542,13 +537,8 @@ func TestRefusedAfterHandOffIsNotResent(t *testing.T) {
 	a.applyTable(t3)
 	cs.setTable(t3)
 	release()
-	select {
-	case r := <-reply:
-		if !strings.HasPrefix(r, "-TIMEOUT a slave refused the write to bucket 0") {
-			t.Fatalf("INCR refused by the slave after a handed the bucket to c, which holds it: %q", r)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no reply to the INCR")
+	if r := replyWithin(t, reply, 10*time.Second, "no reply to the INCR"); !strings.HasPrefix(r, "-TIMEOUT a slave refused the write to bucket 0") {
+		t.Fatalf("INCR refused by the slave after a handed the bucket to c, which holds it: %q", r)
 	}
 	if v, _ := engineGet(c, key); v != "1" {
 		t.Fatalf("new master's %s = %q, want 1", key, v)
