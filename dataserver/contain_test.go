@@ -25,6 +25,19 @@ func setTestHook(t *testing.T, fn func(point, cmd string)) {
 	t.Cleanup(func() { testHook.Store(nil) })
 }
 
+// armHook has the test hook run do at point for cmd, once each time the
+// returned flag is set.
+func armHook(t *testing.T, point, cmd string, do func()) *atomic.Bool {
+	t.Helper()
+	armed := new(atomic.Bool)
+	setTestHook(t, func(p, c string) {
+		if p == point && c == cmd && armed.CompareAndSwap(true, false) {
+			do()
+		}
+	})
+	return armed
+}
+
 func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	t.Helper()
 	var d dto.Metric
@@ -54,12 +67,9 @@ func bucketRecords(t *testing.T, s *Server, b route.BucketID) []string {
 func TestPanicInCommandIsContained(t *testing.T) {
 	_, nodes := cluster2(t, nil)
 	a := nodes[0]
-	var armed atomic.Bool
-	setTestHook(t, func(point, cmd string) {
-		if point == "run" && cmd == "get" && armed.CompareAndSwap(true, false) {
-			var m map[string]int
-			m["x"]++ // a nil map write: a runtime error, as a bug would be
-		}
+	armed := armHook(t, "run", "get", func() {
+		var m map[string]int
+		m["x"]++ // a nil map write: a runtime error, as a bug would be
 	})
 	ca := dial(t, a.Addr())
 	k := keyIn("panic", 0, q, 0)
@@ -97,12 +107,7 @@ func TestPanicInCommandIsContained(t *testing.T) {
 func TestPanicInWriteResyncsSlave(t *testing.T) {
 	_, nodes := cluster2(t, nil)
 	a, b := nodes[0], nodes[1] // bucket 0: master a, slave b
-	var armed atomic.Bool
-	setTestHook(t, func(point, cmd string) {
-		if point == "applied" && cmd == "set" && armed.CompareAndSwap(true, false) {
-			panic("injected")
-		}
-	})
+	armed := armHook(t, "applied", "set", func() { panic("injected") })
 	ca := dial(t, a.Addr())
 	k, k2 := keyIn("wpanic", 0, q, 0), keyIn("wpanic", 0, q, 1)
 	if got := ca.do(x(1, "SET", k, "v1")...); got != "+OK" {
@@ -118,18 +123,9 @@ func TestPanicInWriteResyncsSlave(t *testing.T) {
 	}
 	// The bucket's lock was released: another write to the bucket
 	// succeeds at once, on the same connection.
-	done := make(chan string, 1)
-	go func() {
-		r, _ := ca.doErr(x(1, "SET", k2, "w")...)
-		done <- r
-	}()
-	select {
-	case got := <-done:
-		if got != "+OK" {
-			t.Fatalf("second write to the bucket: %q", got)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("the second write to the bucket did not finish: its lock is held")
+	done := ca.goDo(x(1, "SET", k2, "w")...)
+	if got := replyWithin(t, done, 3*time.Second, "the second write to the bucket did not finish: its lock is held"); got != "+OK" {
+		t.Fatalf("second write to the bucket: %q", got)
 	}
 	if got := counterValue(t, a.m.panics); got != 1 {
 		t.Fatalf("tair_dataserver_panics_total %v, want 1", got)
@@ -175,22 +171,13 @@ func TestWedgedLoopReportsUnhealthy(t *testing.T) {
 	})
 	a := nodes[0]
 	release := make(chan struct{})
-	var armed atomic.Bool
-	setTestHook(t, func(point, cmd string) {
-		if point == "run" && cmd == "get" && armed.CompareAndSwap(true, false) {
-			<-release
-		}
-	})
+	armed := armHook(t, "run", "get", func() { <-release })
 	if code, body := healthz(t, a); code != 200 || body != "ok" {
 		t.Fatalf("healthz before: %d %q", code, body)
 	}
 	armed.Store(true)
 	ca := dial(t, a.Addr())
-	got := make(chan string, 1)
-	go func() {
-		r, _ := ca.doErr(x(1, "GET", keyIn("wedge", 0, q, 0))...)
-		got <- r
-	}()
+	got := ca.goDo(x(1, "GET", keyIn("wedge", 0, q, 0))...)
 	const reason = "stalled: a connection's command has run for "
 	testutil.Eventually(t, 5*time.Second, func() bool {
 		code, body := healthz(t, a)
@@ -206,11 +193,7 @@ func TestWedgedLoopReportsUnhealthy(t *testing.T) {
 		t.Fatalf("tair_dataserver_stalls_total %v, want 1", got)
 	}
 	close(release)
-	select {
-	case <-got:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the wedged command did not end")
-	}
+	replyWithin(t, got, 5*time.Second, "the wedged command did not end")
 	testutil.Eventually(t, 5*time.Second, func() bool {
 		code, _ := healthz(t, a)
 		return code == 200 && cs.lastHB(a.Addr()).Health == "ok" && cs.lastHB(a.Addr()).Unhealthy == "" && a.leaseOK()
@@ -288,12 +271,7 @@ func TestCloseWithWedgedLoop(t *testing.T) {
 func TestPanicInSlaveApplyResyncs(t *testing.T) {
 	_, nodes := cluster2(t, nil)
 	a, b := nodes[0], nodes[1] // bucket 0: master a, slave b
-	var armed atomic.Bool
-	setTestHook(t, func(point, cmd string) {
-		if point == "apply" && cmd == "tair.repl" && armed.CompareAndSwap(true, false) {
-			panic("injected")
-		}
-	})
+	armed := armHook(t, "apply", "tair.repl", func() { panic("injected") })
 	ca := dial(t, a.Addr())
 	k, k2 := keyIn("apanic", 0, q, 0), keyIn("apanic", 0, q, 1)
 	if got := ca.do(x(1, "SET", k, "v1")...); got != "+OK" {

@@ -18,14 +18,7 @@ func TestDeposedMasterMarksItsCopyDiverged(t *testing.T) {
 	a, b := nodes[0], nodes[1]
 	ca := dial(t, a.Addr())
 	k0, k1 := keyIn("deposed", 0, q, 0), keyIn("deposed", 0, q, 1)
-	if got := ca.do(x(1, "SET", k0, "1")...); got != "+OK" {
-		t.Fatalf("write with both copies up: %q", got)
-	}
-	_ = b.Close()
-	next := ringTable(2, q, 2, a.Addr(), b.Addr())
-	next.SetBehind(a.Addr(), b.Addr(), true)
-	cs.setTable(next)
-	waitVersion(t, 2, a)
+	loseSlaveBehind(t, cs, a, b, ca, k0)
 	if got := ca.do(x(2, "SET", k1, "1")...); got != "+OK" {
 		t.Fatalf("write with the slave dead and behind: %q", got)
 	}

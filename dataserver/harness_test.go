@@ -262,6 +262,22 @@ func waitVersion(t testing.TB, v route.Version, nodes ...*Server) {
 	}, "nodes did not reach table version %d", v)
 }
 
+// loseSlaveBehind has bucket 0's slave b die as the configserver handles
+// it: a write (of key k, through ca to the master a) with both copies up,
+// then b dies and table 2 names it behind a, before any write waited for
+// it.
+func loseSlaveBehind(t *testing.T, cs *fakeCS, a, b *Server, ca *client, k string) {
+	t.Helper()
+	if got := ca.do(x(1, "SET", k, "1")...); got != "+OK" {
+		t.Fatalf("write with both copies up: %q", got)
+	}
+	_ = b.Close()
+	next := ringTable(2, q, 2, a.Addr(), b.Addr())
+	next.SetBehind(a.Addr(), b.Addr(), true)
+	cs.setTable(next)
+	waitVersion(t, 2, a)
+}
+
 // keyIn returns a key of bucket b (prefix + n).
 func keyIn(prefix string, b route.BucketID, q uint32, n int) string {
 	for i := 0; ; i++ {
@@ -297,6 +313,30 @@ func (c *client) do(args ...string) string {
 		c.t.Fatal(err)
 	}
 	return r
+}
+
+// goDo sends one command from a goroutine of its own: the channel gets
+// the reply ("" when the connection failed).
+func (c *client) goDo(args ...string) <-chan string {
+	reply := make(chan string, 1)
+	go func() {
+		r, _ := c.doErr(args...)
+		reply <- r
+	}()
+	return reply
+}
+
+// replyWithin is the reply that comes on ch within d; the test fails
+// with none when it does not come.
+func replyWithin(t *testing.T, ch <-chan string, d time.Duration, none string) string {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(d):
+		t.Fatal(none)
+		return ""
+	}
 }
 
 func (c *client) doErr(args ...string) (string, error) {

@@ -61,6 +61,59 @@ func (w *writer) do(args ...string) (string, bool) {
 	return "", true
 }
 
+// writeUntilStopped has nw writers (goroutines, each with its own
+// writer) call step with their index w and a count n from 1 until step
+// returns false or stop is called; stop waits for them.
+func writeUntilStopped(t *testing.T, cs *fakeCS, nw int, step func(w, n int, wr *writer) bool) (stop func()) {
+	var stopped atomic.Bool
+	var wg sync.WaitGroup
+	for w := 0; w < nw; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wr := newWriter(t, cs)
+			for n := 1; !stopped.Load() && step(w, n, wr); n++ {
+			}
+		}()
+	}
+	return func() {
+		stopped.Store(true)
+		wg.Wait()
+	}
+}
+
+// ackCounter is a key one writer INCRs, with how many of its INCRs were
+// acknowledged and how many have an unknown outcome: every copy of it
+// must end between acked and acked+unknown.
+type ackCounter struct {
+	key            string
+	acked, unknown int
+}
+
+// incr INCRs the counter once through wr; false (the test failed) on a
+// reply that is neither a number nor of unknown outcome.
+func (c *ackCounter) incr(t *testing.T, wr *writer) bool {
+	r, unknown := wr.do("INCR", c.key)
+	switch {
+	case unknown:
+		c.unknown++
+	case strings.HasPrefix(r, ":"):
+		c.acked++
+	default:
+		t.Errorf("INCR: %q", r)
+		return false
+	}
+	return true
+}
+
+// check reads n's copy of the counter: ok when the acknowledgements
+// allow its value got.
+func (c *ackCounter) check(n *Server) (got int, ok bool) {
+	v, _ := engineGet(n, c.key)
+	got, _ = strconv.Atoi(v)
+	return got, got >= c.acked && got <= c.acked+c.unknown
+}
+
 // moveCase is one bucket move of bucket 0 (serving [A, B]) run under
 // concurrent writes.
 type moveCase struct {
@@ -158,41 +211,27 @@ func runMove(t *testing.T, tc moveCase) {
 	// was acknowledged.
 	const nw = 4
 	type result struct {
-		acked, unknown int
-		last           map[string]string
+		ctr  ackCounter
+		last map[string]string
 	}
 	results := make([]result, nw)
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for w := 0; w < nw; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wr := newWriter(t, cs)
-			res := result{last: map[string]string{}}
-			ctr := keyIn(fmt.Sprintf("ctr%d", w), bucket, q, 0)
-			for n := 1; !stop.Load(); n++ {
-				r, unknown := wr.do("INCR", ctr)
-				switch {
-				case unknown:
-					res.unknown++
-				case strings.HasPrefix(r, ":"):
-					res.acked++
-				default:
-					t.Errorf("INCR: %q", r)
-					return
-				}
-				k := keyIn(fmt.Sprintf("w%d", w), bucket, q, n%10)
-				v := strconv.Itoa(n)
-				if r, unknown := wr.do("SET", k, v); !unknown && r == "+OK" {
-					res.last[k] = v
-				} else {
-					delete(res.last, k) // unknown outcome: do not check it
-				}
-			}
-			results[w] = res
-		}()
+	for w := range results {
+		results[w] = result{ctr: ackCounter{key: keyIn(fmt.Sprintf("ctr%d", w), bucket, q, 0)}, last: map[string]string{}}
 	}
+	stop := writeUntilStopped(t, cs, nw, func(w, n int, wr *writer) bool {
+		res := &results[w]
+		if !res.ctr.incr(t, wr) {
+			return false
+		}
+		k := keyIn(fmt.Sprintf("w%d", w), bucket, q, n%10)
+		v := strconv.Itoa(n)
+		if r, unknown := wr.do("SET", k, v); !unknown && r == "+OK" {
+			res.last[k] = v
+		} else {
+			delete(res.last, k) // unknown outcome: do not check it
+		}
+		return true
+	})
 
 	time.Sleep(200 * time.Millisecond)
 	cs.autoSwitch.Store(true)
@@ -210,8 +249,7 @@ func runMove(t *testing.T, tc moveCase) {
 	}, "the move did not complete")
 	// Keep writing through the switch (forwarding, stale tables).
 	time.Sleep(500 * time.Millisecond)
-	stop.Store(true)
-	wg.Wait()
+	stop()
 	if t.Failed() {
 		return
 	}
@@ -237,11 +275,8 @@ func runMove(t *testing.T, tc moveCase) {
 			}
 		}
 		for w, res := range results {
-			ctr := keyIn(fmt.Sprintf("ctr%d", w), bucket, q, 0)
-			v, _ := engineGet(n, ctr)
-			got, _ := strconv.Atoi(v)
-			if got < res.acked || got > res.acked+res.unknown {
-				t.Fatalf("%s: counter %d = %d, acknowledged %d (+%d unknown)", addr, w, got, res.acked, res.unknown)
+			if got, ok := res.ctr.check(n); !ok {
+				t.Fatalf("%s: counter %d = %d, acknowledged %d (+%d unknown)", addr, w, got, res.ctr.acked, res.ctr.unknown)
 			}
 			for k, want := range res.last {
 				if v, _ := engineGet(n, k); v != want {
@@ -252,8 +287,8 @@ func runMove(t *testing.T, tc moveCase) {
 	}
 	var total, unknown int
 	for _, r := range results {
-		total += r.acked
-		unknown += r.unknown
+		total += r.ctr.acked
+		unknown += r.ctr.unknown
 	}
 	t.Logf("acknowledged %d INCRs (%d unknown) during the move", total, unknown)
 	if total < 20 {
@@ -297,30 +332,11 @@ func TestMasterSwapsUnderWrites(t *testing.T) {
 	cs.setTable(ringTable(1, q, 2, a.Addr(), b.Addr()))
 	waitVersion(t, 1, nodes...)
 	const nw = 4
-	acked := make([]int, nw)
-	unknown := make([]int, nw)
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for w := 0; w < nw; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wr := newWriter(t, cs)
-			ctr := keyIn(fmt.Sprintf("swap%d", w), 0, q, 0)
-			for !stop.Load() {
-				r, unk := wr.do("INCR", ctr)
-				switch {
-				case unk:
-					unknown[w]++
-				case strings.HasPrefix(r, ":"):
-					acked[w]++
-				default:
-					t.Errorf("INCR: %q", r)
-					return
-				}
-			}
-		}()
+	ctrs := make([]ackCounter, nw)
+	for w := range ctrs {
+		ctrs[w].key = keyIn(fmt.Sprintf("swap%d", w), 0, q, 0)
 	}
+	stop := writeUntilStopped(t, cs, nw, func(w, _ int, wr *writer) bool { return ctrs[w].incr(t, wr) })
 	for i := 0; i < 8; i++ {
 		time.Sleep(250 * time.Millisecond)
 		nt := cs.getTable()
@@ -330,19 +346,17 @@ func TestMasterSwapsUnderWrites(t *testing.T) {
 		cs.setTable(nt)
 	}
 	time.Sleep(300 * time.Millisecond)
-	stop.Store(true)
-	wg.Wait()
+	stop()
 	final := cs.getTable()
 	waitVersion(t, final.Version, nodes...)
 	total := 0
-	for w := 0; w < nw; w++ {
-		total += acked[w]
-		ctr := keyIn(fmt.Sprintf("swap%d", w), 0, q, 0)
+	unknown := make([]int, nw)
+	for w, c := range ctrs {
+		total += c.acked
+		unknown[w] = c.unknown
 		for _, n := range nodes {
-			v, _ := engineGet(n, ctr)
-			got, _ := strconv.Atoi(v)
-			if got < acked[w] || got > acked[w]+unknown[w] {
-				t.Errorf("%s: counter %d = %d, acknowledged %d (+%d unknown)", n.Addr(), w, got, acked[w], unknown[w])
+			if got, ok := c.check(n); !ok {
+				t.Errorf("%s: counter %d = %d, acknowledged %d (+%d unknown)", n.Addr(), w, got, c.acked, c.unknown)
 			}
 		}
 	}
@@ -350,11 +364,10 @@ func TestMasterSwapsUnderWrites(t *testing.T) {
 	// A write applied by a master whose slave had already switched fails
 	// for the client but stays in that copy; the copy is resynced from the
 	// new master once it serves as a slave: both copies end equal.
-	for w := 0; w < nw; w++ {
-		ctr := keyIn(fmt.Sprintf("swap%d", w), 0, q, 0)
+	for w, c := range ctrs {
 		testutil.Eventually(t, 5*time.Second, func() bool {
-			va, _ := engineGet(a, ctr)
-			vb, _ := engineGet(b, ctr)
+			va, _ := engineGet(a, c.key)
+			vb, _ := engineGet(b, c.key)
 			return va == vb
 		}, "copies of counter %d differ", w)
 	}
@@ -447,13 +460,8 @@ func TestMoveWaitsForSlavesBeforeDone(t *testing.T) {
 		t.Errorf("the move switched (slave on table %d) before the slave applied the master's write", v)
 	}
 	unlock()
-	select {
-	case r := <-reply:
-		if r != ":1" {
-			t.Fatalf("INCR through the move: %q, want :1", r)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no reply to the INCR")
+	if r := replyWithin(t, reply, 10*time.Second, "no reply to the INCR"); r != ":1" {
+		t.Fatalf("INCR through the move: %q, want :1", r)
 	}
 	testutil.Eventually(t, 10*time.Second, func() bool {
 		tb := cs.getTable()
@@ -529,13 +537,8 @@ func TestRefusedAfterHandOffIsNotResent(t *testing.T) {
 	a.applyTable(t3)
 	cs.setTable(t3)
 	release()
-	select {
-	case r := <-reply:
-		if !strings.HasPrefix(r, "-TIMEOUT a slave refused the write to bucket 0") {
-			t.Fatalf("INCR refused by the slave after a handed the bucket to c, which holds it: %q", r)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no reply to the INCR")
+	if r := replyWithin(t, reply, 10*time.Second, "no reply to the INCR"); !strings.HasPrefix(r, "-TIMEOUT a slave refused the write to bucket 0") {
+		t.Fatalf("INCR refused by the slave after a handed the bucket to c, which holds it: %q", r)
 	}
 	if v, _ := engineGet(c, key); v != "1" {
 		t.Fatalf("new master's %s = %q, want 1", key, v)

@@ -115,17 +115,13 @@ func (s *Server) release(p *pending) error {
 func (s *Server) await(w waiter, timer **time.Timer) error {
 	strict := w.strict || s.cfg.ReplicationMode == ReplicationStrict
 	check := func() error {
-		switch w.e.err {
-		case nil:
-			return nil
-		case errRefused:
-			return errSlaveRefused
-		default:
-			if strict {
-				return errs.Newf(errs.Timeout, "slave %s: %v", w.st.to, w.e.err)
-			}
-			return nil
+		if ok, err := w.e.answered(); ok {
+			return err
 		}
+		if strict {
+			return errs.Newf(errs.Timeout, "slave %s: %v", w.st.to, w.e.err)
+		}
+		return nil
 	}
 	select {
 	case <-w.e.done:
@@ -178,11 +174,8 @@ func (s *Server) awaitBehind(w waiter) error {
 	for {
 		select {
 		case <-w.e.done:
-			switch w.e.err {
-			case nil:
-				return nil
-			case errRefused:
-				return errSlaveRefused
+			if ok, err := w.e.answered(); ok {
+				return err
 			}
 		default:
 		}
@@ -245,6 +238,20 @@ wait:
 // errSlaveRefused is await's word for a slave that refused the write
 // (release turns it into the client's error).
 var errSlaveRefused = errors.New("dataserver: slave refused the write")
+
+// answered is the slave's answer to the write that pushed e, once e is
+// done: nil when it applied e, errSlaveRefused when it refused it. An
+// entry the stream failed otherwise (given up, stopped) has no answer
+// (ok false): the write's replication mode decides.
+func (e *entry) answered() (ok bool, err error) {
+	switch e.err {
+	case nil:
+		return true, nil
+	case errRefused:
+		return true, errSlaveRefused
+	}
+	return false, nil
+}
 
 // tableChange returns a channel that closes when the next table is
 // published (publishTable): what waits for the table to say something

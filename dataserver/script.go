@@ -162,6 +162,15 @@ func (h *scriptHost) kill() string {
 	return "OK"
 }
 
+// appendKill answers SCRIPT KILL and FUNCTION KILL: OK once the
+// running scripts are killed, or why they are not.
+func (h *scriptHost) appendKill(out []byte) []byte {
+	if r := h.kill(); r != "OK" {
+		return resp.AppendError(out, r)
+	}
+	return resp.AppendOK(out)
+}
+
 func (h *scriptHost) cached(sha string) *luascript.Script {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -177,6 +186,14 @@ func (h *scriptHost) put(sc *luascript.Script) {
 // csTimeout bounds a call to the configserver for scripts.
 const csTimeout = 3 * time.Second
 
+// csScripts sends req to the configserver's scripts and libraries,
+// bounded by csTimeout.
+func (s *Server) csScripts(req *wire.ScriptRequest) (*wire.ScriptReply, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), csTimeout)
+	defer cancel()
+	return s.cs.Scripts(ctx, req)
+}
+
 // loadScript compiles body, caches it and, when it is new to this node,
 // registers it with the configserver.
 func (s *Server) loadScript(body []byte) (*luascript.Script, error) {
@@ -189,9 +206,7 @@ func (s *Server) loadScript(body []byte) (*luascript.Script, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), csTimeout)
-	defer cancel()
-	if _, err := s.cs.Scripts(ctx, &wire.ScriptRequest{Op: "load", Sha: sha, Body: string(body)}); err != nil {
+	if _, err := s.csScripts(&wire.ScriptRequest{Op: "load", Sha: sha, Body: string(body)}); err != nil {
 		s.log.Warn("registering a script with the configserver", "sha", sha, "err", err)
 	}
 	h.put(sc)
@@ -204,9 +219,7 @@ func (s *Server) scriptBySha(sha string) *luascript.Script {
 	if sc := h.cached(sha); sc != nil {
 		return sc
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), csTimeout)
-	defer cancel()
-	rep, err := s.cs.Scripts(ctx, &wire.ScriptRequest{Op: "get", Shas: []string{sha}})
+	rep, err := s.csScripts(&wire.ScriptRequest{Op: "get", Shas: []string{sha}})
 	if err != nil || len(rep.Bodies) != 1 || rep.Bodies[0] == "" {
 		if err != nil {
 			s.log.Warn("fetching a script from the configserver", "sha", sha, "err", err)
@@ -446,9 +459,7 @@ func (s *Server) scriptCmd(out []byte, cmd [][]byte) []byte {
 			}
 		}
 		if len(ask) > 0 {
-			ctx, cancel := context.WithTimeout(context.Background(), csTimeout)
-			rep, err := s.cs.Scripts(ctx, &wire.ScriptRequest{Op: "exists", Shas: ask})
-			cancel()
+			rep, err := s.csScripts(&wire.ScriptRequest{Op: "exists", Shas: ask})
 			if err != nil {
 				return resp.AppendErr(out, errs.Newf(errs.Timeout, "asking the configserver: %v", err))
 			}
@@ -476,9 +487,7 @@ func (s *Server) scriptCmd(out []byte, cmd [][]byte) []byte {
 		h.mu.Lock()
 		h.cache = map[string]*luascript.Script{}
 		h.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), csTimeout)
-		defer cancel()
-		if _, err := s.cs.Scripts(ctx, &wire.ScriptRequest{Op: "flush"}); err != nil {
+		if _, err := s.csScripts(&wire.ScriptRequest{Op: "flush"}); err != nil {
 			return resp.AppendErr(out, errs.Newf(errs.Timeout, "flushing the configserver's scripts: %v", err))
 		}
 		return resp.AppendOK(out)
@@ -486,10 +495,7 @@ func (s *Server) scriptCmd(out []byte, cmd [][]byte) []byte {
 		if len(cmd) != 2 {
 			return bad()
 		}
-		if r := h.kill(); r != "OK" {
-			return resp.AppendError(out, r)
-		}
-		return resp.AppendOK(out)
+		return h.appendKill(out)
 	}
 	return bad()
 }

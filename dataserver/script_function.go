@@ -1,7 +1,6 @@
 package dataserver
 
 import (
-	"context"
 	"sort"
 	"strings"
 
@@ -36,9 +35,7 @@ type libraries struct {
 // refreshLibraries reloads the cluster's libraries from the configserver.
 func (s *Server) refreshLibraries() error {
 	h := s.scripting()
-	ctx, cancel := context.WithTimeout(context.Background(), csTimeout)
-	defer cancel()
-	rep, err := s.cs.Scripts(ctx, &wire.ScriptRequest{Op: "flist"})
+	rep, err := s.csScripts(&wire.ScriptRequest{Op: "flist"})
 	if err != nil {
 		return err
 	}
@@ -63,6 +60,27 @@ func (s *Server) refreshLibraries() error {
 	h.libs = next
 	h.mu.Unlock()
 	return nil
+}
+
+// changeLibraries sends a change of the cluster's libraries (fload,
+// fdelete) to the configserver. Unless it took the change (ok), the
+// reply is out with the configserver's refusal or why it could not be
+// asked.
+func (s *Server) changeLibraries(out []byte, req *wire.ScriptRequest) (reply []byte, ok bool) {
+	rep, err := s.csScripts(req)
+	if err != nil {
+		return appendLibrariesErr(out, err), false
+	}
+	if rep.Error != "" {
+		return resp.AppendError(out, rep.Error), false
+	}
+	return out, true
+}
+
+// appendLibrariesErr answers a command that could not read or write the
+// configserver's libraries.
+func appendLibrariesErr(out []byte, err error) []byte {
+	return resp.AppendErr(out, errs.Newf(errs.Timeout, "the configserver's libraries: %v", err))
 }
 
 // findFunction is FCALL's function, reloading the libraries once when
@@ -96,14 +114,7 @@ func (s *Server) functionCmd(out []byte, env envelope.Header, cmd [][]byte) []by
 	bad := func() []byte {
 		return resp.AppendError(out, "ERR unknown subcommand or wrong number of arguments for '"+string(cmd[1])+"'. Try FUNCTION HELP.")
 	}
-	csErr := func(err error) []byte {
-		return resp.AppendErr(out, errs.Newf(errs.Timeout, "the configserver's libraries: %v", err))
-	}
-	call := func(req *wire.ScriptRequest) (*wire.ScriptReply, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), csTimeout)
-		defer cancel()
-		return s.cs.Scripts(ctx, req)
-	}
+	csErr := func(err error) []byte { return appendLibrariesErr(out, err) }
 	switch sub {
 	case "load":
 		if len(cmd) != 3 && len(cmd) != 4 {
@@ -139,12 +150,8 @@ func (s *Server) functionCmd(out []byte, env envelope.Header, cmd [][]byte) []by
 		if clash != "" {
 			return resp.AppendError(out, "ERR Function "+clash+" already exists")
 		}
-		rep, err := call(&wire.ScriptRequest{Op: "fload", Name: lib.Name, Body: string(lib.Code), Replace: replace})
-		if err != nil {
-			return csErr(err)
-		}
-		if rep.Error != "" {
-			return resp.AppendError(out, rep.Error)
+		if r, ok := s.changeLibraries(out, &wire.ScriptRequest{Op: "fload", Name: lib.Name, Body: string(lib.Code), Replace: replace}); !ok {
+			return r
 		}
 		_ = s.refreshLibraries()
 		return resp.AppendBulkString(out, lib.Name)
@@ -152,12 +159,8 @@ func (s *Server) functionCmd(out []byte, env envelope.Header, cmd [][]byte) []by
 		if len(cmd) != 3 {
 			return bad()
 		}
-		rep, err := call(&wire.ScriptRequest{Op: "fdelete", Name: string(cmd[2])})
-		if err != nil {
-			return csErr(err)
-		}
-		if rep.Error != "" {
-			return resp.AppendError(out, rep.Error)
+		if r, ok := s.changeLibraries(out, &wire.ScriptRequest{Op: "fdelete", Name: string(cmd[2])}); !ok {
+			return r
 		}
 		_ = s.refreshLibraries()
 		return resp.AppendOK(out)
@@ -168,7 +171,7 @@ func (s *Server) functionCmd(out []byte, env envelope.Header, cmd [][]byte) []by
 		if len(cmd) == 3 && !strings.EqualFold(string(cmd[2]), "async") && !strings.EqualFold(string(cmd[2]), "sync") {
 			return resp.AppendError(out, "ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
 		}
-		if _, err := call(&wire.ScriptRequest{Op: "fflush"}); err != nil {
+		if _, err := s.csScripts(&wire.ScriptRequest{Op: "fflush"}); err != nil {
 			return csErr(err)
 		}
 		_ = s.refreshLibraries()
@@ -182,10 +185,7 @@ func (s *Server) functionCmd(out []byte, env envelope.Header, cmd [][]byte) []by
 		if len(cmd) != 2 {
 			return bad()
 		}
-		if r := h.kill(); r != "OK" {
-			return resp.AppendError(out, r)
-		}
-		return resp.AppendOK(out)
+		return h.appendKill(out)
 	case "list":
 		var pattern []byte
 		withCode := false
@@ -291,13 +291,13 @@ func (s *Server) functionCmd(out []byte, env envelope.Header, cmd [][]byte) []by
 		h.mu.Unlock()
 		return resp.AppendBulk(out, rdbcodec.EncodeFunctions(codes))
 	case "restore":
-		return s.functionRestore(out, cmd, call, csErr)
+		return s.functionRestore(out, cmd)
 	}
 	return bad()
 }
 
 // functionRestore: FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE].
-func (s *Server) functionRestore(out []byte, cmd [][]byte, call func(*wire.ScriptRequest) (*wire.ScriptReply, error), csErr func(error) []byte) []byte {
+func (s *Server) functionRestore(out []byte, cmd [][]byte) []byte {
 	h := s.scripting()
 	policy := "append"
 	if len(cmd) == 4 {
@@ -331,7 +331,7 @@ func (s *Server) functionRestore(out []byte, cmd [][]byte, call func(*wire.Scrip
 		libs = append(libs, lib)
 	}
 	if err := s.refreshLibraries(); err != nil {
-		return csErr(err)
+		return appendLibrariesErr(out, err)
 	}
 	if policy != "flush" {
 		h.mu.Lock()
@@ -351,16 +351,12 @@ func (s *Server) functionRestore(out []byte, cmd [][]byte, call func(*wire.Scrip
 		if clash != "" {
 			return resp.AppendError(out, clash)
 		}
-	} else if _, err := call(&wire.ScriptRequest{Op: "fflush"}); err != nil {
-		return csErr(err)
+	} else if _, err := s.csScripts(&wire.ScriptRequest{Op: "fflush"}); err != nil {
+		return appendLibrariesErr(out, err)
 	}
 	for _, lib := range libs {
-		rep, err := call(&wire.ScriptRequest{Op: "fload", Name: lib.Name, Body: string(lib.Code), Replace: policy != "append"})
-		if err != nil {
-			return csErr(err)
-		}
-		if rep.Error != "" {
-			return resp.AppendError(out, rep.Error)
+		if r, ok := s.changeLibraries(out, &wire.ScriptRequest{Op: "fload", Name: lib.Name, Body: string(lib.Code), Replace: policy != "append"}); !ok {
+			return r
 		}
 	}
 	_ = s.refreshLibraries()

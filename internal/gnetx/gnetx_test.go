@@ -69,43 +69,40 @@ func TestSparePWhileLoopsRun(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	log := slog.New(slog.DiscardHandler)
 	h := &gnet.BuiltinEventEngine{}
-	one, err := Start(h, "127.0.0.1:0", 1, log)
-	if err != nil {
-		t.Fatal(err)
+	start := func(loops int) *Engine {
+		t.Helper()
+		e, err := Start(h, "127.0.0.1:0", loops, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
 	}
-	if got := runtime.GOMAXPROCS(0); got != 2 {
-		t.Fatalf("one loop of two Ps: GOMAXPROCS = %d, want 2", got)
-	}
-	two, err := Start(h, "127.0.0.1:0", 1, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := runtime.GOMAXPROCS(0); got != 3 {
-		t.Fatalf("two loops of two Ps: GOMAXPROCS = %d, want 3", got)
-	}
+	one := start(1)
+	wantProcs(t, "one loop of two Ps", 2)
+	two := start(1)
+	wantProcs(t, "two loops of two Ps", 3)
 	if got := Procs(); got != 2 {
 		t.Fatalf("Procs with the spare P in use = %d, want 2", got)
 	}
-	three, err := Start(h, "127.0.0.1:0", 4, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := runtime.GOMAXPROCS(0); got != 3 {
-		t.Fatalf("six loops of two Ps: GOMAXPROCS = %d, want 3 (one spare at most)", got)
-	}
+	three := start(4)
+	wantProcs(t, "six loops of two Ps (one spare at most)", 3)
 	for _, e := range []*Engine{three, two} {
 		if err := e.Stop(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := runtime.GOMAXPROCS(0); got != 2 {
-		t.Fatalf("one loop left: GOMAXPROCS = %d, want 2", got)
-	}
+	wantProcs(t, "one loop left", 2)
 	if err := one.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if got := runtime.GOMAXPROCS(0); got != 2 {
-		t.Fatalf("no loops: GOMAXPROCS = %d, want 2", got)
+	wantProcs(t, "no loops", 2)
+}
+
+// wantProcs checks GOMAXPROCS after the step the message names.
+func wantProcs(t *testing.T, step string, want int) {
+	t.Helper()
+	if got := runtime.GOMAXPROCS(0); got != want {
+		t.Fatalf("%s: GOMAXPROCS = %d, want %d", step, got, want)
 	}
 }
 

@@ -202,15 +202,7 @@ func (st *state) cjsonDecode(L *lua.LState) (n int) {
 	}
 	s := checkString(L, 1, "decode")
 	d := &jsonDecoder{st: st, L: L, s: s}
-	defer func() {
-		if r := recover(); r != nil {
-			if e, ok := r.(jsonErr); ok {
-				L.RaiseError("%s", string(e))
-				return
-			}
-			panic(r)
-		}
-	}()
+	defer raiseDecodeErr[jsonErr](L)
 	tok := d.next()
 	v := d.value(tok)
 	end := d.next()
@@ -381,14 +373,8 @@ func (d *jsonDecoder) value(t jsonToken) lua.LValue {
 	case "T_NULL":
 		return d.st.null
 	case "T_OBJ_BEGIN":
-		d.nest(t)
 		tb := L.NewTable()
-		k := d.next()
-		if k.typ == "T_OBJ_END" {
-			d.depth--
-			return tb
-		}
-		for {
+		d.members(t, "T_OBJ_END", "comma or object end", func(k jsonToken) {
 			if k.typ != "T_STRING" {
 				d.fail("object key string", k)
 			}
@@ -396,41 +382,41 @@ func (d *jsonDecoder) value(t jsonToken) lua.LValue {
 				d.fail("colon", c)
 			}
 			tb.RawSetString(k.str, d.value(d.next()))
-			c := d.next()
-			if c.typ == "T_OBJ_END" {
-				break
-			}
-			if c.typ != "T_COMMA" {
-				d.fail("comma or object end", c)
-			}
-			k = d.next()
-		}
-		d.depth--
+		})
 		return tb
 	case "T_ARR_BEGIN":
-		d.nest(t)
 		tb := L.NewTable()
-		v := d.next()
-		if v.typ == "T_ARR_END" {
-			d.depth--
-			return tb
-		}
-		for i := 1; ; i++ {
+		i := 0
+		d.members(t, "T_ARR_END", "comma or array end", func(v jsonToken) {
+			i++
 			tb.RawSetInt(i, d.value(v))
-			c := d.next()
-			if c.typ == "T_ARR_END" {
-				break
-			}
-			if c.typ != "T_COMMA" {
-				d.fail("comma or array end", c)
-			}
-			v = d.next()
-		}
-		d.depth--
+		})
 		return tb
 	}
 	d.fail("value", t)
 	return lua.LNil
+}
+
+// members reads an object's or an array's members after its opening
+// token open, each by member (given the member's first token), up to
+// the closing token end; what is the error's expectation when a member
+// is followed by neither a comma nor end.
+func (d *jsonDecoder) members(open jsonToken, end, what string, member func(first jsonToken)) {
+	d.nest(open)
+	if t := d.next(); t.typ != end {
+		for {
+			member(t)
+			c := d.next()
+			if c.typ == end {
+				break
+			}
+			if c.typ != "T_COMMA" {
+				d.fail(what, c)
+			}
+			t = d.next()
+		}
+	}
+	d.depth--
 }
 
 func (d *jsonDecoder) nest(t jsonToken) {

@@ -177,15 +177,7 @@ func msgpackUnpack(L *lua.LState, limit, offset int, offsets bool) (ret int) {
 	if offset > len(s) {
 		L.RaiseError("Start offset %d greater than input length %d.", offset, len(s))
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			if e, ok := r.(mpErr); ok {
-				L.RaiseError("%s", string(e))
-				return
-			}
-			panic(r)
-		}
-	}()
+	defer raiseDecodeErr[mpErr](L)
 	d := &mpDecoder{L: L, s: s, i: offset}
 	var vals []lua.LValue
 	for d.i < len(s) && (limit == 0 || len(vals) < limit) {

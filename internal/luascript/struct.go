@@ -24,9 +24,31 @@ type structHeader struct {
 	align int
 }
 
+// order is the byte order of the header's floats ('>' big; '<' and the
+// default little).
+func (h structHeader) order() binary.ByteOrder {
+	if h.big {
+		return binary.BigEndian
+	}
+	return binary.LittleEndian
+}
+
 // argError raises Lua's "bad argument #n to 'f' (msg)".
 func argError(L *lua.LState, n int, fname, msg string) {
 	L.RaiseError("bad argument #%d to '%s' (%s)", n, fname, msg)
+}
+
+// raiseDecodeErr, deferred by a decoder that panics with its error type
+// E on bad input, raises that error as the script's Lua error; any other
+// panic goes on.
+func raiseDecodeErr[E ~string](L *lua.LState) {
+	if r := recover(); r != nil {
+		if e, ok := r.(E); ok {
+			L.RaiseError("%s", string(e))
+			return
+		}
+		panic(r)
+	}
 }
 
 func structNum(L *lua.LState, f string, i *int, df int) int {
@@ -179,24 +201,14 @@ func structPack(L *lua.LState) int {
 		case 'x':
 			b.WriteByte(0)
 		case 'f':
-			v := math.Float32bits(float32(checkNumber(L, arg, "pack")))
-			arg++
 			var buf [4]byte
-			if h.big {
-				binary.BigEndian.PutUint32(buf[:], v)
-			} else {
-				binary.LittleEndian.PutUint32(buf[:], v)
-			}
+			h.order().PutUint32(buf[:], math.Float32bits(float32(checkNumber(L, arg, "pack"))))
+			arg++
 			b.Write(buf[:])
 		case 'd':
-			v := math.Float64bits(checkNumber(L, arg, "pack"))
-			arg++
 			var buf [8]byte
-			if h.big {
-				binary.BigEndian.PutUint64(buf[:], v)
-			} else {
-				binary.LittleEndian.PutUint64(buf[:], v)
-			}
+			h.order().PutUint64(buf[:], math.Float64bits(checkNumber(L, arg, "pack")))
+			arg++
 			b.Write(buf[:])
 		case 'c', 's':
 			s := checkString(L, arg, "pack")
@@ -268,20 +280,10 @@ func structUnpack(L *lua.LState) int {
 			}
 		case 'x':
 		case 'f':
-			var v uint32
-			if h.big {
-				v = binary.BigEndian.Uint32([]byte(data[pos : pos+4]))
-			} else {
-				v = binary.LittleEndian.Uint32([]byte(data[pos : pos+4]))
-			}
+			v := h.order().Uint32([]byte(data[pos : pos+4]))
 			res = append(res, lua.LNumber(float64(math.Float32frombits(v))))
 		case 'd':
-			var v uint64
-			if h.big {
-				v = binary.BigEndian.Uint64([]byte(data[pos : pos+8]))
-			} else {
-				v = binary.LittleEndian.Uint64([]byte(data[pos : pos+8]))
-			}
+			v := h.order().Uint64([]byte(data[pos : pos+8]))
 			res = append(res, lua.LNumber(math.Float64frombits(v)))
 		case 'c':
 			if size == 0 {
