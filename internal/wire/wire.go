@@ -158,6 +158,7 @@ type NodeStatus struct {
 	// HTTP is the node's metrics/status address, as its heartbeat gave
 	// it (tair ctl backup reads the data there).
 	HTTP          string        `json:"http,omitempty"`
+	Engine        string        `json:"engine,omitempty"`
 	Zone          string        `json:"zone,omitempty"`
 	Rack          string        `json:"rack,omitempty"`
 	Alive         bool          `json:"alive"`
