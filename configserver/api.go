@@ -218,7 +218,7 @@ func (s *Server) nodeStatus() []wire.NodeStatus {
 	for _, a := range sortedKeys(addrs) {
 		v := view[a]
 		st := wire.NodeStatus{Addr: a, Alive: v.alive && v.heard, Masters: masters[a], Slaves: slaves[a],
-			TableVersion: v.hb.TableVersion, Load: v.hb.Load, Zone: v.hb.Zone, Rack: v.hb.Rack,
+			HTTP: v.hb.HTTP, Engine: v.hb.Engine, TableVersion: v.hb.TableVersion, Load: v.hb.Load, Zone: v.hb.Zone, Rack: v.hb.Rack,
 			Health: v.hb.Health, HeldMasters: v.hb.MasterBuckets, HeldSlaves: v.hb.SlaveBuckets, Resources: v.hb.Resources}
 		if !st.Alive && v.hb.Unhealthy == "" {
 			st.Health = "down"

@@ -94,7 +94,8 @@ func (s *Server) Status() wire.Status {
 	}
 }
 
-// httpHandler serves /metrics, /healthz, /status and /debug/pprof/.
+// httpHandler serves /metrics, /healthz, /status, /debug/pprof/ and
+// /v1/backup (backup.go).
 func (s *Server) httpHandler() http.Handler {
 	mux := http.NewServeMux()
 	pprofhttp.Register(mux)
@@ -114,5 +115,6 @@ func (s *Server) httpHandler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(s.Status())
 	})
+	mux.HandleFunc("GET /v1/backup", s.handleBackup)
 	return mux
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/internal/redisnum"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
@@ -362,7 +363,7 @@ func (s *Server) applyItem(it item, from, session string, ver route.Version, scr
 		}
 		s.log.Info("incoming migration begins", "bucket", it.bucket, "from", from)
 	case kindRecord:
-		rec, err := decodeRecord(it.record)
+		rec, err := engines.DecodeRecord(it.record)
 		if err == nil {
 			err = s.eng.Restore(uint32(it.bucket), rec)
 		}
@@ -371,9 +372,9 @@ func (s *Server) applyItem(it item, from, session string, ver route.Version, scr
 			s.log.Error("restoring a migrated record", "bucket", it.bucket, "err", err)
 		}
 	case kindRecords:
-		cr := chunkReader{b: it.record}
+		cr := engines.NewChunkReader(it.record)
 		for {
-			rec, err := cr.next()
+			rec, err := cr.Next()
 			if err == nil && rec == nil {
 				break
 			}

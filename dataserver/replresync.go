@@ -172,7 +172,7 @@ func (s *Server) pushSnapshotLocked(st *stream, b route.BucketID, reason string)
 	}
 	err := s.eng.ForEach(uint32(b), func(r *engines.Record) error {
 		var err error
-		if chunk, err = appendChunkRecord(chunk, r); err != nil {
+		if chunk, err = engines.AppendChunkRecord(chunk, r); err != nil {
 			return err
 		}
 		n++

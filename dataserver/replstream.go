@@ -39,9 +39,9 @@ import (
 // where an item is <seq> <bucket> <area> <kind> <payload...>:
 //
 //	C <ncmds> (<nargs> <arg>...)...   commands to replay (exec with replica=true)
-//	S <chunk>                         migrated records to Restore (record.go; <area> is 0,
+//	S <chunk>                         migrated records to Restore (engines/record.go; <area> is 0,
 //	                                  each record carries its own)
-//	R <record>                        one migrated record (encodeRecord; no longer sent)
+//	R <record>                        one migrated record (engines.AppendRecord; no longer sent)
 //	B                                 migration begins: drop any partial copy of the bucket
 //
 // The receiver refuses an item when, in its table, <from> is neither the

@@ -33,6 +33,7 @@
 package engines
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -490,3 +491,16 @@ func DecodeObject(t ValueType, data []byte) (Object, error) {
 	}
 	return f(data)
 }
+
+// Checkpointer is an engine that writes a consistent copy of all its data,
+// as of one instant, to a new directory while it goes on serving writes
+// (a pebble checkpoint for ldb, a bbolt copy for kdb); Open of the same
+// engine with that Dir reads the copy. tair ctl backup reads a dataserver's
+// buckets from one, so that they are all of the same instant.
+type Checkpointer interface {
+	Checkpoint(dir string) error
+}
+
+// ErrNoCheckpoint is Checkpoint's answer for a store that has no
+// checkpoints (the in-memory engines): read it live instead.
+var ErrNoCheckpoint = errors.New("engines: this engine takes no checkpoints")

@@ -246,7 +246,8 @@ func ctlCmd() *cobra.Command {
 		},
 	}
 	cmd.AddCommand(status, table, nodes, migrationsCmd(e), nodeCmd(e), adminCmd(e, "rebalance", "plan moves that rebalance the table", "rebalance"),
-		migrateCmd(e), areaCmd(e), hooksCmd(e), statCmd(e), shellCmd(e), hotkeysCmd(e))
+		migrateCmd(e), areaCmd(e), hooksCmd(e), statCmd(e), shellCmd(e), hotkeysCmd(e),
+		backupCmd(e), restoreCmd(e))
 	return cmd
 }
 

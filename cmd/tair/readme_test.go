@@ -170,6 +170,7 @@ func TestReadmeCtl(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmds := readmeCtlCommands(t, string(data))
+	t.Chdir(t.TempDir()) // where the README's backup goes
 	shown := 0
 	for _, c := range cmds {
 		if c.shown {

@@ -953,6 +953,19 @@ func (e *Engine) Compact() error {
 	return e.st.Compact()
 }
 
+// Checkpoint writes a consistent copy of the engine's data to dir (see
+// engines.Checkpointer); engines.ErrNoCheckpoint when its store takes none.
+func (e *Engine) Checkpoint(dir string) error {
+	if e.closed.Load() {
+		return ErrClosed
+	}
+	cp, ok := e.st.(engines.Checkpointer)
+	if !ok {
+		return engines.ErrNoCheckpoint
+	}
+	return cp.Checkpoint(dir)
+}
+
 // Close closes the store once; later calls return nil.
 func (e *Engine) Close() error {
 	if e.closed.Swap(true) {

@@ -448,3 +448,15 @@ func (s *store) Close() error {
 	err := s.db.Sync()
 	return errors.Join(err, s.db.Close())
 }
+
+// Checkpoint copies the database into dir (created; FileName inside it),
+// inside one read transaction: bbolt's consistent view of that instant,
+// while writes go on.
+func (s *store) Checkpoint(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("kdb: %w", err)
+	}
+	return s.db.View(func(tx *bolt.Tx) error {
+		return tx.CopyFile(filepath.Join(dir, FileName), 0o600)
+	})
+}

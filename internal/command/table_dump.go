@@ -8,5 +8,8 @@ func init() {
 	Register(
 		&Spec{Name: "dump", Arity: 2, Flags: ReadOnly, FirstKey: 1, LastKey: 1, Step: 1},
 		&Spec{Name: "restore", Arity: -4, Flags: Write, FirstKey: 1, LastKey: 1, Step: 1},
+		// TAIR.RESTOREREC key record: tair ctl restore's write of one
+		// record of a backup (dataserver/exec restorerec.go).
+		&Spec{Name: "tair.restorerec", Arity: 3, Flags: Write | Tair, FirstKey: 1, LastKey: 1, Step: 1},
 	)
 }

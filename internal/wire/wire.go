@@ -154,7 +154,11 @@ type NotLeader struct {
 
 // NodeStatus is one dataserver as the configserver sees it.
 type NodeStatus struct {
-	Addr          string        `json:"addr"`
+	Addr string `json:"addr"`
+	// HTTP is the node's metrics/status address, as its heartbeat gave
+	// it (tair ctl backup reads the data there).
+	HTTP          string        `json:"http,omitempty"`
+	Engine        string        `json:"engine,omitempty"`
 	Zone          string        `json:"zone,omitempty"`
 	Rack          string        `json:"rack,omitempty"`
 	Alive         bool          `json:"alive"`

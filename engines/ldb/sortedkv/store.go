@@ -901,6 +901,20 @@ func (s *Store) Compact() error {
 	return s.be.Compact()
 }
 
+// Checkpoint writes a consistent copy of the store to dir, through the
+// backend's own checkpoint; engines.ErrNoCheckpoint when it has none.
+func (s *Store) Checkpoint(dir string) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	cp, ok := s.be.(engines.Checkpointer)
+	if !ok {
+		return engines.ErrNoCheckpoint
+	}
+	return cp.Checkpoint(dir)
+}
+
 // Close stops the sweep and closes the backend; operations after Close fail
 // with ErrClosed. Close is idempotent.
 func (s *Store) Close() error {

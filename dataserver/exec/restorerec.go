@@ -1,0 +1,37 @@
+package exec
+
+import (
+	"bytes"
+
+	"github.com/tairkv/tair/engines"
+)
+
+func init() {
+	Register("tair.restorerec", cmdRestoreRec)
+}
+
+// TAIR.RESTOREREC key record: writes record (engines.AppendRecord's, as
+// tair ctl backup read it from the engine) under key in the client's
+// area, replacing whatever is there: the value and its type, its Tair
+// version, its expiry, a pkey's skeys, as they were when the backup was
+// taken. tair ctl restore sends one per record of a backup; it checks
+// that the backup and this cluster keep hashes alike (persistent engines
+// as prefix records, in-memory ones as objects). Replicated as itself.
+func cmdRestoreRec(c *Ctx) {
+	rec, err := engines.DecodeRecord(c.Args[2])
+	if err != nil {
+		c.Error("ERR TAIR.RESTOREREC: malformed record")
+		return
+	}
+	if !bytes.Equal(rec.Key, c.Args[1]) {
+		c.Error("ERR TAIR.RESTOREREC: the record is of another key")
+		return
+	}
+	k := c.Key(1)
+	rec.Area, rec.Key = k.Area, k.Key
+	if err := c.Eng.Restore(k.Bucket, rec); err != nil {
+		c.Fail(err)
+		return
+	}
+	c.OK()
+}
