@@ -1,9 +1,11 @@
 package dataserver
 
 import (
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/testutil"
 )
 
@@ -38,5 +40,39 @@ func TestDeposedMasterMarksItsCopyDiverged(t *testing.T) {
 	}
 	if a.bucket(2).diverged.Load() {
 		t.Fatal("bucket 2, still mastered here, is marked diverged")
+	}
+	// Its heartbeats say so, so that the configserver never promotes the
+	// copy before the full copy arrives (b is dead: it never does).
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		return slices.Equal(cs.lastHB(a.Addr()).Diverged, []route.BucketID{0})
+	}, "a's heartbeats do not report its diverged copy of bucket 0 alone")
+}
+
+// A full copy counts as in flight from before its begin item is queued
+// until the receiver acknowledged its last item; the writes around it do
+// not count.
+func TestCopyInFlightUntilAcknowledged(t *testing.T) {
+	st := &stream{s: &Server{cfg: Config{ReplicationBacklog: 1 << 30}}}
+	st.mu.progress = make(chan struct{})
+	st.push(1, 0, kindCmds, payload{}) // seq 1
+	if st.copyInFlight() {
+		t.Fatal("in flight before any copy")
+	}
+	st.beginCopy()
+	if !st.copyInFlight() {
+		t.Fatal("not in flight while the copy is being queued")
+	}
+	st.push(1, 0, kindBegin, payload{})          // seq 2
+	st.push(1, 0, kindRecords, payload{recs: 1}) // seq 3
+	st.endCopy()
+	st.push(1, 0, kindCmds, payload{}) // seq 4, after the copy
+	for _, c := range []struct {
+		acked uint64
+		want  bool
+	}{{1, true}, {2, true}, {3, false}, {4, false}} {
+		st.ackUpTo(c.acked, nil)
+		if got := st.copyInFlight(); got != c.want {
+			t.Fatalf("acknowledged up to %d: in flight %v, want %v", c.acked, got, c.want)
+		}
 	}
 }

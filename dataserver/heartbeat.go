@@ -94,7 +94,7 @@ func (s *Server) heartbeatLoop(ctx context.Context) {
 
 func (s *Server) heartbeat(ctx context.Context) error {
 	sent := time.Now()
-	unreachable, epochs := s.unreachableSlaves()
+	unreachable, epochs, copying := s.slaveStreams()
 	health := "ok"
 	stalled := s.stallReason()
 	switch {
@@ -121,6 +121,8 @@ func (s *Server) heartbeat(ctx context.Context) error {
 		Migrations:        s.migrationProgress(),
 		UnreachableSlaves: unreachable,
 		UnreachableEpochs: epochs,
+		CopyingSlaves:     copying,
+		Diverged:          s.divergedSlaveBuckets(),
 		MasterBuckets:     masters,
 		SlaveBuckets:      slaves,
 		Health:            health,
@@ -203,9 +205,10 @@ func okLabel(err error) string {
 	return "ok"
 }
 
-// unreachableSlaves lists the slaves this master's streams cannot reach,
-// with the episode of each (wire.Heartbeat.UnreachableEpochs).
-func (s *Server) unreachableSlaves() ([]string, map[string]uint64) {
+// slaveStreams lists the slaves this master's streams cannot reach, with
+// the episode of each (wire.Heartbeat.UnreachableEpochs), and those a
+// full copy is on its way to (wire.Heartbeat.CopyingSlaves).
+func (s *Server) slaveStreams() (unreachable []string, epochs map[string]uint64, copying []string) {
 	slaves := map[string]bool{}
 	if rt := s.rt.Load(); rt != nil {
 		for _, ss := range rt.slaves {
@@ -216,19 +219,42 @@ func (s *Server) unreachableSlaves() ([]string, map[string]uint64) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []string
-	var epochs map[string]uint64
 	for node, st := range s.mu.streams {
-		if st.unreachable.Load() && slaves[node] {
-			out = append(out, node)
+		if !slaves[node] {
+			continue
+		}
+		if st.unreachable.Load() {
+			unreachable = append(unreachable, node)
 			if epochs == nil {
 				epochs = map[string]uint64{}
 			}
 			epochs[node] = st.episode.Load()
 		}
+		if st.copyInFlight() {
+			copying = append(copying, node)
+		}
 	}
-	slices.Sort(out)
-	return out, epochs
+	slices.Sort(unreachable)
+	slices.Sort(copying)
+	return unreachable, epochs, copying
+}
+
+// divergedSlaveBuckets lists the buckets this node holds as a slave whose
+// copy may differ from its master's (a write applied here that the
+// master's side never took) and waits for a full copy: until it arrives
+// the copy must not be promoted (wire.Heartbeat.Diverged).
+func (s *Server) divergedSlaveBuckets() []route.BucketID {
+	t := s.Table()
+	if t == nil {
+		return nil
+	}
+	var out []route.BucketID
+	for _, bk := range s.buckets() {
+		if bk.diverged.Load() && t.IsSlave(bk.id, s.addr) {
+			out = append(out, bk.id)
+		}
+	}
+	return out
 }
 
 func (s *Server) areaStats() map[uint16]wire.AreaStats {

@@ -149,6 +149,8 @@ func (s *Server) resyncRequest(out []byte, args [][]byte) []byte {
 // number of records; s.bulkMu and the bucket's lock are held. The copy is counted
 // under reason (tair_dataserver_full_copies_total).
 func (s *Server) pushSnapshotLocked(st *stream, b route.BucketID, reason string) (int, error) {
+	st.beginCopy()
+	defer st.endCopy()
 	st.push(b, 0, kindBegin, payload{})
 	n, inChunk := 0, 0
 	defer func() { s.m.fullCopy(reason, n) }()

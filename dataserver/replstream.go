@@ -135,8 +135,12 @@ type stream struct {
 		cmdBytes int64 // of kind C items: the backlog cap
 		nextSeq  uint64
 		acked    uint64 // highest seq acknowledged
-		lost     error
-		stopping bool
+		// copying counts the full copies being pushed; copyUntil is the
+		// last item of the latest one pushed (see copyInFlight).
+		copying   int
+		copyUntil uint64
+		lost      error
+		stopping  bool
 		// progress is closed (and replaced) when items are
 		// acknowledged, the stream gives up or stops (progressed).
 		progress chan struct{}
@@ -164,6 +168,32 @@ type stream struct {
 	// items otherwise.
 	batchMax atomic.Int64
 	lastRTT  atomic.Int64
+}
+
+// beginCopy notes that a full copy of a bucket is being pushed (its
+// begin item may reach the receiver before the rest is queued);
+// endCopy, called once it is queued, that it ends at the last item.
+func (st *stream) beginCopy() {
+	st.mu.Lock()
+	st.mu.copying++
+	st.mu.Unlock()
+}
+
+func (st *stream) endCopy() {
+	st.mu.Lock()
+	st.mu.copying--
+	st.mu.copyUntil = max(st.mu.copyUntil, st.mu.nextSeq) // the last seq given
+	st.mu.Unlock()
+}
+
+// copyInFlight reports whether the receiver has not yet acknowledged
+// every item of the full copies pushed to it: until then its copy of
+// those buckets may be partial, and it must not be promoted in this
+// master's place (heartbeat's CopyingSlaves).
+func (st *stream) copyInFlight() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.mu.copying > 0 || st.mu.acked < st.mu.copyUntil
 }
 
 // newStream starts a stream to node to; supersedes names an earlier

@@ -51,6 +51,14 @@ type Heartbeat struct {
 	// episode, across restarts); the configserver records it in the
 	// table with the slave's behind mark (route.Table.BehindEpoch).
 	UnreachableEpochs map[string]uint64 `json:"unreachable_epochs,omitempty"`
+	// CopyingSlaves lists slaves a full copy of a bucket is on its way to
+	// (a resync, a replaced stream), not yet acknowledged whole, and
+	// Diverged the buckets this node holds as a slave whose copy waits
+	// for one: such a copy may be partial or differ from its master's,
+	// so the configserver keeps the slave behind its master (never
+	// promoted in its place) until both lists leave it out.
+	CopyingSlaves []string         `json:"copying_slaves,omitempty"`
+	Diverged      []route.BucketID `json:"diverged,omitempty"`
 	// MasterBuckets and SlaveBuckets count the bucket copies the node
 	// holds as master and as slave in the table it serves with.
 	MasterBuckets int `json:"master_buckets"`
