@@ -63,3 +63,46 @@ func TestBehindClearsOnlyOnceTheSlaveHasTheMark(t *testing.T) {
 		t.Fatal("an inherited mark not cleared once the slave has version 9")
 	}
 }
+
+// A slave a full copy is on its way to (its master's CopyingSlaves), or
+// whose copy waits for one (its own Diverged), is behind that master
+// until neither is reported, then caught up as any other mark; a
+// diverged bucket marks only the pair of its own master.
+func TestCopyInFlightOrDivergedKeepsTheSlaveBehind(t *testing.T) {
+	s := &Server{log: testLogger(t)}
+	committed := &route.Table{Version: 7, Buckets: 2, Copies: 2, Serving: [][]string{{"m", "sl"}, {"x", "sl"}}}
+	tb := committed.Clone()
+	since := map[[2]string]route.Version{}
+	alive := func(string) bool { return true }
+	away := func(string) bool { return false }
+	view := func(copying []string, diverged []route.BucketID, slaveVersion route.Version) map[string]nodeView {
+		return map[string]nodeView{
+			"m":  {heard: true, alive: true, hb: wire.Heartbeat{Addr: "m", TableVersion: 7, CopyingSlaves: copying}},
+			"x":  {heard: true, alive: true, hb: wire.Heartbeat{Addr: "x", TableVersion: 7}},
+			"sl": {heard: true, alive: true, hb: wire.Heartbeat{Addr: "sl", TableVersion: slaveVersion, Diverged: diverged}},
+		}
+	}
+	s.markBehind(tb, committed, view([]string{"sl"}, nil, 7), alive, away, since)
+	if !tb.IsBehind("m", "sl") || tb.IsBehind("x", "sl") {
+		t.Fatalf("a copy from m on its way to sl: behind %v, want sl behind m alone", tb.Behind)
+	}
+	if tb.BehindEpoch != nil {
+		t.Fatalf("a copy in flight covers an unreachability episode: %v (the master would stop waiting for the slave)", tb.BehindEpoch)
+	}
+	committed = tb.Clone()
+	committed.Version = 8
+	s.markBehind(tb, committed, view(nil, []route.BucketID{0}, 8), alive, away, since)
+	if !tb.IsBehind("m", "sl") {
+		t.Fatal("cleared while sl reports its copy of m's bucket 0 diverged")
+	}
+	s.markBehind(tb, committed, view(nil, []route.BucketID{1}, 8), alive, away, since)
+	if tb.IsBehind("m", "sl") || !tb.IsBehind("x", "sl") {
+		t.Fatalf("sl reports bucket 1 (x's) diverged: behind %v, want sl behind x alone", tb.Behind)
+	}
+	committed = tb.Clone()
+	committed.Version = 9
+	s.markBehind(tb, committed, view(nil, nil, 9), alive, away, since)
+	if len(tb.Behind) != 0 {
+		t.Fatalf("marks left once nothing is reported and sl has the marks' table: %v", tb.Behind)
+	}
+}

@@ -538,7 +538,11 @@ func (s *Server) settle(t *route.Table, alive func(string) bool) {
 
 // markBehind keeps t.Behind true: a slave is behind its master while the
 // master reports it unreachable (its backlog holds writes the slave has
-// not applied) or while it is away; it is caught up again once both are
+// not applied), while it is away, and while its copy of a bucket of that
+// master may be partial or differ: a full copy is on its way to it (the
+// master's CopyingSlaves) or it waits for one (its own Diverged); such
+// a copy, promoted, would lose writes acknowledged before the copy
+// began. It is caught up again once both are
 // alive, the master's latest heartbeat no longer reports it (the master
 // clears the report only when the slave acknowledged its whole backlog)
 // and the slave's latest heartbeat comes from a table that carries the
@@ -597,10 +601,12 @@ func (s *Server) markBehind(t, committed *route.Table, view map[string]nodeView,
 		for _, sl := range slavesOf[m] {
 			pair := [2]string{m, sl}
 			reported := v.heard && slices.Contains(v.hb.UnreachableSlaves, sl)
+			copying := v.heard && slices.Contains(v.hb.CopyingSlaves, sl) || divergedUnder(view[sl], t, m)
 			switch {
-			case reported || away(sl):
+			case reported || away(sl) || copying:
 				if !t.IsBehind(m, sl) {
-					s.log.Warn("slave behind its master: it will not be promoted until it catches up", "master", m, "slave", sl, "away", away(sl))
+					s.log.Warn("slave behind its master: it will not be promoted until it catches up", "master", m, "slave", sl,
+						"away", away(sl), "unreachable", reported, "copy_in_flight", copying)
 					t.SetBehind(m, sl, true)
 				}
 				if reported {
@@ -632,6 +638,20 @@ func (s *Server) markBehind(t, committed *route.Table, view map[string]nodeView,
 			delete(since, pair)
 		}
 	}
+}
+
+// divergedUnder reports whether the slave of view sv holds a bucket of
+// master m whose copy it reports diverged, waiting for a full copy.
+func divergedUnder(sv nodeView, t *route.Table, m string) bool {
+	if !sv.heard {
+		return false
+	}
+	for _, b := range sv.hb.Diverged {
+		if t.Contains(b) && t.Master(b) == m {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) isAlive(addr string) bool {
