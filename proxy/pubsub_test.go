@@ -371,25 +371,9 @@ func TestPubFwdRefusesOtherOps(t *testing.T) {
 // PUBLISH the bound and the later ones nothing: they are still sent to
 // it, in order, but not waited for.
 func TestPubSubHungPeerDoesNotDelay(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var got sync.WaitGroup
-	got.Add(1)
-	go func() {
-		defer got.Done()
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
+	e, served := newEnvWithPeer(t, func(c net.Conn) {
 		_, _ = io.Copy(io.Discard, c) // reads, never answers
-	}()
-	e := newEnv(t, 1, false)
-	peers := []string{ln.Addr().String()}
-	e.p.livePeers.Store(&peers)
+	})
 	pub := e.raw()
 	start := time.Now()
 	for i := 0; i < 20; i++ {
@@ -401,7 +385,7 @@ func TestPubSubHungPeerDoesNotDelay(t *testing.T) {
 		t.Fatalf("20 PUBLISHes took %v with a hung peer (bound %v)", d, e.p.cfg.PubSubPeerWait)
 	}
 	_ = e.p.Close()
-	got.Wait()
+	served()
 }
 
 // The soft limit: a subscriber over it is cut only once it has stayed
@@ -457,20 +441,7 @@ func TestPubSubSoftLimit(t *testing.T) {
 // A peer that answered late once is counted again as soon as it answers
 // within the bound, even while requests keep it busy.
 func TestPubSubLaggingPeerCountedAgain(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var served sync.WaitGroup
-	served.Add(1)
-	go func() {
-		defer served.Done()
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
+	e, served := newEnvWithPeer(t, func(c net.Conn) {
 		rd := resp.NewRequestReader(c, resp.RequestLimits{})
 		first := true
 		for {
@@ -488,10 +459,7 @@ func TestPubSubLaggingPeerCountedAgain(t *testing.T) {
 				}
 			}
 		}
-	}()
-	e := newEnv(t, 1, false)
-	peers := []string{ln.Addr().String()}
-	e.p.livePeers.Store(&peers)
+	})
 	pub := e.raw()
 	if got := pub.do("PUBLISH", "c", "m"); got != ":0\r\n" {
 		t.Fatalf("PUBLISH answered late by the peer = %q, want :0", got)
@@ -505,5 +473,32 @@ func TestPubSubLaggingPeerCountedAgain(t *testing.T) {
 		t.Fatal("the peer is not counted again once it answers in time")
 	}
 	_ = e.p.Close()
-	served.Wait()
+	served()
+}
+
+// newEnvWithPeer starts a one-proxy env whose only live peer is a fake
+// that serves the one connection the proxy makes to it with serve (on a
+// goroutine, closing it after). served waits for serve to return.
+func newEnvWithPeer(t *testing.T, serve func(c net.Conn)) (e *env, served func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		serve(c)
+	}()
+	e = newEnv(t, 1, false)
+	peers := []string{ln.Addr().String()}
+	e.p.livePeers.Store(&peers)
+	return e, wg.Wait
 }
