@@ -53,14 +53,11 @@ func TestAdminCredential(t *testing.T) {
 	}
 	cfgA := cfg
 	cfgA.AdminTokenFile = file
-	a := startServer(t, cfgA)
-	waitLeader(t, a, 5*time.Second)
+	a := startLeader(t, cfgA)
 	cfgB := cfg
 	cfgB.AdminToken = token
 	b := startServer(t, cfgB)
-	for _, addr := range dsAddrs[:2] {
-		newFakeDS(t, addr, a.Addr(), b.Addr()) // heartbeats: no credential
-	}
+	startFakes(t, dsAddrs[:2], a.Addr(), b.Addr()) // heartbeats: no credential
 	waitTable(t, a, 5*time.Second, func(*route.Table) bool { return true }, "any")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -118,8 +115,7 @@ func TestAdminCredential(t *testing.T) {
 func TestAdminCredentialOff(t *testing.T) {
 	cfg := testConfig()
 	cfg.Etcd = []string{sharedEtcd(t)}
-	a := startServer(t, cfg)
-	waitLeader(t, a, 5*time.Second)
+	a := startLeader(t, cfg)
 	for _, auth := range []string{"", "Bearer whatever"} {
 		if status, body := postAdminAuth(t, "http://"+a.Addr(), auth, wire.AdminRequest{Op: "migrations-resume"}); status != http.StatusOK {
 			t.Fatalf("with %q: %d %s", auth, status, body)

@@ -61,8 +61,7 @@ func TestConsoleOnHTTP(t *testing.T) {
 	cfg := testConfig()
 	cfg.Etcd = []string{endpoint}
 	cfg.MovesPerNode = 4
-	a := startServer(t, cfg)
-	waitLeader(t, a, 5*time.Second)
+	a := startLeader(t, cfg)
 	b := startServer(t, cfg)
 	for _, addr := range dsAddrs[:3] {
 		d := newFakeDS(t, addr, a.Addr(), b.Addr())

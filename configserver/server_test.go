@@ -23,8 +23,7 @@ var dsAddrs = []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003", "12
 func TestFirstTable(t *testing.T) {
 	cfg := testConfig()
 	cfg.Buckets = 1023
-	s := startServer(t, cfg)
-	waitLeader(t, s, 5*time.Second)
+	s := startLeader(t, cfg)
 	_, tb := joinFakes(t, s, 3)
 	if tb.Version != 1 || tb.Buckets != 1023 || tb.Copies != 2 || len(tb.Migrating) != 0 {
 		t.Fatalf("first table: version %d, %d buckets, %d copies, %d moves; want 1, 1023, 2, 0",
@@ -81,8 +80,7 @@ func TestFirstTable(t *testing.T) {
 func TestRestartKeepsTable(t *testing.T) {
 	cfg := testConfig()
 	cfg.EtcdDir = t.TempDir()
-	s := startServer(t, cfg)
-	waitLeader(t, s, 5*time.Second)
+	s := startLeader(t, cfg)
 	dss, before := joinFakes(t, s, 2)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -156,8 +154,7 @@ func TestStartFailures(t *testing.T) {
 // once, for saving), other tables are encoded once for all fetchers, and
 // its watch recognises the tables it saved itself (not decoded again).
 func TestTableEncodedOncePerVersion(t *testing.T) {
-	s := startServer(t, testConfig())
-	waitLeader(t, s, 5*time.Second)
+	s := startLeader(t, testConfig())
 	_, tb := joinFakes(t, s, 3)
 	get := func() []byte {
 		t.Helper()
