@@ -194,14 +194,7 @@ func TestPubSubSlowSubscriberCut(t *testing.T) {
 		c.PubSubSoftLimit = 256 << 10
 		c.PubSubSoftSeconds = time.Second
 	})
-	slow, err := net.Dial("tcp", e.p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Close()
-	if tc, ok := slow.(*net.TCPConn); ok {
-		_ = tc.SetReadBuffer(4096)
-	}
+	slow := e.nonReader()
 	if _, err := slow.Write([]byte("*2\r\n$9\r\nSUBSCRIBE\r\n$1\r\nc\r\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -396,14 +389,7 @@ func TestPubSubSoftLimit(t *testing.T) {
 		c.PubSubSoftLimit = 512 << 10
 		c.PubSubSoftSeconds = 700 * time.Millisecond
 	})
-	slow, err := net.Dial("tcp", e.p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Close()
-	if tc, ok := slow.(*net.TCPConn); ok {
-		_ = tc.SetReadBuffer(4096)
-	}
+	slow := e.nonReader()
 	if _, err := slow.Write([]byte("*2\r\n$9\r\nSUBSCRIBE\r\n$1\r\nc\r\n")); err != nil {
 		t.Fatal(err)
 	}
