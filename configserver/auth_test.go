@@ -43,9 +43,7 @@ func postAdminAuth(t *testing.T, base, auth string, req wire.AdminRequest) (int,
 // Heartbeats and proxy beats need none.
 func TestAdminCredential(t *testing.T) {
 	const token = "s3cret-admin"
-	endpoint := sharedEtcd(t)
-	cfg := testConfig()
-	cfg.Etcd = []string{endpoint}
+	cfg := sharedEtcdConfig(t)
 	// One server from a credential file, the other from the flag's value.
 	file := filepath.Join(t.TempDir(), "admin-token")
 	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {

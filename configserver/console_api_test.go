@@ -57,9 +57,7 @@ func httpPostAdmin(t *testing.T, url, contentType string, req wire.AdminRequest)
 // records events (joins, table versions with their reason, admin
 // requests, plan done).
 func TestConsoleOnHTTP(t *testing.T) {
-	endpoint := sharedEtcd(t)
-	cfg := testConfig()
-	cfg.Etcd = []string{endpoint}
+	cfg := sharedEtcdConfig(t)
 	cfg.MovesPerNode = 4
 	a := startLeader(t, cfg)
 	b := startServer(t, cfg)

@@ -31,6 +31,15 @@ func sharedEtcd(t *testing.T) string {
 	return e.client
 }
 
+// sharedEtcdConfig is testConfig for configservers sharing a fresh
+// sharedEtcd.
+func sharedEtcdConfig(t *testing.T) Config {
+	t.Helper()
+	cfg := testConfig()
+	cfg.Etcd = []string{sharedEtcd(t)}
+	return cfg
+}
+
 // bridgedLeader starts a configserver that reaches a shared etcd
 // (endpoint) through a bridge the test can cut, and waits until it leads.
 func bridgedLeader(t *testing.T) (a *Server, br *bridge, endpoint string) {
@@ -46,9 +55,7 @@ func bridgedLeader(t *testing.T) (a *Server, br *bridge, endpoint string) {
 // TestStandbyTakesOver: closing the leader hands leadership to the standby
 // within 3s, with the same table and version.
 func TestStandbyTakesOver(t *testing.T) {
-	endpoint := sharedEtcd(t)
-	cfg := testConfig()
-	cfg.Etcd = []string{endpoint}
+	cfg := sharedEtcdConfig(t)
 	a := startLeader(t, cfg)
 	b := startServer(t, cfg)
 	dss := startFakes(t, dsAddrs[:3], a.Addr(), b.Addr())
@@ -375,9 +382,7 @@ func postHeartbeat(t *testing.T, addr, node string) (int, wire.NotLeader) {
 // TestMovesSurviveLeaderChange: the moves running when the leader dies are
 // in etcd; the new leader finishes them from the sources' reports.
 func TestMovesSurviveLeaderChange(t *testing.T) {
-	endpoint := sharedEtcd(t)
-	cfg := testConfig()
-	cfg.Etcd = []string{endpoint}
+	cfg := sharedEtcdConfig(t)
 	a := startLeader(t, cfg)
 	b := startServer(t, cfg)
 	dss := startFakes(t, dsAddrs[:2], a.Addr(), b.Addr())
