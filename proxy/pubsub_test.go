@@ -194,21 +194,13 @@ func TestPubSubSlowSubscriberCut(t *testing.T) {
 		c.PubSubSoftLimit = 256 << 10
 		c.PubSubSoftSeconds = time.Second
 	})
-	slow := e.nonReader()
-	if _, err := slow.Write([]byte("*2\r\n$9\r\nSUBSCRIBE\r\n$1\r\nc\r\n")); err != nil {
-		t.Fatal(err)
-	}
+	slowSubscriber(t, e)
 	good := e.raw()
 	good.send("SUBSCRIBE", "c")
 	good.expect(push(2, "subscribe", "c", ":1"))
 	pub := e.raw()
 	// The slow one's SUBSCRIBE was not waited for.
-	for i := 0; pub.do("PUBSUB", "NUMSUB", "c") != "*2\r\n$1\r\nc\r\n:2\r\n"; i++ {
-		if i == 200 {
-			t.Fatal("the slow subscriber's SUBSCRIBE did not register")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitNumSubC(t, pub, 2, "the slow subscriber's SUBSCRIBE did not register")
 	msg := strings.Repeat("x", 64<<10)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -389,17 +381,9 @@ func TestPubSubSoftLimit(t *testing.T) {
 		c.PubSubSoftLimit = 512 << 10
 		c.PubSubSoftSeconds = 700 * time.Millisecond
 	})
-	slow := e.nonReader()
-	if _, err := slow.Write([]byte("*2\r\n$9\r\nSUBSCRIBE\r\n$1\r\nc\r\n")); err != nil {
-		t.Fatal(err)
-	}
+	slowSubscriber(t, e)
 	pub := e.raw()
-	for i := 0; pub.do("PUBSUB", "NUMSUB", "c") != "*2\r\n$1\r\nc\r\n:1\r\n"; i++ {
-		if i == 200 {
-			t.Fatal("SUBSCRIBE did not register")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitNumSubC(t, pub, 1, "SUBSCRIBE did not register")
 	msg := strings.Repeat("x", 64<<10)
 	start := time.Now()
 	for i := 0; i < 200; i++ { // 12.5 MiB: past the kernel's buffers
@@ -487,4 +471,27 @@ func newEnvWithPeer(t *testing.T, serve func(c net.Conn)) (e *env, served func()
 	peers := []string{ln.Addr().String()}
 	e.p.livePeers.Store(&peers)
 	return e, wg.Wait
+}
+
+// slowSubscriber subscribes a client that does not read (env.nonReader)
+// to channel c, without waiting for its confirmation.
+func slowSubscriber(t *testing.T, e *env) {
+	t.Helper()
+	slow := e.nonReader()
+	if _, err := slow.Write([]byte("*2\r\n$9\r\nSUBSCRIBE\r\n$1\r\nc\r\n")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitNumSubC polls PUBSUB NUMSUB c through pub until it counts n
+// subscribers, failing with what after 200 tries.
+func waitNumSubC(t *testing.T, pub *rawConn, n int, what string) {
+	t.Helper()
+	want := fmt.Sprintf("*2\r\n$1\r\nc\r\n:%d\r\n", n)
+	for i := 0; pub.do("PUBSUB", "NUMSUB", "c") != want; i++ {
+		if i == 200 {
+			t.Fatal(what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
