@@ -167,11 +167,7 @@ func strip(rows [][]string, gone map[string]bool) [][]string {
 
 func TestBuildFirstTable(t *testing.T) {
 	nodes := names(3, 0)
-	rows, err := Build(nil, nodes, Options{Buckets: 1023, Copies: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, rows, nodes, Options{Buckets: 1023, Copies: 2})
+	rows := buildChecked(t, nodes, Options{Buckets: 1023, Copies: 2})
 	if rows[0][0] == rows[0][1] {
 		t.Fatal("duplicate")
 	}
@@ -179,11 +175,18 @@ func TestBuildFirstTable(t *testing.T) {
 
 func TestBuildMoreCopiesThanNodes(t *testing.T) {
 	nodes := names(2, 0)
-	rows, err := Build(nil, nodes, Options{Buckets: 10, Copies: 3})
+	buildChecked(t, nodes, Options{Buckets: 10, Copies: 3})
+}
+
+// buildChecked builds a first table, which must succeed, and checks it.
+func buildChecked(t *testing.T, nodes []Node, o Options) [][]string {
+	t.Helper()
+	rows, err := Build(nil, nodes, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	check(t, rows, nodes, Options{Buckets: 10, Copies: 3})
+	check(t, rows, nodes, o)
+	return rows
 }
 
 func TestBuildRefusesUnequalZones(t *testing.T) {
