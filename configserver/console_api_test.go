@@ -20,18 +20,13 @@ import (
 // returning the status.
 func httpGet(t *testing.T, url string, v any) int {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if v != nil && resp.StatusCode == http.StatusOK {
+	code, body := fetch(t, url)
+	if v != nil && code == http.StatusOK {
 		if err := json.Unmarshal(body, v); err != nil {
 			t.Fatalf("GET %s: %v in %q", url, err, body)
 		}
 	}
-	return resp.StatusCode
+	return code
 }
 
 func httpPostAdmin(t *testing.T, url, contentType string, req wire.AdminRequest) (int, wire.AdminReply) {
