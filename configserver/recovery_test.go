@@ -214,10 +214,7 @@ func TestRecoveryRestoresInParallel(t *testing.T) {
 // handoff window): the single-copy buckets' new copies go to live nodes
 // instead of waiting for it, and once it is back it gets its share again.
 func TestRebuildDoesNotWaitForAwayNode(t *testing.T) {
-	cfg := testConfig()
-	cfg.HandoffWindow = time.Minute
-	s := startLeader(t, cfg)
-	dss, _ := joinAll(t, s, 4)
+	s, dss, _ := handoffCluster(t)
 	a := dss[0]
 	// A restarts empty: its copies are lost and planned on it again.
 	a.stop()
@@ -273,7 +270,7 @@ func TestRebuildDoesNotWaitForAwayNode(t *testing.T) {
 				held++
 			}
 		}
-		return held >= int(cfg.Buckets)*2/4-1 && len(tb.Migrating) == 0
+		return held >= int(s.cfg.Buckets)*2/4-1 && len(tb.Migrating) == 0
 	}, "A holding its share again")
 	checkBalanced(t, tb, dsAddrs[:4])
 }
@@ -336,10 +333,7 @@ func TestTwoNodesLostAtOnce(t *testing.T) {
 // once it is back and caught up, the extra copies are dropped and it
 // serves its rows as before, without a move to it.
 func TestAwayNodeBucketsReinforced(t *testing.T) {
-	cfg := testConfig()
-	cfg.HandoffWindow = time.Minute
-	s := startLeader(t, cfg)
-	dss, first := joinAll(t, s, 4)
+	s, dss, first := handoffCluster(t)
 	carryOutMoves(dss)
 	victim := dss[2]
 	v := victim.hb.Addr
@@ -399,10 +393,7 @@ func TestAwayNodeBucketsReinforced(t *testing.T) {
 // another copy on a live node, so every bucket has two caught-up live
 // copies again while both are away.
 func TestAwayPartnersInTurn(t *testing.T) {
-	cfg := testConfig()
-	cfg.HandoffWindow = time.Minute
-	s := startLeader(t, cfg)
-	dss, _ := joinAll(t, s, 4)
+	s, dss, _ := handoffCluster(t)
 	carryOutMoves(dss)
 	whole := func(tb *route.Table, gone ...string) bool {
 		if len(tb.Migrating) > 0 {
@@ -492,6 +483,17 @@ func TestHandOffDropsSlavesBehindTheOldMaster(t *testing.T) {
 	if want := [][]string{{"c", "b", "a"}}; !rowsEqual(tb.Serving, want) {
 		t.Fatalf("serving %v, want %v once b caught up", tb.Serving, want)
 	}
+}
+
+// handoffCluster starts a leader whose down nodes keep their rows for a
+// minute (the handoff window), with four fake dataservers in its table.
+func handoffCluster(t *testing.T) (*Server, []*fakeDS, *route.Table) {
+	t.Helper()
+	cfg := testConfig()
+	cfg.HandoffWindow = time.Minute
+	s := startLeader(t, cfg)
+	dss, first := joinAll(t, s, 4)
+	return s, dss, first
 }
 
 // waitRecovery waits for a recovery status of s satisfying cond (a zero
