@@ -111,9 +111,7 @@ func TestAdminCredential(t *testing.T) {
 // operations need none (and an Authorization header sent anyway is
 // ignored).
 func TestAdminCredentialOff(t *testing.T) {
-	cfg := testConfig()
-	cfg.Etcd = []string{sharedEtcd(t)}
-	a := startLeader(t, cfg)
+	a := startLeader(t, sharedEtcdConfig(t))
 	for _, auth := range []string{"", "Bearer whatever"} {
 		if status, body := postAdminAuth(t, "http://"+a.Addr(), auth, wire.AdminRequest{Op: "migrations-resume"}); status != http.StatusOK {
 			t.Fatalf("with %q: %d %s", auth, status, body)
