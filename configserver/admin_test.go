@@ -28,8 +28,7 @@ func holds(tb *route.Table, node string) bool { return slices.Contains(tableNode
 func TestDrainRemove(t *testing.T) {
 	cfg := testConfig()
 	cfg.MovesPerNode = 4
-	s := startServer(t, cfg)
-	waitLeader(t, s, 5*time.Second)
+	s := startLeader(t, cfg)
 	var dss []*fakeDS
 	for _, a := range dsAddrs[:3] {
 		d := newFakeDS(t, a, s.Addr())
@@ -79,8 +78,7 @@ func TestDrainRemove(t *testing.T) {
 // TestPauseResumeCancel: pause stops new moves, resume restarts them,
 // cancel drops the plan.
 func TestPauseResumeCancel(t *testing.T) {
-	s := startServer(t, testConfig())
-	waitLeader(t, s, 5*time.Second)
+	s := startLeader(t, testConfig())
 	_, first := joinFakes(t, s, 2)
 	admin(t, s, wire.AdminRequest{Op: "migrations-pause"})
 	newFakeDS(t, dsAddrs[2], s.Addr())
@@ -117,8 +115,7 @@ func TestPauseResumeCancel(t *testing.T) {
 // (new incarnation) within the down timeout is stripped and refilled
 // through moves like a new node; a persistent one keeps its copies.
 func TestRestartedNodeLosesData(t *testing.T) {
-	s := startServer(t, testConfig())
-	waitLeader(t, s, 5*time.Second)
+	s := startLeader(t, testConfig())
 	dss, first := joinFakes(t, s, 3)
 	d := dss[1]
 	d.mu.Lock()
@@ -133,12 +130,8 @@ func TestRestartedNodeLosesData(t *testing.T) {
 	if len(next.Migrating) == 0 {
 		t.Fatal("no recovery moves")
 	}
-	for _, x := range dss {
-		x.migrate.Store(true)
-	}
-	final := waitTable(t, s, 20*time.Second, func(tb *route.Table) bool {
-		return len(tb.Migrating) == 0 && len(pendingMoves(tb)) == 0
-	}, "recovered")
+	carryOutMoves(dss)
+	final := waitTable(t, s, 20*time.Second, settled, "recovered")
 	checkBalanced(t, final, dsAddrs[:3])
 
 	// Persistent: a restart keeps the copies.
@@ -168,8 +161,7 @@ func TestAreasAndPositionSafe(t *testing.T) {
 	cfg := testConfig()
 	cfg.Strategy = "position-safe"
 	cfg.Copies = 2
-	s := startServer(t, cfg)
-	waitLeader(t, s, 5*time.Second)
+	s := startLeader(t, cfg)
 	zones := map[string]string{}
 	for i, a := range dsAddrs {
 		d := &fakeDS{hb: wire.Heartbeat{Addr: a, Incarnation: 1, Zone: []string{"east", "west"}[i%2]}, cl: wire.NewClient(s.Addr())}
@@ -203,8 +195,7 @@ func TestAreasAndPositionSafe(t *testing.T) {
 func TestUnequalZonesRefused(t *testing.T) {
 	cfg := testConfig()
 	cfg.Strategy = "position-safe"
-	s := startServer(t, cfg)
-	waitLeader(t, s, 5*time.Second)
+	s := startLeader(t, cfg)
 	for i, a := range dsAddrs {
 		d := &fakeDS{hb: wire.Heartbeat{Addr: a, Incarnation: 1, Zone: []string{"east", "west", "west", "west"}[i]}, cl: wire.NewClient(s.Addr())}
 		d.start()

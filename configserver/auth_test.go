@@ -43,9 +43,7 @@ func postAdminAuth(t *testing.T, base, auth string, req wire.AdminRequest) (int,
 // Heartbeats and proxy beats need none.
 func TestAdminCredential(t *testing.T) {
 	const token = "s3cret-admin"
-	endpoint := sharedEtcd(t)
-	cfg := testConfig()
-	cfg.Etcd = []string{endpoint}
+	cfg := sharedEtcdConfig(t)
 	// One server from a credential file, the other from the flag's value.
 	file := filepath.Join(t.TempDir(), "admin-token")
 	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
@@ -53,14 +51,11 @@ func TestAdminCredential(t *testing.T) {
 	}
 	cfgA := cfg
 	cfgA.AdminTokenFile = file
-	a := startServer(t, cfgA)
-	waitLeader(t, a, 5*time.Second)
+	a := startLeader(t, cfgA)
 	cfgB := cfg
 	cfgB.AdminToken = token
 	b := startServer(t, cfgB)
-	for _, addr := range dsAddrs[:2] {
-		newFakeDS(t, addr, a.Addr(), b.Addr()) // heartbeats: no credential
-	}
+	startFakes(t, dsAddrs[:2], a.Addr(), b.Addr()) // heartbeats: no credential
 	waitTable(t, a, 5*time.Second, func(*route.Table) bool { return true }, "any")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -116,10 +111,7 @@ func TestAdminCredential(t *testing.T) {
 // operations need none (and an Authorization header sent anyway is
 // ignored).
 func TestAdminCredentialOff(t *testing.T) {
-	cfg := testConfig()
-	cfg.Etcd = []string{sharedEtcd(t)}
-	a := startServer(t, cfg)
-	waitLeader(t, a, 5*time.Second)
+	a := startLeader(t, sharedEtcdConfig(t))
 	for _, auth := range []string{"", "Bearer whatever"} {
 		if status, body := postAdminAuth(t, "http://"+a.Addr(), auth, wire.AdminRequest{Op: "migrations-resume"}); status != http.StatusOK {
 			t.Fatalf("with %q: %d %s", auth, status, body)

@@ -1,8 +1,8 @@
 package configserver
 
 import (
+	"maps"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -179,11 +179,9 @@ func (c *cluster) snapshot(now time.Time, downAfter time.Duration) (map[string]n
 	return out, c.mu.lastJoin
 }
 
+// sortedKeys is m's keys in order (never nil).
 func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
+	out := slices.AppendSeq(make([]string, 0, len(m)), maps.Keys(m))
+	slices.Sort(out)
 	return out
 }

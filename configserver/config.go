@@ -109,47 +109,28 @@ func DefaultConfig() Config {
 // adjust fills zero values with the defaults.
 func (c *Config) adjust() {
 	d := DefaultConfig()
-	if c.Copies == 0 {
-		c.Copies = d.Copies
-	}
-	if c.Buckets == 0 {
-		c.Buckets = d.Buckets
-	}
-	if c.HeartbeatInterval == 0 {
-		c.HeartbeatInterval = d.HeartbeatInterval
-	}
-	if c.DownAfter == 0 {
-		c.DownAfter = d.DownAfter
-	}
-	if c.Settle == 0 {
-		c.Settle = d.Settle
-	}
-	if c.Strategy == "" {
-		c.Strategy = d.Strategy
-	}
-	if c.BuildDiffRatio == 0 {
-		c.BuildDiffRatio = d.BuildDiffRatio
-	}
-	if c.MovesPerNode == 0 {
-		c.MovesPerNode = d.MovesPerNode
-	}
-	if c.RecoveryMovesPerNode == 0 {
-		c.RecoveryMovesPerNode = d.RecoveryMovesPerNode
-	}
-	if c.MaxMoves == 0 {
-		c.MaxMoves = d.MaxMoves
-	}
-	if c.HandoffWindow == 0 {
-		c.HandoffWindow = d.HandoffWindow
-	}
-	if c.MoveStall == 0 {
-		c.MoveStall = d.MoveStall
-	}
-	if c.LeaseTTL == 0 {
-		c.LeaseTTL = d.LeaseTTL
-	}
-	if c.EtcdPrefix == "" {
-		c.EtcdPrefix = d.EtcdPrefix
+	orDefault(&c.Copies, d.Copies)
+	orDefault(&c.Buckets, d.Buckets)
+	orDefault(&c.HeartbeatInterval, d.HeartbeatInterval)
+	orDefault(&c.DownAfter, d.DownAfter)
+	orDefault(&c.Settle, d.Settle)
+	orDefault(&c.Strategy, d.Strategy)
+	orDefault(&c.BuildDiffRatio, d.BuildDiffRatio)
+	orDefault(&c.MovesPerNode, d.MovesPerNode)
+	orDefault(&c.RecoveryMovesPerNode, d.RecoveryMovesPerNode)
+	orDefault(&c.MaxMoves, d.MaxMoves)
+	orDefault(&c.HandoffWindow, d.HandoffWindow)
+	orDefault(&c.MoveStall, d.MoveStall)
+	orDefault(&c.LeaseTTL, d.LeaseTTL)
+	orDefault(&c.EtcdPrefix, d.EtcdPrefix)
+}
+
+// orDefault sets *v to def when *v is its type's zero value ("", 0): a
+// Config field left unset.
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
 	}
 }
 

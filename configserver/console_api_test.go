@@ -20,18 +20,13 @@ import (
 // returning the status.
 func httpGet(t *testing.T, url string, v any) int {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if v != nil && resp.StatusCode == http.StatusOK {
+	code, body := fetch(t, url)
+	if v != nil && code == http.StatusOK {
 		if err := json.Unmarshal(body, v); err != nil {
 			t.Fatalf("GET %s: %v in %q", url, err, body)
 		}
 	}
-	return resp.StatusCode
+	return code
 }
 
 func httpPostAdmin(t *testing.T, url, contentType string, req wire.AdminRequest) (int, wire.AdminReply) {
@@ -57,12 +52,9 @@ func httpPostAdmin(t *testing.T, url, contentType string, req wire.AdminRequest)
 // records events (joins, table versions with their reason, admin
 // requests, plan done).
 func TestConsoleOnHTTP(t *testing.T) {
-	endpoint := sharedEtcd(t)
-	cfg := testConfig()
-	cfg.Etcd = []string{endpoint}
+	cfg := sharedEtcdConfig(t)
 	cfg.MovesPerNode = 4
-	a := startServer(t, cfg)
-	waitLeader(t, a, 5*time.Second)
+	a := startLeader(t, cfg)
 	b := startServer(t, cfg)
 	for _, addr := range dsAddrs[:3] {
 		d := newFakeDS(t, addr, a.Addr(), b.Addr())

@@ -15,8 +15,7 @@ import (
 // table; the lost copies are then rebuilt from the masters by recovery
 // moves, and the moves' Done reports switch the table.
 func TestFailover(t *testing.T) {
-	s := startServer(t, testConfig())
-	waitLeader(t, s, 5*time.Second)
+	s := startLeader(t, testConfig())
 	dss, first := joinFakes(t, s, 3)
 	dead := dsAddrs[2]
 	dss[2].stop()
@@ -56,12 +55,8 @@ func TestFailover(t *testing.T) {
 		}
 	}
 
-	for _, d := range dss[:2] {
-		d.migrate.Store(true)
-	}
-	final := waitTable(t, s, 20*time.Second, func(tb *route.Table) bool {
-		return len(tb.Migrating) == 0 && len(pendingMoves(tb)) == 0
-	}, "all moves done")
+	carryOutMoves(dss[:2])
+	final := waitTable(t, s, 20*time.Second, settled, "all moves done")
 	checkBalanced(t, final, dsAddrs[:2])
 	lost := 0
 	for _, row := range first.Serving {
@@ -83,8 +78,7 @@ func TestFailover(t *testing.T) {
 // TestJoinMigrates: a node joining a built cluster gets its buckets
 // through moves; the old nodes keep serving until each move is done.
 func TestJoinMigrates(t *testing.T) {
-	s := startServer(t, testConfig())
-	waitLeader(t, s, 5*time.Second)
+	s := startLeader(t, testConfig())
 	dss, first := joinFakes(t, s, 2)
 	newcomer := dsAddrs[2]
 	dss = append(dss, newFakeDS(t, newcomer, s.Addr()))
@@ -118,9 +112,7 @@ func TestJoinMigrates(t *testing.T) {
 		t.Fatalf("bucket %d: %v -> %v, want %v", mv.Bucket, old, got, want)
 	}
 	dss[1].migrate.Store(true)
-	final := waitTable(t, s, 20*time.Second, func(tb *route.Table) bool {
-		return len(tb.Migrating) == 0 && len(pendingMoves(tb)) == 0
-	}, "all moves done")
+	final := waitTable(t, s, 20*time.Second, settled, "all moves done")
 	checkBalanced(t, final, dsAddrs[:3])
 	moved := 0
 	for b := range final.Serving {
@@ -144,8 +136,7 @@ func schedule_Diff(tb *route.Table) []route.Move {
 func TestLastCopyWaitsForItsNode(t *testing.T) {
 	cfg := testConfig()
 	cfg.Copies = 1
-	s := startServer(t, cfg)
-	waitLeader(t, s, 5*time.Second)
+	s := startLeader(t, cfg)
 	dss, first := joinFakes(t, s, 2)
 	b := dsAddrs[1]
 	dss[1].stop()
@@ -190,15 +181,9 @@ func TestLastCopyWaitsForItsNode(t *testing.T) {
 func TestHandOffWindow(t *testing.T) {
 	cfg := testConfig()
 	cfg.HandoffWindow = 10 * time.Second
-	s := startServer(t, cfg)
-	waitLeader(t, s, 5*time.Second)
-	var dss []*fakeDS
-	for _, a := range dsAddrs[:3] {
-		dss = append(dss, newFakeDS(t, a, s.Addr()))
-	}
-	first := waitTable(t, s, 5*time.Second, func(tb *route.Table) bool {
-		return len(tb.Migrating) == 0 && len(pendingMoves(tb)) == 0
-	}, "settled")
+	s := startLeader(t, cfg)
+	dss := startFakes(t, dsAddrs[:3], s.Addr())
+	first := waitTable(t, s, 5*time.Second, settled, "settled")
 	away := dsAddrs[2]
 	dss[2].stop()
 	down := waitTable(t, s, 3*time.Second, func(tb *route.Table) bool { return tb.Version > first.Version }, "a newer version")

@@ -31,6 +31,15 @@ func sharedEtcd(t *testing.T) string {
 	return e.client
 }
 
+// sharedEtcdConfig is testConfig for configservers sharing a fresh
+// sharedEtcd.
+func sharedEtcdConfig(t *testing.T) Config {
+	t.Helper()
+	cfg := testConfig()
+	cfg.Etcd = []string{sharedEtcd(t)}
+	return cfg
+}
+
 // bridgedLeader starts a configserver that reaches a shared etcd
 // (endpoint) through a bridge the test can cut, and waits until it leads.
 func bridgedLeader(t *testing.T) (a *Server, br *bridge, endpoint string) {
@@ -39,24 +48,17 @@ func bridgedLeader(t *testing.T) (a *Server, br *bridge, endpoint string) {
 	br = newBridge(t, endpoint)
 	cfg := testConfig()
 	cfg.Etcd = []string{br.Addr()}
-	a = startServer(t, cfg)
-	waitLeader(t, a, 5*time.Second)
+	a = startLeader(t, cfg)
 	return a, br, endpoint
 }
 
 // TestStandbyTakesOver: closing the leader hands leadership to the standby
 // within 3s, with the same table and version.
 func TestStandbyTakesOver(t *testing.T) {
-	endpoint := sharedEtcd(t)
-	cfg := testConfig()
-	cfg.Etcd = []string{endpoint}
-	a := startServer(t, cfg)
-	waitLeader(t, a, 5*time.Second)
+	cfg := sharedEtcdConfig(t)
+	a := startLeader(t, cfg)
 	b := startServer(t, cfg)
-	var dss []*fakeDS
-	for _, addr := range dsAddrs[:3] {
-		dss = append(dss, newFakeDS(t, addr, a.Addr(), b.Addr()))
-	}
+	dss := startFakes(t, dsAddrs[:3], a.Addr(), b.Addr())
 	before := waitTable(t, a, 5*time.Second, func(*route.Table) bool { return true }, "any")
 	waitTable(t, b, 2*time.Second, func(tb *route.Table) bool { return tb.Version == before.Version }, "standby follows")
 	if b.IsLeader() {
@@ -107,10 +109,7 @@ func TestCutOffLeaderStops(t *testing.T) {
 	cfg := testConfig()
 	cfg.Etcd = []string{endpoint}
 	b := startServer(t, cfg)
-	var dss []*fakeDS
-	for _, addr := range dsAddrs[:3] {
-		dss = append(dss, newFakeDS(t, addr, a.Addr(), b.Addr()))
-	}
+	dss := startFakes(t, dsAddrs[:3], a.Addr(), b.Addr())
 	before := waitTable(t, a, 5*time.Second, func(tb *route.Table) bool { return len(tb.Nodes()) == 3 }, "three nodes")
 	ctx := context.Background()
 	cutRev, err := b.cli.Get(ctx, b.store.tableKey())
@@ -383,16 +382,10 @@ func postHeartbeat(t *testing.T, addr, node string) (int, wire.NotLeader) {
 // TestMovesSurviveLeaderChange: the moves running when the leader dies are
 // in etcd; the new leader finishes them from the sources' reports.
 func TestMovesSurviveLeaderChange(t *testing.T) {
-	endpoint := sharedEtcd(t)
-	cfg := testConfig()
-	cfg.Etcd = []string{endpoint}
-	a := startServer(t, cfg)
-	waitLeader(t, a, 5*time.Second)
+	cfg := sharedEtcdConfig(t)
+	a := startLeader(t, cfg)
 	b := startServer(t, cfg)
-	var dss []*fakeDS
-	for _, addr := range dsAddrs[:2] {
-		dss = append(dss, newFakeDS(t, addr, a.Addr(), b.Addr()))
-	}
+	dss := startFakes(t, dsAddrs[:2], a.Addr(), b.Addr())
 	waitTable(t, a, 5*time.Second, func(*route.Table) bool { return true }, "any")
 	dss = append(dss, newFakeDS(t, dsAddrs[2], a.Addr(), b.Addr()))
 	running := waitTable(t, a, 3*time.Second, func(tb *route.Table) bool { return len(tb.Migrating) > 0 }, "moves")
@@ -401,12 +394,8 @@ func TestMovesSurviveLeaderChange(t *testing.T) {
 	if tb := b.Table(); tb.Version != running.Version || !slices.Equal(tb.Migrating, running.Migrating) {
 		t.Fatalf("new leader: version %d moves %v, want %d %v", tb.Version, tb.Migrating, running.Version, running.Migrating)
 	}
-	for _, d := range dss {
-		d.migrate.Store(true)
-	}
-	final := waitTable(t, b, 20*time.Second, func(tb *route.Table) bool {
-		return len(tb.Migrating) == 0 && len(pendingMoves(tb)) == 0
-	}, "moves finished by the new leader")
+	carryOutMoves(dss)
+	final := waitTable(t, b, 20*time.Second, settled, "moves finished by the new leader")
 	checkBalanced(t, final, dsAddrs[:3])
 }
 
@@ -414,17 +403,14 @@ func TestMovesSurviveLeaderChange(t *testing.T) {
 // embedded etcd (as `tair up` and the cluster package do): it follows the
 // table and sends leader-only calls to the leader.
 func TestSharedEmbeddedEtcd(t *testing.T) {
-	a := startServer(t, testConfig())
-	waitLeader(t, a, 5*time.Second)
+	a := startLeader(t, testConfig())
 	cfg := testConfig()
 	cfg.Etcd = a.EtcdEndpoints()
 	b := startServer(t, cfg)
 	if got := b.EtcdEndpoints(); !slices.Equal(got, a.EtcdEndpoints()) {
 		t.Fatalf("standby endpoints %v, want %v", got, a.EtcdEndpoints())
 	}
-	for _, addr := range dsAddrs[:2] {
-		newFakeDS(t, addr, b.Addr(), a.Addr()) // the standby first: 421 leads on
-	}
+	startFakes(t, dsAddrs[:2], b.Addr(), a.Addr()) // the standby first: 421 leads on
 	first := waitTable(t, a, 5*time.Second, func(*route.Table) bool { return true }, "any")
 	tb := waitTable(t, b, 2*time.Second, func(tb *route.Table) bool { return tb.Version == first.Version }, "standby follows")
 	if b.IsLeader() {

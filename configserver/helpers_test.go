@@ -2,6 +2,7 @@ package configserver
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -165,14 +166,22 @@ func (d *fakeDS) beat(ctx context.Context) (again bool) {
 	return false
 }
 
+// startFakes starts a fake dataserver at each of addrs, beating to the
+// configservers (in that order).
+func startFakes(t *testing.T, addrs []string, configservers ...string) []*fakeDS {
+	t.Helper()
+	var dss []*fakeDS
+	for _, a := range addrs {
+		dss = append(dss, newFakeDS(t, a, configservers...))
+	}
+	return dss
+}
+
 // joinFakes starts fake dataservers at the first n of dsAddrs, beating to
 // s, and waits for the first table.
 func joinFakes(t *testing.T, s *Server, n int) ([]*fakeDS, *route.Table) {
 	t.Helper()
-	var dss []*fakeDS
-	for _, a := range dsAddrs[:n] {
-		dss = append(dss, newFakeDS(t, a, s.Addr()))
-	}
+	dss := startFakes(t, dsAddrs[:n], s.Addr())
 	return dss, waitTable(t, s, 5*time.Second, func(*route.Table) bool { return true }, "any")
 }
 
@@ -284,3 +293,33 @@ func (b *bridge) Cut() {
 
 // Heal lets new connections through again.
 func (b *bridge) Heal() { b.cut.Store(false) }
+
+// startLeader is startServer waiting (5 s at most) for the server to be
+// elected leader.
+func startLeader(t *testing.T, cfg Config) *Server {
+	t.Helper()
+	s := startServer(t, cfg)
+	waitLeader(t, s, 5*time.Second)
+	return s
+}
+
+// joinAll is joinFakes waiting on until the table holds all n
+// dataservers (joining together, one may miss the first table).
+func joinAll(t *testing.T, s *Server, n int) ([]*fakeDS, *route.Table) {
+	t.Helper()
+	dss, _ := joinFakes(t, s, n)
+	return dss, waitTable(t, s, 5*time.Second, func(tb *route.Table) bool { return len(tb.Nodes()) == n }, fmt.Sprintf("%d nodes", n))
+}
+
+// carryOutMoves has the dataservers report the moves they are the
+// source of as done, from now on.
+func carryOutMoves(dss []*fakeDS) {
+	for _, d := range dss {
+		d.migrate.Store(true)
+	}
+}
+
+// settled is a table with no move running or planned.
+func settled(tb *route.Table) bool {
+	return len(tb.Migrating) == 0 && len(pendingMoves(tb)) == 0
+}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tairkv/tair/internal/wire"
 )
@@ -35,8 +34,7 @@ func heartbeatHooks(t *testing.T, s *Server) *[]string {
 func TestHooksAdmin(t *testing.T) {
 	cfg := testConfig()
 	cfg.EtcdDir = t.TempDir()
-	s := startServer(t, cfg)
-	waitLeader(t, s, 5*time.Second)
+	s := startLeader(t, cfg)
 
 	if st := getHooks(t, s); st.Set || !slices.Equal(st.Enabled, wire.DefaultHooks) || !slices.Equal(st.Known, wire.KnownHooks) {
 		t.Fatalf("hooks before any set: %+v", st)
@@ -81,8 +79,7 @@ func TestHooksAdmin(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s2 := startServer(t, cfg)
-	waitLeader(t, s2, 5*time.Second)
+	s2 := startLeader(t, cfg)
 	if st := getHooks(t, s2); !st.Set || !slices.Equal(st.Enabled, []string{"audit", "quota"}) {
 		t.Fatalf("after restart: %+v", st)
 	}

@@ -98,8 +98,7 @@ func TestApplyDone(t *testing.T) {
 func TestStalledMoveRestarts(t *testing.T) {
 	cfg := testConfig()
 	cfg.MoveStall = 300 * time.Millisecond
-	s := startServer(t, cfg)
-	waitLeader(t, s, 5*time.Second)
+	s := startLeader(t, cfg)
 	joinFakes(t, s, 2)
 	newFakeDS(t, dsAddrs[2], s.Addr())
 	first := waitTable(t, s, 3*time.Second, func(tb *route.Table) bool { return len(tb.Migrating) > 0 }, "moves")

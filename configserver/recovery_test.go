@@ -151,11 +151,8 @@ func TestRecoveryRestoresInParallel(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Close() })
 	waitLeader(t, s, 5*time.Second)
-	dss, _ := joinFakes(t, s, 4)
-	first := waitTable(t, s, 5*time.Second, func(tb *route.Table) bool { return len(tb.Nodes()) == 4 }, "4 nodes")
-	for _, d := range dss {
-		d.migrate.Store(true)
-	}
+	dss, first := joinAll(t, s, 4)
+	carryOutMoves(dss)
 	victim := dsAddrs[3]
 	shared := map[string]int{}
 	for _, row := range first.Serving {
@@ -217,12 +214,7 @@ func TestRecoveryRestoresInParallel(t *testing.T) {
 // handoff window): the single-copy buckets' new copies go to live nodes
 // instead of waiting for it, and once it is back it gets its share again.
 func TestRebuildDoesNotWaitForAwayNode(t *testing.T) {
-	cfg := testConfig()
-	cfg.HandoffWindow = time.Minute
-	s := startServer(t, cfg)
-	waitLeader(t, s, 5*time.Second)
-	dss, _ := joinFakes(t, s, 4)
-	waitTable(t, s, 5*time.Second, func(tb *route.Table) bool { return len(tb.Nodes()) == 4 }, "4 nodes")
+	s, dss, _ := handoffCluster(t)
 	a := dss[0]
 	// A restarts empty: its copies are lost and planned on it again.
 	a.stop()
@@ -245,9 +237,7 @@ func TestRebuildDoesNotWaitForAwayNode(t *testing.T) {
 	waitTable(t, s, 5*time.Second, func(tb *route.Table) bool {
 		return !slices.ContainsFunc(tb.Migrating, func(mv route.Move) bool { return mv.To == a.hb.Addr })
 	}, "no move to the away node")
-	for _, d := range dss[1:] {
-		d.migrate.Store(true)
-	}
+	carryOutMoves(dss[1:])
 	start := time.Now()
 	tb := waitTable(t, s, 10*time.Second, func(tb *route.Table) bool {
 		if len(tb.Migrating) > 0 {
@@ -280,7 +270,7 @@ func TestRebuildDoesNotWaitForAwayNode(t *testing.T) {
 				held++
 			}
 		}
-		return held >= int(cfg.Buckets)*2/4-1 && len(tb.Migrating) == 0
+		return held >= int(s.cfg.Buckets)*2/4-1 && len(tb.Migrating) == 0
 	}, "A holding its share again")
 	checkBalanced(t, tb, dsAddrs[:4])
 }
@@ -293,13 +283,9 @@ func TestRebuildDoesNotWaitForAwayNode(t *testing.T) {
 func TestTwoNodesLostAtOnce(t *testing.T) {
 	cfg := testConfig()
 	cfg.Buckets = 256
-	s := startServer(t, cfg)
-	waitLeader(t, s, 5*time.Second)
-	dss, _ := joinFakes(t, s, 4)
-	first := waitTable(t, s, 5*time.Second, func(tb *route.Table) bool { return len(tb.Nodes()) == 4 }, "4 nodes")
-	for _, d := range dss {
-		d.migrate.Store(true)
-	}
+	s := startLeader(t, cfg)
+	dss, first := joinAll(t, s, 4)
+	carryOutMoves(dss)
 	x, y := dsAddrs[1], dsAddrs[2]
 	shared := 0
 	for _, row := range first.Serving {
@@ -315,11 +301,7 @@ func TestTwoNodesLostAtOnce(t *testing.T) {
 	dss[1].stop()
 	dss[2].stop()
 	// (The moves planned from the dead nodes wait for them.)
-	var st RecoveryStatus
-	testutil.Eventually(t, 20*time.Second, func() bool {
-		if p := s.recovery.Load(); p != nil {
-			st = *p
-		}
+	waitRecovery(t, s, 20*time.Second, func(st RecoveryStatus) bool {
 		return st.Unavailable == shared && st.UnderReplicated == shared && len(s.Table().Migrating) == 0
 	}, "want %d buckets unavailable and nothing else under-replicated", shared)
 	metrics := get(t, "http://"+s.HTTPAddr()+"/metrics")
@@ -336,10 +318,7 @@ func TestTwoNodesLostAtOnce(t *testing.T) {
 			t.Fatalf("remove %s: %+v", a, r)
 		}
 	}
-	testutil.Eventually(t, 20*time.Second, func() bool {
-		if p := s.recovery.Load(); p != nil {
-			st = *p
-		}
+	waitRecovery(t, s, 20*time.Second, func(st RecoveryStatus) bool {
 		return st.UnderReplicated == 0 && st.Unavailable == 0
 	}, "copy count never whole after removing the dead nodes")
 	metrics = get(t, "http://"+s.HTTPAddr()+"/metrics")
@@ -354,15 +333,8 @@ func TestTwoNodesLostAtOnce(t *testing.T) {
 // once it is back and caught up, the extra copies are dropped and it
 // serves its rows as before, without a move to it.
 func TestAwayNodeBucketsReinforced(t *testing.T) {
-	cfg := testConfig()
-	cfg.HandoffWindow = time.Minute
-	s := startServer(t, cfg)
-	waitLeader(t, s, 5*time.Second)
-	dss, _ := joinFakes(t, s, 4)
-	first := waitTable(t, s, 5*time.Second, func(tb *route.Table) bool { return len(tb.Nodes()) == 4 }, "4 nodes")
-	for _, d := range dss {
-		d.migrate.Store(true)
-	}
+	s, dss, first := handoffCluster(t)
+	carryOutMoves(dss)
 	victim := dss[2]
 	v := victim.hb.Addr
 	var held []int
@@ -391,11 +363,7 @@ func TestAwayNodeBucketsReinforced(t *testing.T) {
 	if slices.Contains(movedTo, v) {
 		t.Fatalf("a move went to the away node")
 	}
-	var st RecoveryStatus
-	testutil.Eventually(t, 5*time.Second, func() bool {
-		if p := s.recovery.Load(); p != nil {
-			st = *p
-		}
+	st := waitRecovery(t, s, 5*time.Second, func(st RecoveryStatus) bool {
 		return st.UnderReplicated == 0
 	}, "copy count not whole while the node is away")
 	t.Logf("table %d: %d buckets reinforced, copy count whole in %v", tb.Version, len(held), st.LastRestore)
@@ -425,15 +393,8 @@ func TestAwayNodeBucketsReinforced(t *testing.T) {
 // another copy on a live node, so every bucket has two caught-up live
 // copies again while both are away.
 func TestAwayPartnersInTurn(t *testing.T) {
-	cfg := testConfig()
-	cfg.HandoffWindow = time.Minute
-	s := startServer(t, cfg)
-	waitLeader(t, s, 5*time.Second)
-	dss, _ := joinFakes(t, s, 4)
-	waitTable(t, s, 5*time.Second, func(tb *route.Table) bool { return len(tb.Nodes()) == 4 }, "4 nodes")
-	for _, d := range dss {
-		d.migrate.Store(true)
-	}
+	s, dss, _ := handoffCluster(t)
+	carryOutMoves(dss)
 	whole := func(tb *route.Table, gone ...string) bool {
 		if len(tb.Migrating) > 0 {
 			return false
@@ -456,11 +417,7 @@ func TestAwayPartnersInTurn(t *testing.T) {
 	waitTable(t, s, 10*time.Second, func(tb *route.Table) bool { return whole(tb, a) }, "whole with A away")
 	dss[1].stop()
 	tb := waitTable(t, s, 10*time.Second, func(tb *route.Table) bool { return whole(tb, a, b) }, "whole with A and B away")
-	var st RecoveryStatus
-	testutil.Eventually(t, 5*time.Second, func() bool {
-		if p := s.recovery.Load(); p != nil {
-			st = *p
-		}
+	waitRecovery(t, s, 5*time.Second, func(st RecoveryStatus) bool {
 		return st.UnderReplicated == 0
 	}, "under-replicated buckets reported with A and B away")
 	t.Logf("table %d: whole with two of four nodes away", tb.Version)
@@ -471,8 +428,7 @@ func TestAwayPartnersInTurn(t *testing.T) {
 // table naming the new incarnation no longer gives the node its old rows
 // (a dataserver serves only from a table naming its own incarnation).
 func TestRestartedNodeKnownOnlyOnceStripped(t *testing.T) {
-	s := startServer(t, testConfig())
-	waitLeader(t, s, 5*time.Second)
+	s := startLeader(t, testConfig())
 	dss, _ := joinFakes(t, s, 3)
 	first := waitTable(t, s, 5*time.Second, func(tb *route.Table) bool { return len(tb.Incarnations) == 3 }, "3 incarnations")
 	d := dss[1]
@@ -527,4 +483,29 @@ func TestHandOffDropsSlavesBehindTheOldMaster(t *testing.T) {
 	if want := [][]string{{"c", "b", "a"}}; !rowsEqual(tb.Serving, want) {
 		t.Fatalf("serving %v, want %v once b caught up", tb.Serving, want)
 	}
+}
+
+// handoffCluster starts a leader whose down nodes keep their rows for a
+// minute (the handoff window), with four fake dataservers in its table.
+func handoffCluster(t *testing.T) (*Server, []*fakeDS, *route.Table) {
+	t.Helper()
+	cfg := testConfig()
+	cfg.HandoffWindow = time.Minute
+	s := startLeader(t, cfg)
+	dss, first := joinAll(t, s, 4)
+	return s, dss, first
+}
+
+// waitRecovery waits for a recovery status of s satisfying cond (a zero
+// one until the leader publishes its first) and returns it.
+func waitRecovery(t *testing.T, s *Server, within time.Duration, cond func(RecoveryStatus) bool, what string, args ...any) RecoveryStatus {
+	t.Helper()
+	var st RecoveryStatus
+	testutil.Eventually(t, within, func() bool {
+		if p := s.recovery.Load(); p != nil {
+			st = *p
+		}
+		return cond(st)
+	}, what, args...)
+	return st
 }

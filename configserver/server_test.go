@@ -23,8 +23,7 @@ var dsAddrs = []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003", "12
 func TestFirstTable(t *testing.T) {
 	cfg := testConfig()
 	cfg.Buckets = 1023
-	s := startServer(t, cfg)
-	waitLeader(t, s, 5*time.Second)
+	s := startLeader(t, cfg)
 	_, tb := joinFakes(t, s, 3)
 	if tb.Version != 1 || tb.Buckets != 1023 || tb.Copies != 2 || len(tb.Migrating) != 0 {
 		t.Fatalf("first table: version %d, %d buckets, %d copies, %d moves; want 1, 1023, 2, 0",
@@ -81,8 +80,7 @@ func TestFirstTable(t *testing.T) {
 func TestRestartKeepsTable(t *testing.T) {
 	cfg := testConfig()
 	cfg.EtcdDir = t.TempDir()
-	s := startServer(t, cfg)
-	waitLeader(t, s, 5*time.Second)
+	s := startLeader(t, cfg)
 	dss, before := joinFakes(t, s, 2)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -110,18 +108,29 @@ func getJSON(t *testing.T, url string, out any) {
 	}
 }
 
+// get fetches url, which must answer 200, and returns its body.
 func get(t *testing.T, url string) string {
+	t.Helper()
+	code, data := fetch(t, url)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, code, data)
+	}
+	return string(data)
+}
+
+// fetch GETs url and returns the status and the whole body.
+func fetch(t *testing.T, url string) (int, []byte) {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("GET %s: %v", url, err)
 	}
 	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, data)
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
 	}
-	return string(data)
+	return resp.StatusCode, body
 }
 
 // TestStartFailures: a taken port or an unreachable etcd fail Start with
@@ -156,28 +165,15 @@ func TestStartFailures(t *testing.T) {
 // once, for saving), other tables are encoded once for all fetchers, and
 // its watch recognises the tables it saved itself (not decoded again).
 func TestTableEncodedOncePerVersion(t *testing.T) {
-	s := startServer(t, testConfig())
-	waitLeader(t, s, 5*time.Second)
+	s := startLeader(t, testConfig())
 	_, tb := joinFakes(t, s, 3)
-	get := func() []byte {
-		t.Helper()
-		resp, err := http.Get("http://" + s.Addr() + "/v1/table")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET /v1/table: %d %v", resp.StatusCode, err)
-		}
-		return body
-	}
-	first, second := get(), get()
-	if string(first) != string(second) {
+	tableURL := "http://" + s.Addr() + "/v1/table"
+	first, second := get(t, tableURL), get(t, tableURL)
+	if first != second {
 		t.Fatalf("two fetches of version %d differ", tb.Version)
 	}
 	var back route.Table
-	if err := json.Unmarshal(first, &back); err != nil || !tableEqual(&back, tb) || back.Version != tb.Version {
+	if err := json.Unmarshal([]byte(first), &back); err != nil || !tableEqual(&back, tb) || back.Version != tb.Version {
 		t.Fatalf("served table %+v (%v), want version %d %+v", back, err, tb.Version, tb)
 	}
 	a, err := s.tableJSON(tb)

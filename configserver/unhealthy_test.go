@@ -15,8 +15,7 @@ import (
 // one that stopped heartbeating: its buckets' masters move to their
 // slaves. Healthy again, it rejoins.
 func TestUnhealthyHeartbeatFailsOver(t *testing.T) {
-	s := startServer(t, testConfig())
-	waitLeader(t, s, 5*time.Second)
+	s := startLeader(t, testConfig())
 	dss, first := joinFakes(t, s, 3)
 	sick := dsAddrs[2]
 	dss[2].mu.Lock()
@@ -60,9 +59,7 @@ func TestUnhealthyHeartbeatFailsOver(t *testing.T) {
 	}
 
 	// Healthy again: it gets copies again.
-	for _, d := range dss {
-		d.migrate.Store(true)
-	}
+	carryOutMoves(dss)
 	dss[2].mu.Lock()
 	dss[2].hb.Health, dss[2].hb.Unhealthy = "ok", ""
 	dss[2].mu.Unlock()

@@ -43,7 +43,7 @@ func (ss *session) blockingPop(r *request) {
 			// Redis parses their timeout after the direction and COUNT;
 			// the dataserver checks them in that order, and its one
 			// attempt refuses the timeout too.
-			p := ss.popOnce(r, keys)
+			p := ss.attemptOnce(r, r.args, keys)
 			if len(p.reply) > 0 && p.reply[0] == '-' {
 				r.raw(p.reply)
 				return
@@ -65,7 +65,7 @@ func (ss *session) blockingPop(r *request) {
 	ss.srv.stats.blocked.Add(1)
 	defer ss.srv.stats.blocked.Add(-1)
 	for {
-		p := ss.popOnce(r, keys)
+		p := ss.attemptOnce(r, r.args, keys)
 		if !isNullReply(p.reply) {
 			r.raw(p.reply)
 			return
@@ -100,10 +100,11 @@ func (ss *session) blockingPop(r *request) {
 	}
 }
 
-// popOnce has the dataserver make one non-blocking attempt of r's pop
-// and returns it answered.
-func (ss *session) popOnce(r *request, keys []int) *request {
-	p := ss.part(r, r.args)
+// attemptOnce has the dataserver make one non-blocking attempt of r with
+// args (a blocking pop's own; XREAD's with its $ IDs resolved) and
+// returns it answered. Blocking pops and stream reads both poll with it.
+func (ss *session) attemptOnce(r *request, args [][]byte, keys []int) *request {
+	p := ss.part(r, args)
 	p.spec = r.spec
 	ss.route(p, keys)
 	if !p.local {

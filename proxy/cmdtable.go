@@ -111,17 +111,7 @@ type cmdEntry struct {
 // names share one entry with a nil spec.
 func (s *Server) lookup(name []byte) *cmdEntry {
 	var buf [32]byte
-	key := name
-	if len(name) <= len(buf) {
-		b := buf[:len(name)]
-		for i, c := range name {
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			b[i] = c
-		}
-		key = b
-	}
+	key, _ := command.LowerASCII(&buf, name)
 	if e := (*s.cmds.Load())[string(key)]; e != nil {
 		return e
 	}

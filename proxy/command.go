@@ -271,10 +271,7 @@ func commandGetKeys(r *request, withFlags bool) {
 		}
 		b = resp.AppendArray(b, 2)
 		b = resp.AppendBulk(b, args[k])
-		b = resp.AppendSet(b, len(flags), r.proto)
-		for _, f := range flags {
-			b = resp.AppendStatus(b, f)
-		}
+		b = appendStatusSet(b, flags, r.proto)
 	}
 	r.raw(b)
 }
@@ -380,6 +377,23 @@ func appendStatusSet(b []byte, l []string, proto int) []byte {
 	return b
 }
 
+// appendSearchStep opens one of a key spec's two steps (begin_search,
+// find_keys): its name, then a map of its type and its spec, whose value
+// the caller appends.
+func appendSearchStep(b []byte, step, typ string, proto int) []byte {
+	b = resp.AppendBulkString(b, step)
+	b = resp.AppendMap(b, 2, proto)
+	b = resp.AppendBulkString(b, "type")
+	b = resp.AppendBulkString(b, typ)
+	return resp.AppendBulkString(b, "spec")
+}
+
+// appendIntEntry appends one name: integer entry of a search step's spec.
+func appendIntEntry(b []byte, name string, v int) []byte {
+	b = resp.AppendBulkString(b, name)
+	return resp.AppendInt(b, int64(v))
+}
+
 // appendKeySpec appends one key specification as Redis 7.0 does.
 func appendKeySpec(b []byte, ks *command.KeySpec, proto int) []byte {
 	n := 3
@@ -393,47 +407,31 @@ func appendKeySpec(b []byte, ks *command.KeySpec, proto int) []byte {
 	}
 	b = resp.AppendBulkString(b, "flags")
 	b = appendStatusSet(b, ks.Flags, proto)
-	b = resp.AppendBulkString(b, "begin_search")
-	b = resp.AppendMap(b, 2, proto)
-	b = resp.AppendBulkString(b, "type")
-	b = resp.AppendBulkString(b, ks.BeginSearch)
-	b = resp.AppendBulkString(b, "spec")
+	b = appendSearchStep(b, "begin_search", ks.BeginSearch, proto)
 	switch ks.BeginSearch {
 	case "index":
 		b = resp.AppendMap(b, 1, proto)
-		b = resp.AppendBulkString(b, "index")
-		b = resp.AppendInt(b, int64(ks.Index))
+		b = appendIntEntry(b, "index", ks.Index)
 	case "keyword":
 		b = resp.AppendMap(b, 2, proto)
 		b = resp.AppendBulkString(b, "keyword")
 		b = resp.AppendBulkString(b, ks.Keyword)
-		b = resp.AppendBulkString(b, "startfrom")
-		b = resp.AppendInt(b, int64(ks.StartFrom))
+		b = appendIntEntry(b, "startfrom", ks.StartFrom)
 	default:
 		b = resp.AppendMap(b, 0, proto)
 	}
-	b = resp.AppendBulkString(b, "find_keys")
-	b = resp.AppendMap(b, 2, proto)
-	b = resp.AppendBulkString(b, "type")
-	b = resp.AppendBulkString(b, ks.FindKeys)
-	b = resp.AppendBulkString(b, "spec")
+	b = appendSearchStep(b, "find_keys", ks.FindKeys, proto)
 	switch ks.FindKeys {
 	case "range":
 		b = resp.AppendMap(b, 3, proto)
-		b = resp.AppendBulkString(b, "lastkey")
-		b = resp.AppendInt(b, int64(ks.LastKey))
-		b = resp.AppendBulkString(b, "keystep")
-		b = resp.AppendInt(b, int64(ks.KeyStep))
-		b = resp.AppendBulkString(b, "limit")
-		b = resp.AppendInt(b, int64(ks.Limit))
+		b = appendIntEntry(b, "lastkey", ks.LastKey)
+		b = appendIntEntry(b, "keystep", ks.KeyStep)
+		b = appendIntEntry(b, "limit", ks.Limit)
 	case "keynum":
 		b = resp.AppendMap(b, 3, proto)
-		b = resp.AppendBulkString(b, "keynumidx")
-		b = resp.AppendInt(b, int64(ks.KeyNumIdx))
-		b = resp.AppendBulkString(b, "firstkey")
-		b = resp.AppendInt(b, int64(ks.FirstKey))
-		b = resp.AppendBulkString(b, "keystep")
-		b = resp.AppendInt(b, int64(ks.KeyStep))
+		b = appendIntEntry(b, "keynumidx", ks.KeyNumIdx)
+		b = appendIntEntry(b, "firstkey", ks.FirstKey)
+		b = appendIntEntry(b, "keystep", ks.KeyStep)
 	default:
 		b = resp.AppendMap(b, 0, proto)
 	}

@@ -145,80 +145,49 @@ func DefaultConfig() Config {
 	}
 }
 
-// Adjust fills zero values with the defaults.
+// Adjust fills zero values with the defaults. Most settings take them
+// for negative values too; the slowlog threshold and the pub/sub limits
+// keep a negative value, which turns them off.
 func (c *Config) Adjust() {
 	d := DefaultConfig()
-	if c.MaxClients <= 0 {
-		c.MaxClients = d.MaxClients
+	positiveOr(&c.MaxClients, d.MaxClients)
+	positiveOr(&c.MaxKeySize, d.MaxKeySize)
+	positiveOr(&c.MaxValueSize, d.MaxValueSize)
+	positiveOr(&c.MaxBulkLen, d.MaxBulkLen)
+	positiveOr(&c.MaxMultiBulkLen, d.MaxMultiBulkLen)
+	positiveOr(&c.MaxInlineLen, d.MaxInlineLen)
+	positiveOr(&c.MaxOutputBuffer, d.MaxOutputBuffer)
+	positiveOr(&c.WriteTimeout, d.WriteTimeout)
+	positiveOr(&c.RetryBudget, d.RetryBudget)
+	positiveOr(&c.RetryAttempts, d.RetryAttempts)
+	positiveOr(&c.RequestTimeout, d.RequestTimeout)
+	positiveOr(&c.DialTimeout, d.DialTimeout)
+	positiveOr(&c.BackendConns, d.BackendConns)
+	positiveOr(&c.MaxPipeline, d.MaxPipeline)
+	positiveOr(&c.StartTimeout, d.StartTimeout)
+	positiveOr(&c.TablePoll, d.TablePoll)
+	orDefault(&c.SlowlogSlowerThan, d.SlowlogSlowerThan)
+	positiveOr(&c.SlowlogMaxLen, d.SlowlogMaxLen)
+	positiveOr(&c.HotCacheKeys, d.HotCacheKeys)
+	positiveOr(&c.HotCacheBytes, d.HotCacheBytes)
+	orDefault(&c.PubSubHardLimit, d.PubSubHardLimit)
+	orDefault(&c.PubSubSoftLimit, d.PubSubSoftLimit)
+	positiveOr(&c.PubSubSoftSeconds, d.PubSubSoftSeconds)
+	positiveOr(&c.PubSubPeerWait, d.PubSubPeerWait)
+}
+
+// positiveOr sets *v to def unless it is positive.
+func positiveOr[T ~int | ~int64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
 	}
-	if c.MaxKeySize <= 0 {
-		c.MaxKeySize = d.MaxKeySize
-	}
-	if c.MaxValueSize <= 0 {
-		c.MaxValueSize = d.MaxValueSize
-	}
-	if c.MaxBulkLen <= 0 {
-		c.MaxBulkLen = d.MaxBulkLen
-	}
-	if c.MaxMultiBulkLen <= 0 {
-		c.MaxMultiBulkLen = d.MaxMultiBulkLen
-	}
-	if c.MaxInlineLen <= 0 {
-		c.MaxInlineLen = d.MaxInlineLen
-	}
-	if c.MaxOutputBuffer <= 0 {
-		c.MaxOutputBuffer = d.MaxOutputBuffer
-	}
-	if c.WriteTimeout <= 0 {
-		c.WriteTimeout = d.WriteTimeout
-	}
-	if c.RetryBudget <= 0 {
-		c.RetryBudget = d.RetryBudget
-	}
-	if c.RetryAttempts <= 0 {
-		c.RetryAttempts = d.RetryAttempts
-	}
-	if c.RequestTimeout <= 0 {
-		c.RequestTimeout = d.RequestTimeout
-	}
-	if c.DialTimeout <= 0 {
-		c.DialTimeout = d.DialTimeout
-	}
-	if c.BackendConns <= 0 {
-		c.BackendConns = d.BackendConns
-	}
-	if c.MaxPipeline <= 0 {
-		c.MaxPipeline = d.MaxPipeline
-	}
-	if c.StartTimeout <= 0 {
-		c.StartTimeout = d.StartTimeout
-	}
-	if c.TablePoll <= 0 {
-		c.TablePoll = d.TablePoll
-	}
-	if c.SlowlogSlowerThan == 0 {
-		c.SlowlogSlowerThan = d.SlowlogSlowerThan
-	}
-	if c.SlowlogMaxLen <= 0 {
-		c.SlowlogMaxLen = d.SlowlogMaxLen
-	}
-	if c.HotCacheKeys <= 0 {
-		c.HotCacheKeys = d.HotCacheKeys
-	}
-	if c.HotCacheBytes <= 0 {
-		c.HotCacheBytes = d.HotCacheBytes
-	}
-	if c.PubSubHardLimit == 0 {
-		c.PubSubHardLimit = d.PubSubHardLimit
-	}
-	if c.PubSubSoftLimit == 0 {
-		c.PubSubSoftLimit = d.PubSubSoftLimit
-	}
-	if c.PubSubSoftSeconds <= 0 {
-		c.PubSubSoftSeconds = d.PubSubSoftSeconds
-	}
-	if c.PubSubPeerWait <= 0 {
-		c.PubSubPeerWait = d.PubSubPeerWait
+}
+
+// orDefault sets *v to def when it is zero (unset): a negative value is
+// kept.
+func orDefault[T ~int64](v *T, def T) {
+	if *v == 0 {
+		*v = def
 	}
 }
 

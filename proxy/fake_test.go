@@ -424,6 +424,20 @@ func (e *env) raw() *rawConn {
 	return &rawConn{t: e.t, c: c, r: resp.NewReplyReader(c, 0, resp.Limits{})}
 }
 
+// nonReader connects a client that reads its replies slowly if at all
+// (a small receive buffer fills at once), for the output limits' tests.
+func (e *env) nonReader() net.Conn {
+	c, err := net.Dial("tcp", e.p.Addr())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = c.Close() })
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(4096)
+	}
+	return c
+}
+
 func (rc *rawConn) send(args ...string) {
 	b := make([][]byte, len(args))
 	for i, a := range args {

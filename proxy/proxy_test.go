@@ -734,14 +734,7 @@ func TestNonReadingClientBounded(t *testing.T) {
 	if got := setup.do("SET", "big", strings.Repeat("x", 256<<10)); got != "+OK\r\n" {
 		t.Fatal(got)
 	}
-	c, err := net.Dial("tcp", e.p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if tc, ok := c.(*net.TCPConn); ok {
-		_ = tc.SetReadBuffer(4096)
-	}
+	c := e.nonReader()
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

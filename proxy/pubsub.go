@@ -341,19 +341,27 @@ func (ss *session) psCut(which string) {
 	ss.close()
 }
 
-// psDrop forgets a closed session's subscriptions (OnClose, on the loop).
-func (ss *session) psDrop() {
+// psUnsubscribeAllLocked removes every subscription of the session from
+// the hub, without replies; the hub's mu held.
+func (ss *session) psUnsubscribeAllLocked() {
 	h := &ss.srv.ps
 	c := &ss.ps
-	h.mu.Lock()
 	for k := range c.sets {
 		for name := range c.sets[k] {
 			h.removeLocked(psKind(k), name, ss)
 		}
 		c.sets[k] = nil
 	}
-	c.gone = true
 	c.total.Store(0)
+}
+
+// psDrop forgets a closed session's subscriptions (OnClose, on the loop).
+func (ss *session) psDrop() {
+	h := &ss.srv.ps
+	c := &ss.ps
+	h.mu.Lock()
+	ss.psUnsubscribeAllLocked()
+	c.gone = true
 	h.mu.Unlock()
 	c.take()
 }
@@ -364,13 +372,7 @@ func (ss *session) psReset() []byte {
 	h := &ss.srv.ps
 	c := &ss.ps
 	h.mu.Lock()
-	for k := range c.sets {
-		for name := range c.sets[k] {
-			h.removeLocked(psKind(k), name, ss)
-		}
-		c.sets[k] = nil
-	}
-	c.total.Store(0)
+	ss.psUnsubscribeAllLocked()
 	items := c.take()
 	h.mu.Unlock()
 	return appendPSItems(nil, items, ss.proto)
@@ -488,11 +490,7 @@ func (ss *session) psSubscribe(r *request, k psKind) {
 		b = resp.AppendBulk(b, a)
 		b = resp.AppendInt(b, c.count(k))
 	}
-	ss.psSetTotal()
-	items := c.take()
-	h.mu.Unlock()
-	r.reply = append(appendPSItems(r.reply[:0], items, r.proto), b...)
-	r.local = true
+	ss.psConfirmAndUnlock(r, b)
 }
 
 func (ss *session) psUnsubscribe(r *request, k psKind) {
@@ -529,9 +527,17 @@ func (ss *session) psUnsubscribe(r *request, k psKind) {
 		b = resp.AppendNull(b, r.proto)
 		b = resp.AppendInt(b, c.count(k))
 	}
+	ss.psConfirmAndUnlock(r, b)
+}
+
+// psConfirmAndUnlock answers a (un)subscribe with its confirmations b,
+// after the messages queued before the change, then releases the hub's
+// mu: held since the change, it keeps a message the change lets in from
+// being queued ahead of them.
+func (ss *session) psConfirmAndUnlock(r *request, b []byte) {
 	ss.psSetTotal()
-	items := c.take()
-	h.mu.Unlock()
+	items := ss.ps.take()
+	ss.srv.ps.mu.Unlock()
 	r.reply = append(appendPSItems(r.reply[:0], items, r.proto), b...)
 	r.local = true
 }

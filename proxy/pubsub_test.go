@@ -194,28 +194,13 @@ func TestPubSubSlowSubscriberCut(t *testing.T) {
 		c.PubSubSoftLimit = 256 << 10
 		c.PubSubSoftSeconds = time.Second
 	})
-	slow, err := net.Dial("tcp", e.p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Close()
-	if tc, ok := slow.(*net.TCPConn); ok {
-		_ = tc.SetReadBuffer(4096)
-	}
-	if _, err := slow.Write([]byte("*2\r\n$9\r\nSUBSCRIBE\r\n$1\r\nc\r\n")); err != nil {
-		t.Fatal(err)
-	}
+	slowSubscriber(t, e)
 	good := e.raw()
 	good.send("SUBSCRIBE", "c")
 	good.expect(push(2, "subscribe", "c", ":1"))
 	pub := e.raw()
 	// The slow one's SUBSCRIBE was not waited for.
-	for i := 0; pub.do("PUBSUB", "NUMSUB", "c") != "*2\r\n$1\r\nc\r\n:2\r\n"; i++ {
-		if i == 200 {
-			t.Fatal("the slow subscriber's SUBSCRIBE did not register")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitNumSubC(t, pub, 2, "the slow subscriber's SUBSCRIBE did not register")
 	msg := strings.Repeat("x", 64<<10)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -371,25 +356,9 @@ func TestPubFwdRefusesOtherOps(t *testing.T) {
 // PUBLISH the bound and the later ones nothing: they are still sent to
 // it, in order, but not waited for.
 func TestPubSubHungPeerDoesNotDelay(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var got sync.WaitGroup
-	got.Add(1)
-	go func() {
-		defer got.Done()
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
+	e, served := newEnvWithPeer(t, func(c net.Conn) {
 		_, _ = io.Copy(io.Discard, c) // reads, never answers
-	}()
-	e := newEnv(t, 1, false)
-	peers := []string{ln.Addr().String()}
-	e.p.livePeers.Store(&peers)
+	})
 	pub := e.raw()
 	start := time.Now()
 	for i := 0; i < 20; i++ {
@@ -401,7 +370,7 @@ func TestPubSubHungPeerDoesNotDelay(t *testing.T) {
 		t.Fatalf("20 PUBLISHes took %v with a hung peer (bound %v)", d, e.p.cfg.PubSubPeerWait)
 	}
 	_ = e.p.Close()
-	got.Wait()
+	served()
 }
 
 // The soft limit: a subscriber over it is cut only once it has stayed
@@ -412,24 +381,9 @@ func TestPubSubSoftLimit(t *testing.T) {
 		c.PubSubSoftLimit = 512 << 10
 		c.PubSubSoftSeconds = 700 * time.Millisecond
 	})
-	slow, err := net.Dial("tcp", e.p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Close()
-	if tc, ok := slow.(*net.TCPConn); ok {
-		_ = tc.SetReadBuffer(4096)
-	}
-	if _, err := slow.Write([]byte("*2\r\n$9\r\nSUBSCRIBE\r\n$1\r\nc\r\n")); err != nil {
-		t.Fatal(err)
-	}
+	slowSubscriber(t, e)
 	pub := e.raw()
-	for i := 0; pub.do("PUBSUB", "NUMSUB", "c") != "*2\r\n$1\r\nc\r\n:1\r\n"; i++ {
-		if i == 200 {
-			t.Fatal("SUBSCRIBE did not register")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitNumSubC(t, pub, 1, "SUBSCRIBE did not register")
 	msg := strings.Repeat("x", 64<<10)
 	start := time.Now()
 	for i := 0; i < 200; i++ { // 12.5 MiB: past the kernel's buffers
@@ -457,20 +411,7 @@ func TestPubSubSoftLimit(t *testing.T) {
 // A peer that answered late once is counted again as soon as it answers
 // within the bound, even while requests keep it busy.
 func TestPubSubLaggingPeerCountedAgain(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var served sync.WaitGroup
-	served.Add(1)
-	go func() {
-		defer served.Done()
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
+	e, served := newEnvWithPeer(t, func(c net.Conn) {
 		rd := resp.NewRequestReader(c, resp.RequestLimits{})
 		first := true
 		for {
@@ -488,10 +429,7 @@ func TestPubSubLaggingPeerCountedAgain(t *testing.T) {
 				}
 			}
 		}
-	}()
-	e := newEnv(t, 1, false)
-	peers := []string{ln.Addr().String()}
-	e.p.livePeers.Store(&peers)
+	})
 	pub := e.raw()
 	if got := pub.do("PUBLISH", "c", "m"); got != ":0\r\n" {
 		t.Fatalf("PUBLISH answered late by the peer = %q, want :0", got)
@@ -505,5 +443,55 @@ func TestPubSubLaggingPeerCountedAgain(t *testing.T) {
 		t.Fatal("the peer is not counted again once it answers in time")
 	}
 	_ = e.p.Close()
-	served.Wait()
+	served()
+}
+
+// newEnvWithPeer starts a one-proxy env whose only live peer is a fake
+// that serves the one connection the proxy makes to it with serve (on a
+// goroutine, closing it after). served waits for serve to return.
+func newEnvWithPeer(t *testing.T, serve func(c net.Conn)) (e *env, served func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		serve(c)
+	}()
+	e = newEnv(t, 1, false)
+	peers := []string{ln.Addr().String()}
+	e.p.livePeers.Store(&peers)
+	return e, wg.Wait
+}
+
+// slowSubscriber subscribes a client that does not read (env.nonReader)
+// to channel c, without waiting for its confirmation.
+func slowSubscriber(t *testing.T, e *env) {
+	t.Helper()
+	slow := e.nonReader()
+	if _, err := slow.Write([]byte("*2\r\n$9\r\nSUBSCRIBE\r\n$1\r\nc\r\n")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitNumSubC polls PUBSUB NUMSUB c through pub until it counts n
+// subscribers, failing with what after 200 tries.
+func waitNumSubC(t *testing.T, pub *rawConn, n int, what string) {
+	t.Helper()
+	want := fmt.Sprintf("*2\r\n$1\r\nc\r\n:%d\r\n", n)
+	for i := 0; pub.do("PUBSUB", "NUMSUB", "c") != want; i++ {
+		if i == 200 {
+			t.Fatal(what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

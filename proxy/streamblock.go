@@ -33,7 +33,7 @@ func (ss *session) streamRead(r *request) {
 	if block && r.spec.Name == "xread" {
 		args = ss.resolveLastIDs(r, keys)
 	}
-	p := ss.streamOnce(r, args, keys)
+	p := ss.attemptOnce(r, args, keys)
 	if !block || !isNullReply(p.reply) {
 		r.raw(p.reply)
 		return
@@ -74,7 +74,7 @@ func (ss *session) streamRead(r *request) {
 				return
 			}
 		}
-		p = ss.streamOnce(r, args, keys)
+		p = ss.attemptOnce(r, args, keys)
 		if !isNullReply(p.reply) {
 			r.raw(p.reply)
 			return
@@ -105,18 +105,6 @@ func streamBlockArg(args [][]byte) (bool, int64) {
 		}
 	}
 	return false, 0
-}
-
-// streamOnce has the dataserver make one attempt of r with args.
-func (ss *session) streamOnce(r *request, args [][]byte, keys []int) *request {
-	p := ss.part(r, args)
-	p.spec = r.spec
-	ss.route(p, keys)
-	if !p.local {
-		ss.finish(p)
-		ss.account(p)
-	}
-	return p
 }
 
 var (

@@ -33,14 +33,15 @@ type Limits struct {
 var DefaultLimits = Limits{MaxBulkLen: 512 << 20, MaxElements: 1 << 30, MaxReplyLen: 1 << 30}
 
 func (l *Limits) adjust() {
-	if l.MaxBulkLen <= 0 {
-		l.MaxBulkLen = DefaultLimits.MaxBulkLen
-	}
-	if l.MaxElements <= 0 {
-		l.MaxElements = DefaultLimits.MaxElements
-	}
-	if l.MaxReplyLen <= 0 {
-		l.MaxReplyLen = DefaultLimits.MaxReplyLen
+	positiveOr(&l.MaxBulkLen, DefaultLimits.MaxBulkLen)
+	positiveOr(&l.MaxElements, DefaultLimits.MaxElements)
+	positiveOr(&l.MaxReplyLen, DefaultLimits.MaxReplyLen)
+}
+
+// positiveOr sets a limit *v to def unless it is positive (set).
+func positiveOr(v *int64, def int64) {
+	if *v <= 0 {
+		*v = def
 	}
 }
 

@@ -265,15 +265,24 @@ func adminCmd(e *ctlEnv, use, short, op string) *cobra.Command {
 // admin sends req to the leader and prints its reply: "OK message", or
 // with --json the AdminReply. A refusal is an error (exit status 1).
 func (e *ctlEnv) admin(cmd *cobra.Command, req *wire.AdminRequest) (*wire.AdminReply, error) {
+	return e.adminAs(cmd, req, func(reply *wire.AdminReply) (any, string) {
+		return reply, okLine(reply.Message)
+	})
+}
+
+// adminAs is admin printing what show makes of the reply: v with --json,
+// else line (nothing when the op was refused: the error says why).
+func (e *ctlEnv) adminAs(cmd *cobra.Command, req *wire.AdminRequest, show func(*wire.AdminReply) (v any, line string)) (*wire.AdminReply, error) {
 	reply, err := e.adminQuiet(cmd, req)
 	if err != nil {
 		return nil, err
 	}
-	if perr := e.print(cmd, reply, func(w io.Writer) error {
+	v, line := show(reply)
+	if perr := e.print(cmd, v, func(w io.Writer) error {
 		if !reply.OK {
 			return nil
 		}
-		_, err := fmt.Fprintln(w, okLine(reply.Message))
+		_, err := fmt.Fprintln(w, line)
 		return err
 	}); perr != nil {
 		return nil, perr
@@ -321,6 +330,15 @@ func sizeString(n int64) string {
 	return fmt.Sprintf("%.1f%ciB", f, units[i])
 }
 
+// parseArea reads an AREA argument (0..route.MaxArea).
+func parseArea(s string) (uint16, error) {
+	n, err := strconv.ParseUint(s, 10, 16)
+	if err != nil || n > route.MaxArea {
+		return 0, fmt.Errorf("area must be 0..%d", route.MaxArea)
+	}
+	return uint16(n), nil
+}
+
 // okLine is "OK" and the reply's message, if any.
 func okLine(msg string) string {
 	if msg == "" {
@@ -364,9 +382,9 @@ func areaCmd(e *ctlEnv) *cobra.Command {
 		Short: "change an area's quota, flow limits or read-only switch (flags left out keep their setting)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := strconv.ParseUint(args[0], 10, 16)
-			if err != nil || n > route.MaxArea {
-				return fmt.Errorf("area must be 0..%d", route.MaxArea)
+			n, err := parseArea(args[0])
+			if err != nil {
+				return err
 			}
 			f := cmd.Flags()
 			if !f.Changed("quota") && !f.Changed("ops") && !f.Changed("bytes") && !f.Changed("read-only") {
@@ -378,7 +396,7 @@ func areaCmd(e *ctlEnv) *cobra.Command {
 			if err := e.getJSON(cmd, "/v1/areas", &areas); err != nil {
 				return err
 			}
-			cfg := areas[uint16(n)]
+			cfg := areas[n]
 			if f.Changed("quota") {
 				cfg.QuotaBytes = quota
 			}
@@ -391,24 +409,10 @@ func areaCmd(e *ctlEnv) *cobra.Command {
 			if f.Changed("read-only") {
 				cfg.ReadOnly = readOnly
 			}
-			reply, err := e.adminQuiet(cmd, &wire.AdminRequest{Op: "area-set", Area: uint16(n), Config: cfg})
-			if err != nil {
-				return err
-			}
-			out := ctlAreaSet{AdminReply: *reply, Area: uint16(n), Config: cfg}
-			if err := e.print(cmd, out, func(w io.Writer) error {
-				if !reply.OK {
-					return nil
-				}
-				_, err := fmt.Fprintf(w, "OK area %d: %s\n", n, areaSettings(cfg))
-				return err
-			}); err != nil {
-				return err
-			}
-			if !reply.OK {
-				return fmt.Errorf("%s", reply.Message)
-			}
-			return nil
+			_, err = e.adminAs(cmd, &wire.AdminRequest{Op: "area-set", Area: n, Config: cfg}, func(reply *wire.AdminReply) (any, string) {
+				return ctlAreaSet{AdminReply: *reply, Area: n, Config: cfg}, fmt.Sprintf("OK area %d: %s", n, areaSettings(cfg))
+			})
+			return err
 		},
 	}
 	areaSet.Flags().Int64Var(&quota, "quota", 0, "byte quota (0 = none)")
@@ -512,9 +516,9 @@ func statCmd(e *ctlEnv) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			area := 0
 			if len(args) == 1 {
-				n, err := strconv.ParseUint(args[0], 10, 16)
-				if err != nil || n > route.MaxArea {
-					return fmt.Errorf("area must be 0..%d", route.MaxArea)
+				n, err := parseArea(args[0])
+				if err != nil {
+					return err
 				}
 				area = int(n)
 			}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/wire"
 )
 
@@ -24,9 +23,9 @@ func hotkeysCmd(e *ctlEnv) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			area := -1
 			if len(args) == 1 {
-				n, err := strconv.ParseUint(args[0], 10, 16)
-				if err != nil || n > route.MaxArea {
-					return fmt.Errorf("area must be 0..%d", route.MaxArea)
+				n, err := parseArea(args[0])
+				if err != nil {
+					return err
 				}
 				area = int(n)
 			}

@@ -1,20 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sys/unix"
+
+	"github.com/tairkv/tair/internal/testutil"
 )
 
 // testCtlShell runs `tair ctl shell` against the proxy: -l, -q, lines on
@@ -242,23 +242,9 @@ func openPTY(t *testing.T) (master, tty *os.File) {
 	return m, s
 }
 
-// screen collects what a program writes to its terminal.
-type screen struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *screen) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *screen) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
+// screen collects what a program writes to its terminal (a goroutine
+// copies it there while the test reads it).
+type screen struct{ testutil.LogBuffer }
 
 // waitFor waits until the screen shows frag n times.
 func (s *screen) waitFor(t *testing.T, frag string, n int) {

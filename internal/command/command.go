@@ -110,17 +110,28 @@ func Lookup(name []byte) *Spec {
 		return s
 	}
 	var buf [32]byte
-	if len(name) <= len(buf) {
-		b := buf[:len(name)]
-		for i, c := range name {
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			b[i] = c
-		}
+	if b, ok := LowerASCII(&buf, name); ok {
 		return table[string(b)]
 	}
 	return table[strings.ToLower(string(name))]
+}
+
+// LowerASCII writes name in ASCII lower case into buf and returns that
+// slice of it, so that a command name is looked up without allocating;
+// a name longer than buf comes back as it is, with false. It is small
+// enough to be inlined, keeping buf on the caller's stack.
+func LowerASCII(buf *[32]byte, name []byte) ([]byte, bool) {
+	if len(name) > len(buf) {
+		return name, false
+	}
+	b := buf[:len(name)]
+	for i, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+	}
+	return b, true
 }
 
 // All returns every registered spec.

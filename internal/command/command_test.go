@@ -33,3 +33,22 @@ func TestNumKeysAt(t *testing.T) {
 		}
 	}
 }
+
+func TestLowerASCII(t *testing.T) {
+	var buf [32]byte
+	if got, ok := LowerASCII(&buf, []byte("TAIR.Stat")); string(got) != "tair.stat" || !ok {
+		t.Errorf("LowerASCII(TAIR.Stat) = %q, %v", got, ok)
+	}
+	full := strings.Repeat("A", 32)
+	if got, ok := LowerASCII(&buf, []byte(full)); string(got) != strings.ToLower(full) || !ok {
+		t.Errorf("LowerASCII of 32 bytes = %q, %v", got, ok)
+	}
+	// Longer than buf: as it is, for the caller to lower another way.
+	long := []byte(strings.Repeat("X", 33))
+	if got, ok := LowerASCII(&buf, long); &got[0] != &long[0] || ok {
+		t.Errorf("LowerASCII of 33 bytes = %q, %v; want the name itself", got, ok)
+	}
+	if Lookup([]byte("GeT")) == nil || Lookup([]byte("GEORADIUSBYMEMBER_RO")) == nil {
+		t.Error("Lookup does not fold the case")
+	}
+}

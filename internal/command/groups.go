@@ -42,25 +42,26 @@ func Group(name string) string {
 	if g, ok := groupOf[name]; ok {
 		return g
 	}
-	switch {
-	case strings.HasPrefix(name, "tair."):
-		return "tair"
-	case strings.HasPrefix(name, "exh"):
-		return "tairhash"
-	case strings.HasPrefix(name, "ex"):
-		return "tairstring"
-	case strings.HasPrefix(name, "geo"):
-		return "geo"
-	case strings.HasPrefix(name, "x"):
-		return "stream"
-	case strings.HasPrefix(name, "pf"):
-		return "hyperloglog"
-	case strings.HasPrefix(name, "h"):
-		return "hash"
-	case strings.HasPrefix(name, "z"), strings.HasPrefix(name, "bz"):
-		return "sorted_set"
+	for _, p := range groupPrefixes {
+		if strings.HasPrefix(name, p.prefix) {
+			return p.group
+		}
 	}
 	return ""
+}
+
+// groupPrefixes tell the other commands' groups by their name's prefix,
+// tried in order ("exh" before "ex").
+var groupPrefixes = []struct{ prefix, group string }{
+	{"tair.", "tair"},
+	{"exh", "tairhash"},
+	{"ex", "tairstring"},
+	{"geo", "geo"},
+	{"x", "stream"},
+	{"pf", "hyperloglog"},
+	{"h", "hash"},
+	{"z", "sorted_set"},
+	{"bz", "sorted_set"},
 }
 
 // Refused names the Redis 7 commands this cluster does not run, with the
