@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -109,29 +107,10 @@ func getJSON(t *testing.T, url string, out any) {
 }
 
 // get fetches url, which must answer 200, and returns its body.
-func get(t *testing.T, url string) string {
-	t.Helper()
-	code, data := fetch(t, url)
-	if code != http.StatusOK {
-		t.Fatalf("GET %s: %d %s", url, code, data)
-	}
-	return string(data)
-}
+func get(t *testing.T, url string) string { t.Helper(); return testutil.HTTPGetOK(t, url) }
 
 // fetch GETs url and returns the status and the whole body.
-func fetch(t *testing.T, url string) (int, []byte) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	return resp.StatusCode, body
-}
+func fetch(t *testing.T, url string) (int, []byte) { t.Helper(); return testutil.HTTPGet(t, url) }
 
 // TestStartFailures: a taken port or an unreachable etcd fail Start with
 // a reason.

@@ -3,7 +3,6 @@ package dataserver
 import (
 	"bytes"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -153,13 +152,8 @@ func joinLines(s []string) string {
 
 func healthz(t *testing.T, s *Server) (int, string) {
 	t.Helper()
-	r, err := http.Get("http://" + s.HTTPAddr() + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Body.Close()
-	body, _ := io.ReadAll(r.Body)
-	return r.StatusCode, strings.TrimSpace(string(body))
+	code, body := testutil.HTTPGet(t, "http://"+s.HTTPAddr()+"/healthz")
+	return code, strings.TrimSpace(string(body))
 }
 
 // An event loop wedged in a command makes the node unhealthy: /healthz

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -30,13 +29,8 @@ func panicsTotal(t *testing.T, s *Server) float64 {
 
 func proxyHealthz(t *testing.T, s *Server) (int, string) {
 	t.Helper()
-	r, err := http.Get("http://" + s.HTTPAddr() + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Body.Close()
-	body, _ := io.ReadAll(r.Body)
-	return r.StatusCode, strings.TrimSpace(string(body))
+	code, body := testutil.HTTPGet(t, "http://"+s.HTTPAddr()+"/healthz")
+	return code, strings.TrimSpace(string(body))
 }
 
 // A panic in a command the session goroutine runs answers that command

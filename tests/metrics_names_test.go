@@ -3,8 +3,6 @@ package tests
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"regexp"
 	"sort"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/tairkv/tair/cluster"
 	"github.com/tairkv/tair/internal/testcluster"
+	"github.com/tairkv/tair/internal/testutil"
 )
 
 // promSynthetic are the series Prometheus makes itself for every target
@@ -256,22 +255,7 @@ func TestInfoSumsDataservers(t *testing.T) {
 	}
 }
 
-func httpGet(t *testing.T, url string) string {
-	t.Helper()
-	r, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Body.Close()
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s\n%s", url, r.Status, body)
-	}
-	return string(body)
-}
+func httpGet(t *testing.T, url string) string { t.Helper(); return testutil.HTTPGetOK(t, url) }
 
 // usedName is one metric a PromQL expression names.
 type usedName struct{ name, expr, where string }

@@ -5,7 +5,9 @@ package testutil
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -107,4 +109,30 @@ func (l *LogBuffer) Lines(subs ...string) []string {
 		}
 	}
 	return out
+}
+
+// HTTPGet GETs url and returns the status and the whole body; a request
+// that fails, or a body that cannot be read, fails the test.
+func HTTPGet(t testing.TB, url string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return resp.StatusCode, body
+}
+
+// HTTPGetOK is HTTPGet of a page that must answer 200: its body.
+func HTTPGetOK(t testing.TB, url string) string {
+	t.Helper()
+	code, body := HTTPGet(t, url)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, code, body)
+	}
+	return string(body)
 }
