@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tairkv/tair/configserver/schedule"
+	"github.com/tairkv/tair/internal/defaults"
 	"github.com/tairkv/tair/internal/route"
 )
 
@@ -109,29 +110,20 @@ func DefaultConfig() Config {
 // adjust fills zero values with the defaults.
 func (c *Config) adjust() {
 	d := DefaultConfig()
-	orDefault(&c.Copies, d.Copies)
-	orDefault(&c.Buckets, d.Buckets)
-	orDefault(&c.HeartbeatInterval, d.HeartbeatInterval)
-	orDefault(&c.DownAfter, d.DownAfter)
-	orDefault(&c.Settle, d.Settle)
-	orDefault(&c.Strategy, d.Strategy)
-	orDefault(&c.BuildDiffRatio, d.BuildDiffRatio)
-	orDefault(&c.MovesPerNode, d.MovesPerNode)
-	orDefault(&c.RecoveryMovesPerNode, d.RecoveryMovesPerNode)
-	orDefault(&c.MaxMoves, d.MaxMoves)
-	orDefault(&c.HandoffWindow, d.HandoffWindow)
-	orDefault(&c.MoveStall, d.MoveStall)
-	orDefault(&c.LeaseTTL, d.LeaseTTL)
-	orDefault(&c.EtcdPrefix, d.EtcdPrefix)
-}
-
-// orDefault sets *v to def when *v is its type's zero value ("", 0): a
-// Config field left unset.
-func orDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
+	defaults.Unset(&c.Copies, d.Copies)
+	defaults.Unset(&c.Buckets, d.Buckets)
+	defaults.Unset(&c.HeartbeatInterval, d.HeartbeatInterval)
+	defaults.Unset(&c.DownAfter, d.DownAfter)
+	defaults.Unset(&c.Settle, d.Settle)
+	defaults.Unset(&c.Strategy, d.Strategy)
+	defaults.Unset(&c.BuildDiffRatio, d.BuildDiffRatio)
+	defaults.Unset(&c.MovesPerNode, d.MovesPerNode)
+	defaults.Unset(&c.RecoveryMovesPerNode, d.RecoveryMovesPerNode)
+	defaults.Unset(&c.MaxMoves, d.MaxMoves)
+	defaults.Unset(&c.HandoffWindow, d.HandoffWindow)
+	defaults.Unset(&c.MoveStall, d.MoveStall)
+	defaults.Unset(&c.LeaseTTL, d.LeaseTTL)
+	defaults.Unset(&c.EtcdPrefix, d.EtcdPrefix)
 }
 
 // Validate reports a config the server cannot run with.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/defaults"
 )
 
 // Replication modes (Config.ReplicationMode).
@@ -123,60 +124,28 @@ func DefaultConfig() Config {
 	}
 }
 
-// Adjust fills zero fields with defaults.
+// Adjust fills zero fields with defaults (durations, counts and sizes
+// of zero or less too); the lease and the stall timeout follow the
+// heartbeat and replication timings when not given.
 func (c *Config) Adjust() {
 	d := DefaultConfig()
-	if c.Listen == "" {
-		c.Listen = d.Listen
-	}
-	if c.Engine == "" {
-		c.Engine = d.Engine
-	}
-	if c.Sync == "" {
-		c.Sync = d.Sync
-	}
-	if c.HeartbeatInterval <= 0 {
-		c.HeartbeatInterval = d.HeartbeatInterval
-	}
-	if c.LeaseTimeout <= 0 {
-		c.LeaseTimeout = 3 * c.HeartbeatInterval
-	}
-	if c.ReplicationMode == "" {
-		c.ReplicationMode = d.ReplicationMode
-	}
-	if c.ReplicationTimeout <= 0 {
-		c.ReplicationTimeout = d.ReplicationTimeout
-	}
-	if c.BusyReplyThreshold <= 0 {
-		c.BusyReplyThreshold = 5 * time.Second
-	}
-	if c.StallTimeout <= 0 {
-		c.StallTimeout = max(10*c.HeartbeatInterval, 4*c.ReplicationTimeout)
-	}
-	if c.ReplicationBacklog <= 0 {
-		c.ReplicationBacklog = d.ReplicationBacklog
-	}
-	if c.ForwardGrace <= 0 {
-		c.ForwardGrace = d.ForwardGrace
-	}
-	if c.MigrateBatchMax <= 0 {
-		c.MigrateBatchMax = d.MigrateBatchMax
-	}
-	if c.MigrateMinBytesPerSec == 0 {
-		c.MigrateMinBytesPerSec = d.MigrateMinBytesPerSec
-	}
-	if c.MigrateLatencyTarget <= 0 {
-		c.MigrateLatencyTarget = d.MigrateLatencyTarget
-	}
-	if c.MigrateParallel <= 0 {
-		c.MigrateParallel = d.MigrateParallel
-	}
-	if c.MaxKeySize <= 0 {
-		c.MaxKeySize = d.MaxKeySize
-	}
-	if c.MaxValueSize <= 0 {
-		c.MaxValueSize = d.MaxValueSize
-	}
+	defaults.Unset(&c.Listen, d.Listen)
+	defaults.Unset(&c.Engine, d.Engine)
+	defaults.Unset(&c.Sync, d.Sync)
+	defaults.NotPositive(&c.HeartbeatInterval, d.HeartbeatInterval)
+	defaults.NotPositive(&c.LeaseTimeout, 3*c.HeartbeatInterval)
+	defaults.Unset(&c.ReplicationMode, d.ReplicationMode)
+	defaults.NotPositive(&c.ReplicationTimeout, d.ReplicationTimeout)
+	defaults.NotPositive(&c.BusyReplyThreshold, 5*time.Second)
+	defaults.NotPositive(&c.StallTimeout, max(10*c.HeartbeatInterval, 4*c.ReplicationTimeout))
+	defaults.NotPositive(&c.ReplicationBacklog, d.ReplicationBacklog)
+	defaults.NotPositive(&c.ForwardGrace, d.ForwardGrace)
+	defaults.NotPositive(&c.MigrateBatchMax, d.MigrateBatchMax)
+	defaults.Unset(&c.MigrateMinBytesPerSec, d.MigrateMinBytesPerSec)
+	defaults.NotPositive(&c.MigrateLatencyTarget, d.MigrateLatencyTarget)
+	defaults.NotPositive(&c.MigrateParallel, d.MigrateParallel)
+	defaults.NotPositive(&c.MaxKeySize, d.MaxKeySize)
+	defaults.NotPositive(&c.MaxValueSize, d.MaxValueSize)
 }
 
 // Validate checks the config.

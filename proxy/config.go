@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/tairkv/tair/internal/defaults"
 )
 
 // Config is a proxy's configuration. Zero values take the defaults of
@@ -150,45 +152,30 @@ func DefaultConfig() Config {
 // keep a negative value, which turns them off.
 func (c *Config) Adjust() {
 	d := DefaultConfig()
-	positiveOr(&c.MaxClients, d.MaxClients)
-	positiveOr(&c.MaxKeySize, d.MaxKeySize)
-	positiveOr(&c.MaxValueSize, d.MaxValueSize)
-	positiveOr(&c.MaxBulkLen, d.MaxBulkLen)
-	positiveOr(&c.MaxMultiBulkLen, d.MaxMultiBulkLen)
-	positiveOr(&c.MaxInlineLen, d.MaxInlineLen)
-	positiveOr(&c.MaxOutputBuffer, d.MaxOutputBuffer)
-	positiveOr(&c.WriteTimeout, d.WriteTimeout)
-	positiveOr(&c.RetryBudget, d.RetryBudget)
-	positiveOr(&c.RetryAttempts, d.RetryAttempts)
-	positiveOr(&c.RequestTimeout, d.RequestTimeout)
-	positiveOr(&c.DialTimeout, d.DialTimeout)
-	positiveOr(&c.BackendConns, d.BackendConns)
-	positiveOr(&c.MaxPipeline, d.MaxPipeline)
-	positiveOr(&c.StartTimeout, d.StartTimeout)
-	positiveOr(&c.TablePoll, d.TablePoll)
-	orDefault(&c.SlowlogSlowerThan, d.SlowlogSlowerThan)
-	positiveOr(&c.SlowlogMaxLen, d.SlowlogMaxLen)
-	positiveOr(&c.HotCacheKeys, d.HotCacheKeys)
-	positiveOr(&c.HotCacheBytes, d.HotCacheBytes)
-	orDefault(&c.PubSubHardLimit, d.PubSubHardLimit)
-	orDefault(&c.PubSubSoftLimit, d.PubSubSoftLimit)
-	positiveOr(&c.PubSubSoftSeconds, d.PubSubSoftSeconds)
-	positiveOr(&c.PubSubPeerWait, d.PubSubPeerWait)
-}
-
-// positiveOr sets *v to def unless it is positive.
-func positiveOr[T ~int | ~int64](v *T, def T) {
-	if *v <= 0 {
-		*v = def
-	}
-}
-
-// orDefault sets *v to def when it is zero (unset): a negative value is
-// kept.
-func orDefault[T ~int64](v *T, def T) {
-	if *v == 0 {
-		*v = def
-	}
+	defaults.NotPositive(&c.MaxClients, d.MaxClients)
+	defaults.NotPositive(&c.MaxKeySize, d.MaxKeySize)
+	defaults.NotPositive(&c.MaxValueSize, d.MaxValueSize)
+	defaults.NotPositive(&c.MaxBulkLen, d.MaxBulkLen)
+	defaults.NotPositive(&c.MaxMultiBulkLen, d.MaxMultiBulkLen)
+	defaults.NotPositive(&c.MaxInlineLen, d.MaxInlineLen)
+	defaults.NotPositive(&c.MaxOutputBuffer, d.MaxOutputBuffer)
+	defaults.NotPositive(&c.WriteTimeout, d.WriteTimeout)
+	defaults.NotPositive(&c.RetryBudget, d.RetryBudget)
+	defaults.NotPositive(&c.RetryAttempts, d.RetryAttempts)
+	defaults.NotPositive(&c.RequestTimeout, d.RequestTimeout)
+	defaults.NotPositive(&c.DialTimeout, d.DialTimeout)
+	defaults.NotPositive(&c.BackendConns, d.BackendConns)
+	defaults.NotPositive(&c.MaxPipeline, d.MaxPipeline)
+	defaults.NotPositive(&c.StartTimeout, d.StartTimeout)
+	defaults.NotPositive(&c.TablePoll, d.TablePoll)
+	defaults.Unset(&c.SlowlogSlowerThan, d.SlowlogSlowerThan)
+	defaults.NotPositive(&c.SlowlogMaxLen, d.SlowlogMaxLen)
+	defaults.NotPositive(&c.HotCacheKeys, d.HotCacheKeys)
+	defaults.NotPositive(&c.HotCacheBytes, d.HotCacheBytes)
+	defaults.Unset(&c.PubSubHardLimit, d.PubSubHardLimit)
+	defaults.Unset(&c.PubSubSoftLimit, d.PubSubSoftLimit)
+	defaults.NotPositive(&c.PubSubSoftSeconds, d.PubSubSoftSeconds)
+	defaults.NotPositive(&c.PubSubPeerWait, d.PubSubPeerWait)
 }
 
 // Validate checks the configuration.
