@@ -428,9 +428,9 @@ func SplitArgs(line []byte) ([][]byte, error) {
 				switch c := line[i]; {
 				case isSpace(c):
 					done = true
-				case c == '"' && cur == nil:
+				case c == '"': // anywhere in an argument, as sdssplitargs
 					inq = true
-				case c == '\'' && cur == nil:
+				case c == '\'':
 					insq = true
 				default:
 					cur = append(cur, c)

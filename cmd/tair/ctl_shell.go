@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/resp"
 )
 
 func shellCmd(e *ctlEnv) *cobra.Command {
@@ -437,105 +438,13 @@ func formatReply(v any, indent string) string {
 // \xHH escapes; 'single quotes' take \' only; a closing quote must end
 // the argument; an unbalanced quote is an error.
 func splitArgs(line string) ([]string, error) {
-	var args []string
-	i, n := 0, len(line)
-	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' }
-	for {
-		for i < n && isSpace(line[i]) {
-			i++
-		}
-		if i == n {
-			return args, nil
-		}
-		var cur []byte
-		inDQ, inSQ := false, false
-		for done := false; !done; {
-			switch {
-			case inDQ:
-				if i == n {
-					return nil, errors.New("unbalanced quotes")
-				}
-				c := line[i]
-				switch {
-				case c == '\\' && i+3 < n && line[i+1] == 'x' && isHex(line[i+2]) && isHex(line[i+3]):
-					cur = append(cur, hexVal(line[i+2])<<4|hexVal(line[i+3]))
-					i += 3
-				case c == '\\' && i+1 < n:
-					i++
-					switch line[i] {
-					case 'n':
-						cur = append(cur, '\n')
-					case 'r':
-						cur = append(cur, '\r')
-					case 't':
-						cur = append(cur, '\t')
-					case 'b':
-						cur = append(cur, '\b')
-					case 'a':
-						cur = append(cur, '\a')
-					default:
-						cur = append(cur, line[i])
-					}
-				case c == '"':
-					// The closing quote must be followed by a blank or the end.
-					if i+1 < n && !isSpace(line[i+1]) {
-						return nil, errors.New("unbalanced quotes")
-					}
-					done = true
-				default:
-					cur = append(cur, c)
-				}
-			case inSQ:
-				if i == n {
-					return nil, errors.New("unbalanced quotes")
-				}
-				c := line[i]
-				switch {
-				case c == '\\' && i+1 < n && line[i+1] == '\'':
-					i++
-					cur = append(cur, '\'')
-				case c == '\'':
-					if i+1 < n && !isSpace(line[i+1]) {
-						return nil, errors.New("unbalanced quotes")
-					}
-					done = true
-				default:
-					cur = append(cur, c)
-				}
-			default:
-				if i == n {
-					done = true
-					continue
-				}
-				switch c := line[i]; {
-				case isSpace(c):
-					done = true
-				case c == '"':
-					inDQ = true
-				case c == '\'':
-					inSQ = true
-				default:
-					cur = append(cur, c)
-				}
-			}
-			if i < n {
-				i++
-			}
-		}
-		args = append(args, string(cur))
+	fields, err := resp.SplitArgs([]byte(line))
+	if err != nil {
+		return nil, errors.New("unbalanced quotes")
 	}
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-func hexVal(c byte) byte {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0'
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10
+	args := make([]string, len(fields))
+	for i, f := range fields {
+		args[i] = string(f)
 	}
-	return c - 'A' + 10
+	return args, nil
 }
