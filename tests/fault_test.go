@@ -206,7 +206,7 @@ func readCopy(t *testing.T, node string, tb *route.Table, acked map[string]strin
 		pipe := cl.Pipeline()
 		cmds := make([]*redis.Cmd, len(batch))
 		for j, k := range batch {
-			cmds[j] = pipe.Do(context.Background(), "TAIR.XR", 0, tb.Version, 2, "GET", k)
+			cmds[j] = pipe.Do(context.Background(), "TAIR.XR", 0, uint64(tb.Version), 2, "GET", k)
 		}
 		_, _ = pipe.Exec(context.Background())
 		for j, k := range batch {

@@ -123,8 +123,24 @@ func TestCtlRestoreRefuses(t *testing.T) {
 	}
 	src := testcluster.New(t, testcluster.Options{Options: cluster.Options{DataServers: 1, Copies: 1, Buckets: 8, Engine: "ldb"}})
 	writeBackupData(t, context.Background(), src.Proxies[0].Addr(), 0)
+	srcCS := strings.Join(src.ConfigServerAddrs(), ",")
 	dir := filepath.Join(t.TempDir(), "backup")
-	ctl(t, strings.Join(src.ConfigServerAddrs(), ","), "backup", dir)
+	var m backupManifest
+	decodeJSON(t, ctl(t, srcCS, "backup", dir, "--json"), &m)
+	if m.Format != backupFormat || m.TableVersion == 0 || m.Buckets != 8 || m.Engine != "ldb" || m.Records < 400 ||
+		len(m.Nodes) != 1 || len(m.Nodes[0].Buckets) != 8 || m.Nodes[0].Records != m.Records {
+		t.Fatalf("backup --json: %+v", m)
+	}
+	// Restored over its own cluster: every record written once more.
+	var r struct {
+		Records      uint64        `json:"records"`
+		TableVersion route.Version `json:"table_version"`
+		Seconds      float64       `json:"seconds"`
+	}
+	decodeJSON(t, ctl(t, srcCS, "--proxy", src.Proxies[0].Addr(), "restore", dir, "--json"), &r)
+	if r.Records != m.Records || r.TableVersion != m.TableVersion || r.Seconds <= 0 {
+		t.Fatalf("restore --json: %+v, want the manifest's %d records of table %d", r, m.Records, m.TableVersion)
+	}
 
 	dst := testcluster.New(t, testcluster.Options{Options: cluster.Options{DataServers: 1, Copies: 1, Buckets: 8, Engine: "rdb"}})
 	dstCS := strings.Join(dst.ConfigServerAddrs(), ",")

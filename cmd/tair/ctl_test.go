@@ -266,8 +266,11 @@ func TestCtl(t *testing.T) {
 			t.Fatalf("nodes --json node %d: %+v, want %s as listed: %v", i, n, ds[i], f)
 		}
 	}
-	wantKeys(t, strings.TrimPrefix(out[:strings.Index(out, "}}")+2], "["), "addr", "alive", "health", "held_masters", "held_slaves",
-		"last_heartbeat_ms", "load", "masters", "resources", "slaves", "table_version")
+	wantKeys(t, strings.TrimPrefix(out[:strings.Index(out, "}}")+2], "["), "addr", "alive", "engine", "health", "held_masters", "held_slaves",
+		"http", "last_heartbeat_ms", "load", "masters", "resources", "slaves", "table_version")
+	if n := jn[0]; n.Engine != "rdb" || n.HTTP == "" {
+		t.Fatalf("nodes --json: engine %q, http %q; want rdb and the node's HTTP address", n.Engine, n.HTTP)
+	}
 
 	if got := ctl(t, cs, "migrations"); got != "progress 0/0 moves (100.0%), paused=false\n" {
 		t.Fatalf("migrations with none: %q", got)

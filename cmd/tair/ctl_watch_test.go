@@ -267,9 +267,9 @@ func TestDrainWaitFake(t *testing.T) {
 // is in this list of those TestCtl (and the tests beside it) check: a
 // new subcommand fails here until it is added, with its checks.
 func TestCtlEverySubcommandHasJSON(t *testing.T) {
-	tested := []string{"ctl area list", "ctl area set", "ctl hooks", "ctl hooks off", "ctl hooks on", "ctl hooks set", "ctl hotkeys",
+	tested := []string{"ctl area list", "ctl area set", "ctl backup", "ctl hooks", "ctl hooks off", "ctl hooks on", "ctl hooks set", "ctl hotkeys",
 		"ctl migrate cancel", "ctl migrate pause", "ctl migrate resume", "ctl migrations", "ctl node add", "ctl node drain",
-		"ctl node remove", "ctl nodes", "ctl rebalance", "ctl shell", "ctl stat", "ctl status", "ctl table"}
+		"ctl node remove", "ctl nodes", "ctl rebalance", "ctl restore", "ctl shell", "ctl stat", "ctl status", "ctl table"}
 	var walk func(c *cobra.Command)
 	var found []string
 	walk = func(c *cobra.Command) {
