@@ -17,14 +17,7 @@ func open(t *testing.T, o engines.Options) engines.Engine {
 func TestConformance(t *testing.T) { enginetest.Run(t, open) }
 
 func TestRegistered(t *testing.T) {
-	e, err := engines.Open("mdb", engines.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if e.Name() != "mdb" || e.Persistent() {
-		t.Fatalf("Name %q Persistent %v", e.Name(), e.Persistent())
-	}
+	enginetest.CheckRegistered(t, mdb.Name, engines.Options{}, false)
 }
 
 func TestModel(t *testing.T) { enginetest.RunModel(t, open, 20000) }

@@ -19,14 +19,7 @@ func open(t *testing.T, o engines.Options) engines.Engine {
 func TestConformance(t *testing.T) { enginetest.Run(t, open) }
 
 func TestRegistered(t *testing.T) {
-	e, err := engines.Open("rdb", engines.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if e.Name() != "rdb" || e.Persistent() {
-		t.Fatalf("Name %q Persistent %v", e.Name(), e.Persistent())
-	}
+	enginetest.CheckRegistered(t, rdb.Name, engines.Options{}, false)
 }
 
 func TestModel(t *testing.T) { enginetest.RunModel(t, open, 20000) }
