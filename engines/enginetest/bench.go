@@ -36,6 +36,11 @@ func benchOpen(b *testing.B, open BenchOpenFunc) engines.Engine {
 	return e
 }
 
+// BenchInMemory is Bench on an in-memory engine's (rdb, mdb) open.
+func BenchInMemory[E engines.Engine](b *testing.B, open func(o engines.Options) E) {
+	Bench(b, func(_ *testing.B, o engines.Options) engines.Engine { return open(o) })
+}
+
 // Bench runs the engine benchmarks: single-threaded and parallel (16
 // goroutines, as the disk engines' PutParallel16) put and get over 100k
 // 16-byte keys with 32-byte values, prefix ranges (BenchPrefixRange, the

@@ -41,6 +41,20 @@ func MustOpen(open func(o engines.Options) (engines.Engine, error)) OpenFunc {
 	}
 }
 
+// RunInMemory runs the suites of an in-memory engine (rdb, mdb)
+// registered as name, one subtest each: the conformance suite, the
+// registry check and the model.
+func RunInMemory[E engines.Engine](t *testing.T, name string, open func(o engines.Options) E) {
+	fresh := func(t *testing.T, o engines.Options) engines.Engine {
+		e := open(o)
+		t.Cleanup(func() { _ = e.Close() })
+		return e
+	}
+	t.Run("Conformance", func(t *testing.T) { Run(t, fresh) })
+	t.Run("Registered", func(t *testing.T) { CheckRegistered(t, name, engines.Options{}, false) })
+	t.Run("Model", func(t *testing.T) { RunModel(t, fresh, 20000) })
+}
+
 // CheckRegistered opens the engine registered as name with o and checks
 // that it reports that name and whether it is persistent.
 func CheckRegistered(t *testing.T, name string, o engines.Options, persistent bool) {
