@@ -30,7 +30,7 @@ type bitPropStep struct {
 }
 
 func TestBitmapPropagation(t *testing.T) {
-	for _, engine := range bitDiffEngines {
+	for _, engine := range allEngines {
 		t.Run(engine, func(t *testing.T) {
 			h := newHarnessOn(t, engine)
 			for _, s := range []bitPropStep{
@@ -80,7 +80,7 @@ func TestBitmapPropagation(t *testing.T) {
 // TestBitmapVersion: the Tair version moves with what is stored, not with
 // what is asked; the expiry and FLAGS of a TairString are kept.
 func TestBitmapVersion(t *testing.T) {
-	for _, engine := range bitDiffEngines {
+	for _, engine := range allEngines {
 		t.Run(engine, func(t *testing.T) {
 			h := newHarnessOn(t, engine)
 			h.line("SETBIT v 3 1")
@@ -117,7 +117,7 @@ func TestBitmapVersion(t *testing.T) {
 // VALUETOOLONG before anything is allocated; offsets are bounded as
 // Redis's (512 MB) whatever the limit; a TAIR.LOCK record refuses writes.
 func TestBitmapLimits(t *testing.T) {
-	for _, engine := range bitDiffEngines {
+	for _, engine := range allEngines {
 		t.Run(engine, func(t *testing.T) {
 			h := newHarnessOn(t, engine) // 1 MiB values
 			offErr := errReply(errTextBitOffset)
@@ -154,7 +154,7 @@ func TestBitmapLimits(t *testing.T) {
 // as prefix records under its key; the bit commands see it as a hash
 // (WRONGTYPE), and BITOP replaces it as Redis's would.
 func TestBitmapPrefixHash(t *testing.T) {
-	for _, engine := range bitDiffEngines {
+	for _, engine := range allEngines {
 		t.Run(engine, func(t *testing.T) {
 			h := newHarnessOn(t, engine)
 			h.run([]step{
@@ -215,7 +215,7 @@ func TestBitopCrossSlot(t *testing.T) {
 // (a list, a hash: prefix records on the persistent engines) and TTLs
 // are mixed in.
 func TestBitmapSlaveReplay(t *testing.T) {
-	for _, engine := range bitDiffEngines {
+	for _, engine := range allEngines {
 		t.Run(engine, func(t *testing.T) {
 			clk := &testClock{t: testEpoch}
 			master, slave := openEngine(t, engine, clk), openEngine(t, engine, clk)

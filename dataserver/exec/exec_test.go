@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/engines/kdb"
 	"github.com/tairkv/tair/engines/ldb"
 	"github.com/tairkv/tair/engines/mdb"
 	"github.com/tairkv/tair/engines/rdb"
@@ -78,6 +79,10 @@ func openEngine(t *testing.T, name string, clk *testClock) engines.Engine {
 
 // testEngines are the engines the command tests run on.
 var testEngines = []string{rdb.Name, mdb.Name, ldb.Name}
+
+// allEngines are every engine: the differential, replication and DUMP
+// tests run on all of them.
+var allEngines = []string{rdb.Name, mdb.Name, ldb.Name, kdb.Name}
 
 // onEngines runs fn as a subtest per engine.
 func onEngines(t *testing.T, fn func(t *testing.T, engine string)) {

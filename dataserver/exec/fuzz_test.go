@@ -131,33 +131,65 @@ func fuzzExec(f *testing.F, open func(t testing.TB) engines.Engine) {
 	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
 	}
-	master, slave := open(f), open(f)
-	f.Cleanup(func() { master.Close(); slave.Close() })
+	p := newFuzzPair(f, open)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p.reset(t)
+		for _, args := range fuzzScript(data) {
+			p.run(t, args)
+		}
+		p.checkEqual(t)
+	})
+}
+
+// fuzzPair is a master and its slave, each an executor over its own
+// engine (one bucket, values up to 1 MiB, a frozen clock), for a fuzz
+// target that checks that the slave replaying the master's propagation
+// ends equal to it.
+type fuzzPair struct {
+	master, slave engines.Engine
+	mx, sx        *Executor
+}
+
+func newFuzzPair(f *testing.F, open func(t testing.TB) engines.Engine) *fuzzPair {
+	p := &fuzzPair{master: open(f), slave: open(f)}
+	f.Cleanup(func() { p.master.Close(); p.slave.Close() })
 	clock := time.Unix(1_800_000_000, 0)
 	opts := Options{Buckets: 1, MaxValueSize: 1 << 20, Now: func() time.Time { return clock }}
-	mx, sx := New(master, opts), New(slave, opts)
-	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, e := range []engines.Engine{master, slave} {
-			if err := e.DeleteBucket(0); err != nil {
-				t.Fatal(err)
-			}
+	p.mx, p.sx = New(p.master, opts), New(p.slave, opts)
+	return p
+}
+
+// reset empties both engines for the next input.
+func (p *fuzzPair) reset(t *testing.T) {
+	for _, e := range []engines.Engine{p.master, p.slave} {
+		if err := e.DeleteBucket(0); err != nil {
+			t.Fatal(err)
 		}
-		for _, args := range fuzzScript(data) {
-			out, prop := mx.Exec(0, 2, false, args, nil)
-			n, _, err := resp.ScanReply(out, resp.Limits{})
-			if err != nil || n != len(out) {
-				t.Fatalf("%q: reply %q is not one RESP reply (%v)", args, out, err)
-			}
-			for _, p := range prop {
-				if rep, _ := sx.Exec(0, 2, true, p, nil); len(rep) > 0 && rep[0] == '-' {
-					t.Fatalf("%q: the slave refused its propagation %q: %q", args, p, rep)
-				}
-			}
+	}
+}
+
+// run runs args on the master, fails t unless the reply is one RESP
+// reply, replays the propagation on the slave (which must accept it) and
+// returns the reply.
+func (p *fuzzPair) run(t *testing.T, args [][]byte) string {
+	out, prop := p.mx.Exec(0, 2, false, args, nil)
+	n, _, err := resp.ScanReply(out, resp.Limits{})
+	if err != nil || n != len(out) {
+		t.Fatalf("%q: reply %q is not one RESP reply (%v)", args, out, err)
+	}
+	for _, pc := range prop {
+		if rep, _ := p.sx.Exec(0, 2, true, pc, nil); len(rep) > 0 && rep[0] == '-' {
+			t.Fatalf("%q: the slave refused its propagation %q: %q", args, pc, rep)
 		}
-		if m, s := dumpBucket(t, master), dumpBucket(t, slave); m != s {
-			t.Fatalf("the slave diverged from the master\nmaster: %s\nslave:  %s", m, s)
-		}
-	})
+	}
+	return string(out)
+}
+
+// checkEqual fails t unless the slave holds what the master holds.
+func (p *fuzzPair) checkEqual(t *testing.T) {
+	if m, s := dumpBucket(t, p.master), dumpBucket(t, p.slave); m != s {
+		t.Fatalf("the slave diverged from the master\nmaster: %.2000s\nslave:  %.2000s", m, s)
+	}
 }
 
 // dumpBucket renders bucket 0 as text, objects by their encoding; the

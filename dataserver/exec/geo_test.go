@@ -11,13 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tairkv/tair/engines/kdb"
-	"github.com/tairkv/tair/engines/ldb"
-	"github.com/tairkv/tair/engines/mdb"
-	"github.com/tairkv/tair/engines/rdb"
 	"github.com/tairkv/tair/internal/command"
 	"github.com/tairkv/tair/internal/testutil"
-	"github.com/tairkv/tair/resp"
 )
 
 // geoRedisScript drives the geo commands through a real redis-server and
@@ -250,28 +245,15 @@ func geoSameScores(got, want string) (ulps []string, same bool) {
 func TestGeoAgainstRedis(t *testing.T) {
 	conn, rd := testutil.DialRedis(t)
 	script := append(append([]string(nil), geoRedisScript...), geoGeneratedScript()...)
-	for _, proto := range []int{2, 3} {
-		for _, name := range []string{rdb.Name, mdb.Name, ldb.Name, kdb.Name} {
-			t.Run(fmt.Sprintf("%s/RESP%d", name, proto), func(t *testing.T) {
-				geoAgainstRedis(t, conn, rd, name, proto, script)
-			})
-		}
-	}
+	againstRedis(t, conn, rd, func(t *testing.T, engine string, proto int) {
+		geoAgainstRedis(t, conn, rd, engine, proto, script)
+	})
 }
 
+// geoAgainstRedis runs script on a flushed redis-server and on a master
+// over engine, replaying the master's propagation on a slave.
 func geoAgainstRedis(t *testing.T, conn net.Conn, rd *bufio.Reader, engine string, proto int, script []string) {
-	do := func(args [][]byte) string {
-		if _, err := conn.Write(resp.AppendCommand(nil, args...)); err != nil {
-			t.Fatal(err)
-		}
-		reply, err := testutil.ReadReply(rd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return reply
-	}
-	do(toArgs([]string{"FLUSHALL"}))
-	do(toArgs([]string{"HELLO", strconv.Itoa(proto)}))
+	do := func(args [][]byte) string { return redisDo(t, conn, rd, args) }
 	clk := &testClock{t: testEpoch}
 	master, slave := openEngine(t, engine, clk), openEngine(t, engine, clk)
 	mx := New(master, Options{Buckets: 1, Now: clk.Now})
