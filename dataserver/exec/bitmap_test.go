@@ -11,9 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tairkv/tair/engines"
-	"github.com/tairkv/tair/resp"
 )
 
 const (
@@ -217,33 +214,18 @@ func TestBitopCrossSlot(t *testing.T) {
 func TestBitmapSlaveReplay(t *testing.T) {
 	for _, engine := range allEngines {
 		t.Run(engine, func(t *testing.T) {
-			clk := &testClock{t: testEpoch}
-			master, slave := openEngine(t, engine, clk), openEngine(t, engine, clk)
-			opts := Options{Buckets: 1, Now: clk.Now}
-			mx, sx := New(master, opts), New(slave, opts)
+			p := openReplPair(t, engine, &testClock{t: testEpoch})
 			setup := []string{"RPUSH r3 a", "HSET h f v", "SET r2 abc EX 100", "EXSET r1 x FLAGS 3"}
 			for seed := uint64(1); seed <= 20; seed++ {
-				for _, e := range []engines.Engine{master, slave} {
-					if err := e.DeleteBucket(0); err != nil {
-						t.Fatal(err)
-					}
-				}
+				p.reset(t)
 				script := append(append([]string(nil), setup...), bitRandomScript(seed, 300)...)
 				for i, l := range script {
 					if seed%3 == 0 && i%50 == 49 {
 						l = strings.Replace(l, " r3", " h", 1) // a hash among the keys
 					}
-					out, prop := mx.Exec(0, 2, false, toArgs(splitLine(l)), nil)
-					if n, _, err := resp.ScanReply(out, resp.Limits{}); err != nil || n != len(out) {
-						t.Fatalf("%s: reply %q is not one RESP reply", l, out)
-					}
-					for _, p := range prop {
-						if rep, _ := sx.Exec(0, 2, true, p, nil); len(rep) > 0 && rep[0] == '-' {
-							t.Fatalf("%s: the slave refused %q: %q", l, p, rep)
-						}
-					}
+					p.run(t, toArgs(splitLine(l)))
 				}
-				if m, s := dumpBucket(t, master), dumpBucket(t, slave); m != s {
+				if m, s := dumpBucket(t, p.master), dumpBucket(t, p.slave); m != s {
 					t.Fatalf("seed %d: the slave diverged\nmaster: %s\nslave:  %s", seed, m, s)
 				}
 			}

@@ -35,7 +35,6 @@ import (
 	"github.com/tairkv/tair/engines/ldb"
 	"github.com/tairkv/tair/engines/mdb"
 	"github.com/tairkv/tair/engines/rdb"
-	"github.com/tairkv/tair/resp"
 )
 
 // fuzzWords are the values ~0 .. ~9, ~a .. ~z stand for.
@@ -141,55 +140,15 @@ func fuzzExec(f *testing.F, open func(t testing.TB) engines.Engine) {
 	})
 }
 
-// fuzzPair is a master and its slave, each an executor over its own
-// engine (one bucket, values up to 1 MiB, a frozen clock), for a fuzz
-// target that checks that the slave replaying the master's propagation
-// ends equal to it.
-type fuzzPair struct {
-	master, slave engines.Engine
-	mx, sx        *Executor
-}
-
-func newFuzzPair(f *testing.F, open func(t testing.TB) engines.Engine) *fuzzPair {
-	p := &fuzzPair{master: open(f), slave: open(f)}
+// newFuzzPair is a replPair for a fuzz target: engines from open, one
+// bucket, values up to 1 MiB, a frozen clock.
+func newFuzzPair(f *testing.F, open func(t testing.TB) engines.Engine) *replPair {
+	p := &replPair{master: open(f), slave: open(f)}
 	f.Cleanup(func() { p.master.Close(); p.slave.Close() })
 	clock := time.Unix(1_800_000_000, 0)
 	opts := Options{Buckets: 1, MaxValueSize: 1 << 20, Now: func() time.Time { return clock }}
 	p.mx, p.sx = New(p.master, opts), New(p.slave, opts)
 	return p
-}
-
-// reset empties both engines for the next input.
-func (p *fuzzPair) reset(t *testing.T) {
-	for _, e := range []engines.Engine{p.master, p.slave} {
-		if err := e.DeleteBucket(0); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// run runs args on the master, fails t unless the reply is one RESP
-// reply, replays the propagation on the slave (which must accept it) and
-// returns the reply.
-func (p *fuzzPair) run(t *testing.T, args [][]byte) string {
-	out, prop := p.mx.Exec(0, 2, false, args, nil)
-	n, _, err := resp.ScanReply(out, resp.Limits{})
-	if err != nil || n != len(out) {
-		t.Fatalf("%q: reply %q is not one RESP reply (%v)", args, out, err)
-	}
-	for _, pc := range prop {
-		if rep, _ := p.sx.Exec(0, 2, true, pc, nil); len(rep) > 0 && rep[0] == '-' {
-			t.Fatalf("%q: the slave refused its propagation %q: %q", args, pc, rep)
-		}
-	}
-	return string(out)
-}
-
-// checkEqual fails t unless the slave holds what the master holds.
-func (p *fuzzPair) checkEqual(t *testing.T) {
-	if m, s := dumpBucket(t, p.master), dumpBucket(t, p.slave); m != s {
-		t.Fatalf("the slave diverged from the master\nmaster: %.2000s\nslave:  %.2000s", m, s)
-	}
 }
 
 // dumpBucket renders bucket 0 as text, objects by their encoding; the

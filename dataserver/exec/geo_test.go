@@ -254,15 +254,12 @@ func TestGeoAgainstRedis(t *testing.T) {
 // over engine, replaying the master's propagation on a slave.
 func geoAgainstRedis(t *testing.T, conn net.Conn, rd *bufio.Reader, engine string, proto int, script []string) {
 	do := func(args [][]byte) string { return redisDo(t, conn, rd, args) }
-	clk := &testClock{t: testEpoch}
-	master, slave := openEngine(t, engine, clk), openEngine(t, engine, clk)
-	mx := New(master, Options{Buckets: 1, Now: clk.Now})
-	sx := New(slave, Options{Buckets: 1, Now: clk.Now})
+	p := openReplPair(t, engine, &testClock{t: testEpoch})
 	bad := 0
 	for _, l := range script {
 		args, scores := geoScriptArgs(l)
 		want := do(args)
-		got, prop := mx.Exec(0, proto, false, args, nil)
+		got, prop := p.mx.Exec(0, proto, false, args, nil)
 		if g := string(got); g != want {
 			ulps, same := geoSameScores(g, want)
 			switch {
@@ -274,18 +271,16 @@ func geoAgainstRedis(t *testing.T, conn net.Conn, rd *bufio.Reader, engine strin
 				t.Logf("%s: scores 1 ulp from Redis's: %s", l, strings.Join(ulps, ", "))
 			}
 		}
-		for _, p := range prop {
-			if rep, _ := sx.Exec(0, proto, true, p, nil); len(rep) > 0 && rep[0] == '-' {
-				t.Errorf("%s: the slave refused %q: %q", l, p, rep)
+		for _, pc := range prop {
+			if rep, _ := p.sx.Exec(0, proto, true, pc, nil); len(rep) > 0 && rep[0] == '-' {
+				t.Errorf("%s: the slave refused %q: %q", l, pc, rep)
 			}
 		}
 	}
 	if bad > 20 {
 		t.Errorf("... %d lines differ in all", bad)
 	}
-	if m, s := dumpBucket(t, master), dumpBucket(t, slave); m != s {
-		t.Errorf("the slave diverged from the master\nmaster: %s\nslave:  %s", m, s)
-	}
+	p.checkEqual(t)
 }
 
 // TestGeoPropagation: GEOADD propagates itself when it changed the set;
