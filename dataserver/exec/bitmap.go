@@ -150,14 +150,7 @@ func cmdSetBit(c *Ctx) {
 		v[byteIdx] ^= mask
 		return true
 	})
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	if !stored {
-		c.NoPropagate()
-	}
-	c.Int(boolInt(was))
+	replyChanged(c, stored, boolInt(was), err)
 }
 
 // GETBIT key offset
@@ -609,12 +602,8 @@ func bitfield(c *Ctx, readOnly bool) {
 		}
 		return changed
 	})
-	if err != nil {
-		c.Fail(err)
+	if !writeDone(c, stored, err) {
 		return
-	}
-	if !stored {
-		c.NoPropagate()
 	}
 	c.Array(len(res))
 	for _, r := range res {

@@ -444,17 +444,22 @@ func dsReplyScan(c *Ctx, next uint64, items []string, match []byte, pairs bool) 
 // allocation it could not make.
 const maxRandRepeats = 1 << 20
 
-// dsRandCount parses HRANDFIELD/SRANDMEMBER/ZRANDMEMBER's count.
-func dsRandCount(c *Ctx, i int) (int64, bool) {
-	n, ok := ParseInt(c.Args[i])
+// dsRandCount parses HRANDFIELD/SRANDMEMBER/ZRANDMEMBER's optional
+// count, args[2]: has is false when there is none, ok false when its
+// error was replied.
+func dsRandCount(c *Ctx) (n int64, has, ok bool) {
+	if len(c.Args) < 3 {
+		return 0, false, true
+	}
+	n, ok = ParseInt(c.Args[2])
 	if !ok {
 		c.Error(ErrTextNotInt)
-		return 0, false
+		return 0, true, false
 	}
 	switch {
 	case n == math.MinInt64: // getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)
 		c.Error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-		return 0, false
+		return 0, true, false
 	case n > 1<<40:
 		n = 1 << 40 // distinct elements: all of them either way
 	case n < -maxRandRepeats:
@@ -463,9 +468,9 @@ func dsRandCount(c *Ctx, i int) (int64, bool) {
 		// output buffer until the client is dropped or memory runs out);
 		// here it would be one allocation the runtime cannot survive.
 		c.Error("ERR value is out of range (at most 1048576 elements with repetitions)")
-		return 0, false
+		return 0, true, false
 	}
-	return n, true
+	return n, true, true
 }
 
 // dsRandPairsCount: with WITHVALUES/WITHSCORES Redis refuses a count
@@ -525,6 +530,17 @@ func replyWrote(c *Ctx, wrote bool, err error) bool {
 // replyChanged is replyCount and replyWrote: err's reply, else the
 // integer n, the write propagated only when changed.
 func replyChanged(c *Ctx, changed bool, n int64, err error) bool {
+	if !writeDone(c, changed, err) {
+		return false
+	}
+	c.Int(n)
+	return changed
+}
+
+// writeDone is the start of those replies, for a write whose reply is
+// not an integer: err's reply (false), else true for the caller to write
+// its reply, the write propagated only when changed.
+func writeDone(c *Ctx, changed bool, err error) bool {
 	if err != nil {
 		c.Fail(err)
 		return false
@@ -532,8 +548,7 @@ func replyChanged(c *Ctx, changed bool, n int64, err error) bool {
 	if !changed {
 		c.NoPropagate()
 	}
-	c.Int(n)
-	return changed
+	return true
 }
 
 // replyBulkOrNull answers a read of one element (HGET, LINDEX ...): err's

@@ -342,18 +342,12 @@ func hashPairs(c *Ctx) ([]string, []string, error) {
 }
 
 func cmdHRandField(c *Ctx) {
-	withValues := false
-	var count int64
-	hasCount := len(c.Args) >= 3
-	if hasCount {
-		// Redis parses the count before it looks at WITHVALUES.
-		n, ok := dsRandCount(c, 2)
-		if !ok {
-			return
-		}
-		count = n
-		withValues = len(c.Args) == 4
+	// Redis parses the count before it looks at WITHVALUES.
+	count, hasCount, ok := dsRandCount(c)
+	if !ok {
+		return
 	}
+	withValues := len(c.Args) == 4
 	if len(c.Args) > 4 || (len(c.Args) == 4 && !EqFold(c.Args[3], "withvalues")) {
 		c.SyntaxErr()
 		return

@@ -428,13 +428,8 @@ func cmdCopy(c *Ctx) {
 		return
 	}
 	src, ok, err := c.snapshot(1)
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	if !ok {
-		c.NoPropagate()
-		c.Int(0)
+	if err != nil || !ok {
+		replyWrote(c, false, err) // a missing source: 0
 		return
 	}
 	dk := c.Key(2)

@@ -267,14 +267,7 @@ func cmdLInsert(c *Ctx) {
 		res = int64(l.Len())
 		return engines.Store, nil
 	})
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	if res <= 0 {
-		c.NoPropagate()
-	}
-	c.Int(res)
+	replyChanged(c, res > 0, res, err)
 }
 
 func cmdLRem(c *Ctx) {
@@ -343,14 +336,9 @@ func cmdLTrim(c *Ctx) {
 		l.Trim(s, e)
 		return engines.Store, nil
 	})
-	if err != nil {
-		c.Fail(err)
-		return
+	if writeDone(c, changed, err) {
+		c.OK()
 	}
-	if !changed {
-		c.NoPropagate()
-	}
-	c.OK()
 }
 
 func cmdLPos(c *Ctx) {

@@ -165,14 +165,9 @@ func cmdSRandMember(c *Ctx) {
 		c.SyntaxErr()
 		return
 	}
-	hasCount := len(c.Args) == 3
-	var count int64
-	if hasCount {
-		n, ok := dsRandCount(c, 2)
-		if !ok {
-			return
-		}
-		count = n
+	count, hasCount, ok := dsRandCount(c)
+	if !ok {
+		return
 	}
 	var picked []string
 	_, err := dsRead(c, 1, engines.TypeSet, func(o engines.Object) error {
@@ -217,13 +212,8 @@ func cmdSMove(c *Ctx) {
 	if err == nil && found {
 		_, err = dsReadKey(c, dst, engines.TypeSet, func(engines.Object) error { return nil })
 	}
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	if !found {
-		c.NoPropagate()
-		c.Int(0)
+	if err != nil || !found {
+		replyWrote(c, false, err) // a missing source: 0
 		return
 	}
 	if string(src.Key) == string(dst.Key) {

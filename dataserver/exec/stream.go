@@ -1187,14 +1187,9 @@ func cmdXGroup(c *Ctx) {
 		}
 		return changed, nil
 	})
-	if err != nil {
-		c.Fail(err)
-		return
+	if writeDone(c, changed, err) {
+		reply()
 	}
-	if !changed {
-		c.NoPropagate()
-	}
-	reply()
 }
 
 // ---- XACK, XPENDING ----

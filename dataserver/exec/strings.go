@@ -754,14 +754,7 @@ func cmdSetRange(c *Ctx) {
 		wrote = true
 		return cur, engines.Store, nil
 	})
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	if !wrote {
-		c.NoPropagate()
-	}
-	c.Int(int64(n))
+	replyChanged(c, wrote, int64(n), err)
 }
 
 // LCS key1 key2 [LEN] [IDX] [MINMATCHLEN n] [WITHMATCHLEN]

@@ -1000,16 +1000,11 @@ func cmdZInterCard(c *Ctx) {
 }
 
 func cmdZRandMember(c *Ctx) {
-	hasCount := len(c.Args) >= 3
 	withScores := len(c.Args) == 4
-	var count int64
-	if hasCount {
-		// Redis parses the count before it looks at WITHSCORES.
-		n, ok := dsRandCount(c, 2)
-		if !ok {
-			return
-		}
-		count = n
+	// Redis parses the count before it looks at WITHSCORES.
+	count, hasCount, ok := dsRandCount(c)
+	if !ok {
+		return
 	}
 	if len(c.Args) > 4 || (len(c.Args) == 4 && !EqFold(c.Args[3], "withscores")) {
 		c.SyntaxErr()
