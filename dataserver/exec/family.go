@@ -249,6 +249,21 @@ func dsCheckValues(c *Ctx, from, step int) error {
 	return nil
 }
 
+// fieldValuePairs checks the field value pairs from args[2] (HSET, HMSET,
+// EXHMSET): an odd count is the arity error, a value over the limit its
+// own; false when one was replied.
+func fieldValuePairs(c *Ctx) bool {
+	if len(c.Args)%2 != 0 {
+		dsWrongArgs(c)
+		return false
+	}
+	if err := dsCheckValues(c, 3, 2); err != nil {
+		c.Fail(err)
+		return false
+	}
+	return true
+}
+
 // dsWrongArgs is Redis's arity error for the running command.
 func dsWrongArgs(c *Ctx) {
 	c.Error("ERR wrong number of arguments for '" + dsName(c) + "' command")
@@ -551,17 +566,35 @@ func writeDone(c *Ctx, changed bool, err error) bool {
 	return true
 }
 
+// replyHelp answers a HELP subcommand: its lines as status replies.
+func replyHelp(c *Ctx, lines []string) {
+	c.Array(len(lines))
+	for _, l := range lines {
+		c.Status(l)
+	}
+}
+
 // replyBulkOrNull answers a read of one element (HGET, LINDEX ...): err's
 // reply, else v, or a null when there is none (ok false).
 func replyBulkOrNull(c *Ctx, v string, ok bool, err error) {
+	if readDone(c, ok, err) {
+		c.BulkString(v)
+	}
+}
+
+// readDone is the start of a read's reply (DUMP, ZSCORE ...): err's reply,
+// or a null when there is nothing (ok false); true when the caller writes
+// what it read.
+func readDone(c *Ctx, ok bool, err error) bool {
 	switch {
 	case err != nil:
 		c.Fail(err)
 	case !ok:
 		c.Null()
 	default:
-		c.BulkString(v)
+		return true
 	}
+	return false
 }
 
 // replyOne answers a pop or a pick without a count (SPOP, SRANDMEMBER):

@@ -51,12 +51,7 @@ const (
 func newHash() engines.Object { return ds.NewHash() }
 
 func cmdHSet(c *Ctx, hmset bool) {
-	if len(c.Args)%2 != 0 {
-		dsWrongArgs(c)
-		return
-	}
-	if err := dsCheckValues(c, 3, 2); err != nil {
-		c.Fail(err)
+	if !fieldValuePairs(c) {
 		return
 	}
 	var added int

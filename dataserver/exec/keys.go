@@ -595,10 +595,7 @@ func cmdObject(c *Ctx) {
 			c.Error("ERR wrong number of arguments for 'object|help' command")
 			return
 		}
-		c.Array(len(objectHelp))
-		for _, l := range objectHelp {
-			c.Status(l)
-		}
+		replyHelp(c, objectHelp)
 		return
 	}
 	known := eqFold(sub, "encoding") || eqFold(sub, "freq") || eqFold(sub, "idletime") || eqFold(sub, "refcount")
@@ -663,10 +660,7 @@ func cmdMemory(c *Ctx) {
 			"HELP",
 			"    Prints this help.",
 		}
-		c.Array(len(help))
-		for _, l := range help {
-			c.Status(l)
-		}
+		replyHelp(c, help)
 		return
 	}
 	if !eqFold(sub, "usage") {

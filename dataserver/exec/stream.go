@@ -1094,10 +1094,7 @@ func subcommand(c *Ctx, container string, arities map[string]int, help []string)
 		return ""
 	}
 	if sub == "help" {
-		c.Array(len(help))
-		for _, l := range help {
-			c.Status(l)
-		}
+		replyHelp(c, help)
 		return ""
 	}
 	return sub

@@ -268,15 +268,9 @@ func cmdZScore(c *Ctx) {
 		s, ok = o.(*ds.ZSet).Score(string(c.Args[2]))
 		return nil
 	})
-	if err != nil {
-		c.Fail(err)
-		return
+	if readDone(c, ok, err) {
+		c.Double(s)
 	}
-	if !ok {
-		c.Null()
-		return
-	}
-	c.Double(s)
 }
 
 func cmdZMScore(c *Ctx) {
