@@ -214,7 +214,7 @@ func TestBitopCrossSlot(t *testing.T) {
 func TestBitmapSlaveReplay(t *testing.T) {
 	for _, engine := range allEngines {
 		t.Run(engine, func(t *testing.T) {
-			p := openReplPair(t, engine, &testClock{t: testEpoch})
+			p := openReplPair(t, engine, newTestClock())
 			setup := []string{"RPUSH r3 a", "HSET h f v", "SET r2 abc EX 100", "EXSET r1 x FLAGS 3"}
 			for seed := uint64(1); seed <= 20; seed++ {
 				p.reset(t)

@@ -465,7 +465,7 @@ func restoreReplScript() [][]string {
 func TestRestoreReplication(t *testing.T) {
 	for _, name := range allEngines {
 		t.Run(name, func(t *testing.T) {
-			clk := &testClock{t: testEpoch}
+			clk := newTestClock()
 			p := openReplPair(t, name, clk)
 			for _, l := range restoreReplScript() {
 				out, prop := p.mx.Exec(0, 2, false, toArgs(l), nil)

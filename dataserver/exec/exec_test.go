@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/engines/enginetest"
 	"github.com/tairkv/tair/engines/kdb"
 	"github.com/tairkv/tair/engines/ldb"
 	"github.com/tairkv/tair/engines/mdb"
@@ -22,26 +23,15 @@ import (
 	"github.com/tairkv/tair/resp"
 )
 
-// testClock is a fake clock the engine and the executor share.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// testClock is the fake clock the engine and the executor share: the
+// engines' suite clock, which starts at testEpoch.
+type testClock = enginetest.Clock
 
 // testEpoch is the fake clock's start: 2026-01-01T00:00:00Z, whole seconds.
-var testEpoch = time.Unix(1767225600, 0)
+var testEpoch = enginetest.Epoch
 
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// newTestClock returns a clock at testEpoch.
+func newTestClock() *testClock { return enginetest.NewClock() }
 
 // harness runs commands on one executor.
 type harness struct {
@@ -62,7 +52,7 @@ func newHarness(t *testing.T) *harness { return newHarnessOn(t, rdb.Name) }
 // newHarnessOn is newHarness over the engine registered as name.
 func newHarnessOn(t *testing.T, name string) *harness {
 	t.Helper()
-	clk := &testClock{t: testEpoch}
+	clk := newTestClock()
 	eng := openEngine(t, name, clk)
 	return &harness{t: t, x: New(eng, Options{Now: clk.Now}), eng: eng, clock: clk, proto: 2}
 }

@@ -254,7 +254,7 @@ func TestGeoAgainstRedis(t *testing.T) {
 // over engine, replaying the master's propagation on a slave.
 func geoAgainstRedis(t *testing.T, conn net.Conn, rd *bufio.Reader, engine string, proto int, script []string) {
 	do := func(args [][]byte) string { return redisDo(t, conn, rd, args) }
-	p := openReplPair(t, engine, &testClock{t: testEpoch})
+	p := openReplPair(t, engine, newTestClock())
 	bad := 0
 	for _, l := range script {
 		args, scores := geoScriptArgs(l)

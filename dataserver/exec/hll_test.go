@@ -280,7 +280,7 @@ func hllShort(s string) string {
 // hllExecutor is an executor over a fresh engine of the given name, one
 // bucket (no CROSSSLOT), on a fake clock.
 func hllExecutor(t *testing.T, name string) *Executor {
-	clk := &testClock{t: testEpoch}
+	clk := newTestClock()
 	return New(openEngine(t, name, clk), Options{Now: clk.Now, Buckets: 1})
 }
 
