@@ -7,6 +7,7 @@ package exec
 import (
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/engines/ds"
+	"github.com/tairkv/tair/internal/zsetop"
 )
 
 func init() {
@@ -270,64 +271,11 @@ func setCompute(c *Ctx, idx []int, op setOpKind, limit int) ([]string, error) {
 	}
 	switch op {
 	case opUnion:
-		seen := map[string]struct{}{}
-		var out []string
-		for _, s := range sets {
-			for _, m := range s {
-				if _, ok := seen[m]; !ok {
-					seen[m] = struct{}{}
-					out = append(out, m)
-				}
-			}
-		}
-		return out, nil
+		return zsetop.Union(sets), nil
 	case opInter:
-		// Walk the smallest set, probing the others.
-		small := 0
-		for i, s := range sets {
-			if len(s) < len(sets[small]) {
-				small = i
-			}
-		}
-		others := make([]map[string]struct{}, 0, len(sets)-1)
-		for i, s := range sets {
-			if i == small {
-				continue
-			}
-			m := make(map[string]struct{}, len(s))
-			for _, x := range s {
-				m[x] = struct{}{}
-			}
-			others = append(others, m)
-		}
-		var out []string
-	next:
-		for _, m := range sets[small] {
-			for _, o := range others {
-				if _, ok := o[m]; !ok {
-					continue next
-				}
-			}
-			out = append(out, m)
-			if limit > 0 && len(out) >= limit {
-				break
-			}
-		}
-		return out, nil
+		return zsetop.Inter(sets, limit), nil
 	default:
-		drop := map[string]struct{}{}
-		for _, s := range sets[1:] {
-			for _, m := range s {
-				drop[m] = struct{}{}
-			}
-		}
-		var out []string
-		for _, m := range sets[0] {
-			if _, ok := drop[m]; !ok {
-				out = append(out, m)
-			}
-		}
-		return out, nil
+		return zsetop.Diff(sets), nil
 	}
 }
 
