@@ -478,29 +478,8 @@ func parseZRange(c *Ctx, at int, kind zrangeKind, rev, legacy, store bool) (*zra
 	if q.rev && q.kind != zrRank {
 		lo, hi = hi, lo
 	}
-	switch q.kind {
-	case zrRank:
-		s, ok1 := ParseInt(lo)
-		e, ok2 := ParseInt(hi)
-		if !ok1 || !ok2 {
-			c.Error(ErrTextNotInt)
-			return nil, false, false
-		}
-		q.start, q.stop = s, e
-	case zrScore:
-		r, ok := parseScoreRange(lo, hi)
-		if !ok {
-			c.Error(errTextMinMaxFloat)
-			return nil, false, false
-		}
-		q.sr = r
-	case zrLex:
-		r, ok := parseLexRange(lo, hi)
-		if !ok {
-			c.Error(errTextMinMaxLex)
-			return nil, false, false
-		}
-		q.lr = r
+	if !q.bounds(c, lo, hi) {
+		return nil, false, false
 	}
 	return q, withScores, true
 }
@@ -530,11 +509,7 @@ func zrange(c *Ctx, kind zrangeKind, rev, legacy, store bool) {
 		return
 	}
 	if store {
-		if err := storeObject(c, 1, engines.TypeZSet, func() engines.Object { return zsetOf(items) }); err != nil {
-			c.Fail(err)
-			return
-		}
-		c.Int(int64(len(items)))
+		storeZSet(c, items)
 		return
 	}
 	replyScored(c, items, withScores)
@@ -589,29 +564,50 @@ func cmdZRem(c *Ctx) {
 	removeMembers(c, engines.TypeZSet, func(o engines.Object, m string) bool { return o.(*ds.ZSet).Remove(m) })
 }
 
-func zremrange(c *Ctx, kind zrangeKind) {
-	q := &zrangeSpec{kind: kind, limit: -1}
-	switch kind {
+// bounds parses lo and hi as the bounds of q's kind (ranks, scores or
+// lex), replying the error when they are not; false then.
+func (q *zrangeSpec) bounds(c *Ctx, lo, hi []byte) bool {
+	switch q.kind {
 	case zrRank:
-		s, e, ok := c.twoIntArgs(2)
-		if !ok {
-			return
+		s, ok1 := ParseInt(lo)
+		e, ok2 := ParseInt(hi)
+		if !ok1 || !ok2 {
+			c.Error(ErrTextNotInt)
+			return false
 		}
 		q.start, q.stop = s, e
 	case zrScore:
-		r, ok := parseScoreRange(c.Args[2], c.Args[3])
+		r, ok := parseScoreRange(lo, hi)
 		if !ok {
 			c.Error(errTextMinMaxFloat)
-			return
+			return false
 		}
 		q.sr = r
 	case zrLex:
-		r, ok := parseLexRange(c.Args[2], c.Args[3])
+		r, ok := parseLexRange(lo, hi)
 		if !ok {
 			c.Error(errTextMinMaxLex)
-			return
+			return false
 		}
 		q.lr = r
+	}
+	return true
+}
+
+// storeZSet ends a STORE form (ZRANGESTORE, ZUNIONSTORE ...): items
+// become the zset at args[1] and the reply is their count.
+func storeZSet(c *Ctx, items []zitem) {
+	if err := storeObject(c, 1, engines.TypeZSet, func() engines.Object { return zsetOf(items) }); err != nil {
+		c.Fail(err)
+		return
+	}
+	c.Int(int64(len(items)))
+}
+
+func zremrange(c *Ctx, kind zrangeKind) {
+	q := &zrangeSpec{kind: kind, limit: -1}
+	if !q.bounds(c, c.Args[2], c.Args[3]) {
+		return
 	}
 	n := 0
 	err := dsWrite(c, 1, engines.TypeZSet, nil, func(o engines.Object) (engines.Action, error) {
@@ -857,11 +853,7 @@ func zsetOp(c *Ctx, op setOpKind, store bool) {
 	}
 	res := zcombine(maps, lists, weights, agg, op)
 	if store {
-		if err := storeObject(c, 1, engines.TypeZSet, func() engines.Object { return zsetOf(res) }); err != nil {
-			c.Fail(err)
-			return
-		}
-		c.Int(int64(len(res)))
+		storeZSet(c, res)
 		return
 	}
 	// Reply in score order, as Redis builds a temporary zset.
