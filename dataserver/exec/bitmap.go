@@ -189,16 +189,7 @@ func bitRange(n, start, end int64, isBit bool) (int64, int64) {
 
 // bitUnit parses BYTE or BIT at args[i] (isBit); anything else is a
 // syntax error (ok false: the reply is written).
-func bitUnit(c *Ctx, i int) (isBit, ok bool) {
-	switch {
-	case eqFold(c.Args[i], "bit"):
-		return true, true
-	case eqFold(c.Args[i], "byte"):
-		return false, true
-	}
-	c.SyntaxErr()
-	return false, false
-}
+func bitUnit(c *Ctx, i int) (isBit, ok bool) { return parseChoice(c, i, "bit", "byte") }
 
 // BITCOUNT key [start end [BYTE|BIT]]
 func cmdBitCount(c *Ctx) {

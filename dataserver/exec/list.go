@@ -443,16 +443,7 @@ func cmdLPos(c *Ctx) {
 }
 
 // parseWhere parses LEFT|RIGHT.
-func parseWhere(c *Ctx, i int) (left, ok bool) {
-	switch {
-	case EqFold(c.Args[i], "left"):
-		return true, true
-	case EqFold(c.Args[i], "right"):
-		return false, true
-	}
-	c.SyntaxErr()
-	return false, false
-}
+func parseWhere(c *Ctx, i int) (left, ok bool) { return parseChoice(c, i, "left", "right") }
 
 // listMove is LMOVE: it returns the moved element (ok false: src empty or
 // missing).

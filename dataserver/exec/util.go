@@ -263,5 +263,19 @@ func Int64Bytes(n int64) []byte { return strconv.AppendInt(nil, n, 10) }
 // eqFold reports whether b equals the lower-case ASCII word s, ignoring case.
 func eqFold(b []byte, s string) bool { return resp.EqualFold(b, s) }
 
+// parseChoice parses args[i] as one of two words, any case (BIT|BYTE,
+// LEFT|RIGHT, MIN|MAX): isFirst tells which; anything else is a syntax
+// error (ok false: the reply is written).
+func parseChoice(c *Ctx, i int, first, second string) (isFirst, ok bool) {
+	switch {
+	case eqFold(c.Args[i], first):
+		return true, true
+	case eqFold(c.Args[i], second):
+		return false, true
+	}
+	c.SyntaxErr()
+	return false, false
+}
+
 // EqFold is eqFold for other files: b equals lower-case word s ignoring case.
 func EqFold(b []byte, s string) bool { return eqFold(b, s) }

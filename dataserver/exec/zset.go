@@ -691,16 +691,7 @@ func zpop(c *Ctx, minEnd bool) {
 }
 
 // parseMinMax parses MIN|MAX.
-func parseMinMax(c *Ctx, i int) (minEnd, ok bool) {
-	switch {
-	case EqFold(c.Args[i], "min"):
-		return true, true
-	case EqFold(c.Args[i], "max"):
-		return false, true
-	}
-	c.SyntaxErr()
-	return false, false
-}
+func parseMinMax(c *Ctx, i int) (minEnd, ok bool) { return parseChoice(c, i, "min", "max") }
 
 // zmpop is ZMPOP and BZMPOP (see mpopArgs).
 func zmpop(c *Ctx, nk int, blocking bool) {
