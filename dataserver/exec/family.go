@@ -566,6 +566,19 @@ func writeDone(c *Ctx, changed bool, err error) bool {
 	return true
 }
 
+// replyOptional answers an array of values some of which may be missing
+// (HMGET, SORT ... GET): a nil one is a null.
+func replyOptional(c *Ctx, vs []*string) {
+	c.Array(len(vs))
+	for _, v := range vs {
+		if v == nil {
+			c.Null()
+		} else {
+			c.BulkString(*v)
+		}
+	}
+}
+
 // replyHelp answers a HELP subcommand: its lines as status replies.
 func replyHelp(c *Ctx, lines []string) {
 	c.Array(len(lines))

@@ -140,14 +140,7 @@ func cmdHMGet(c *Ctx) {
 		c.Fail(err)
 		return
 	}
-	c.Array(len(vals))
-	for _, v := range vals {
-		if v == nil {
-			c.Null()
-		} else {
-			c.BulkString(*v)
-		}
-	}
+	replyOptional(c, vals)
 }
 
 // hashDump is HGETALL (fields and values: a map in RESP3), HKEYS, HVALS.

@@ -895,14 +895,7 @@ func cmdSort(c *Ctx, readonly bool) {
 	}
 	if storeAt == 0 {
 		c.NoPropagate() // SORT without STORE is a read
-		c.Array(len(outs))
-		for _, v := range outs {
-			if v == nil {
-				c.Null()
-			} else {
-				c.BulkString(*v)
-			}
-		}
+		replyOptional(c, outs)
 		return
 	}
 	err = storeObjectKey(c, c.Key(storeAt), engines.TypeList, func() engines.Object {
