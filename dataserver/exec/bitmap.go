@@ -174,17 +174,7 @@ func bitRange(n, start, end int64, isBit bool) (int64, int64) {
 	if isBit {
 		n <<= 3
 	}
-	if start < 0 {
-		start += n
-	}
-	if end < 0 {
-		end += n
-	}
-	start, end = max(start, 0), max(end, 0)
-	if end >= n {
-		end = n - 1
-	}
-	return start, end
+	return clampRange(n, start, end)
 }
 
 // bitUnit parses BYTE or BIT at args[i] (isBit); anything else is a
