@@ -316,6 +316,17 @@ func popCount(c *Ctx) (count int64, hasCount, ok bool) {
 	return n, true, true
 }
 
+// oneCountArg is parse (popCount, dsRandCount) for SPOP, SRANDMEMBER
+// and ZPOPMIN/ZPOPMAX, which take at most that count after the key: a
+// further argument is a syntax error.
+func oneCountArg(c *Ctx, parse func(c *Ctx) (count int64, hasCount, ok bool)) (count int64, hasCount, ok bool) {
+	if len(c.Args) > 3 {
+		c.SyntaxErr()
+		return 0, false, false
+	}
+	return parse(c)
+}
+
 // dsRange is the argument indexes from..to-1 (a multi-key command's keys).
 func dsRange(from, to int) []int {
 	out := make([]int, 0, to-from)

@@ -119,11 +119,7 @@ func cmdSMIsMember(c *Ctx) {
 
 // cmdSPop pops random members and propagates SREM of the chosen ones.
 func cmdSPop(c *Ctx) {
-	if len(c.Args) > 3 {
-		c.SyntaxErr()
-		return
-	}
-	count, hasCount, ok := popCount(c)
+	count, hasCount, ok := oneCountArg(c, popCount)
 	if !ok {
 		return
 	}
@@ -162,11 +158,7 @@ func cmdSPop(c *Ctx) {
 }
 
 func cmdSRandMember(c *Ctx) {
-	if len(c.Args) > 3 {
-		c.SyntaxErr()
-		return
-	}
-	count, hasCount, ok := dsRandCount(c)
+	count, hasCount, ok := oneCountArg(c, dsRandCount)
 	if !ok {
 		return
 	}
@@ -186,15 +178,14 @@ func cmdSRandMember(c *Ctx) {
 		picked = dsRandPick(s.Members(), count)
 		return nil
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		c.Fail(err)
-		return
-	}
-	if !hasCount {
+	case !hasCount:
 		replyOne(c, picked)
-		return
+	default:
+		replyStrings(c, picked)
 	}
-	replyStrings(c, picked)
 }
 
 func cmdSMove(c *Ctx) {

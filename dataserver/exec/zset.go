@@ -663,11 +663,7 @@ func zpopKey(c *Ctx, k engines.Key, minEnd bool, count int) ([]zitem, bool, erro
 }
 
 func zpop(c *Ctx, minEnd bool) {
-	if len(c.Args) > 3 {
-		c.SyntaxErr()
-		return
-	}
-	count, hasCount, ok := popCount(c)
+	count, hasCount, ok := oneCountArg(c, popCount)
 	if !ok {
 		return
 	}
