@@ -150,14 +150,7 @@ func cmdSetBit(c *Ctx) {
 		v[byteIdx] ^= mask
 		return true
 	})
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	if !stored {
-		c.NoPropagate()
-	}
-	c.Int(boolInt(was))
+	replyChanged(c, stored, boolInt(was), err)
 }
 
 // GETBIT key offset
@@ -181,31 +174,12 @@ func bitRange(n, start, end int64, isBit bool) (int64, int64) {
 	if isBit {
 		n <<= 3
 	}
-	if start < 0 {
-		start += n
-	}
-	if end < 0 {
-		end += n
-	}
-	start, end = max(start, 0), max(end, 0)
-	if end >= n {
-		end = n - 1
-	}
-	return start, end
+	return clampRange(n, start, end)
 }
 
 // bitUnit parses BYTE or BIT at args[i] (isBit); anything else is a
 // syntax error (ok false: the reply is written).
-func bitUnit(c *Ctx, i int) (isBit, ok bool) {
-	switch {
-	case eqFold(c.Args[i], "bit"):
-		return true, true
-	case eqFold(c.Args[i], "byte"):
-		return false, true
-	}
-	c.SyntaxErr()
-	return false, false
-}
+func bitUnit(c *Ctx, i int) (isBit, ok bool) { return parseChoice(c, i, "bit", "byte") }
 
 // BITCOUNT key [start end [BYTE|BIT]]
 func cmdBitCount(c *Ctx) {
@@ -609,12 +583,8 @@ func bitfield(c *Ctx, readOnly bool) {
 		}
 		return changed
 	})
-	if err != nil {
-		c.Fail(err)
+	if !writeDone(c, stored, err) {
 		return
-	}
-	if !stored {
-		c.NoPropagate()
 	}
 	c.Array(len(res))
 	for _, r := range res {

@@ -8,21 +8,11 @@ package exec
 // key after each write, so the stored bytes are compared too.
 
 import (
-	"bufio"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/tairkv/tair/engines"
-	"github.com/tairkv/tair/engines/kdb"
-	"github.com/tairkv/tair/engines/ldb"
-	"github.com/tairkv/tair/engines/mdb"
-	"github.com/tairkv/tair/engines/rdb"
-	"github.com/tairkv/tair/resp"
 )
 
 // bitScript is the fixed part. "double quoted" arguments take Go escapes.
@@ -250,50 +240,21 @@ func bitRandomScript(seed uint64, n int) []string {
 	return out
 }
 
-// bitDiffEngines are the engines the differential lines run on: strings
-// are on every engine.
-var bitDiffEngines = []string{rdb.Name, mdb.Name, ldb.Name, kdb.Name}
-
 func TestBitmapsAgainstRedis(t *testing.T) {
 	conn, rd := startRedis(t)
 	script := append(append([]string(nil), bitScript...), bitRandomScript(1, 1500)...)
-	for _, engine := range bitDiffEngines {
-		for _, proto := range []int{2, 3} {
-			t.Run(fmt.Sprintf("%s/RESP%d", engine, proto), func(t *testing.T) {
-				bitRedisDo(t, conn, rd, "FLUSHALL")
-				bitRedisDo(t, conn, rd, "HELLO "+strconv.Itoa(proto))
-				eng, err := engines.Open(engine, engines.Options{Dir: t.TempDir(), Sync: engines.SyncNone, SweepInterval: time.Hour})
-				if err != nil {
-					t.Fatal(err)
+	againstRedis(t, conn, rd, func(t *testing.T, engine string, proto int) {
+		_, x := openDiffEngine(t, engine)
+		fails := 0
+		for _, l := range script {
+			want := redisLine(t, conn, rd, l)
+			if got, _ := x.Exec(0, proto, false, toArgs(splitLine(l)), nil); string(got) != want {
+				t.Errorf("%s\n  got: %q\nredis: %q", l, got, want)
+				if fails++; fails == 20 {
+					t.Fatal("too many differences")
 				}
-				defer eng.Close()
-				x := New(eng, Options{Buckets: 1}) // one bucket: no CROSSSLOT
-				fails := 0
-				for _, l := range script {
-					want := bitRedisDo(t, conn, rd, l)
-					if got, _ := x.Exec(0, proto, false, toArgs(splitLine(l)), nil); string(got) != want {
-						t.Errorf("%s\n  got: %q\nredis: %q", l, got, want)
-						if fails++; fails == 20 {
-							t.Fatal("too many differences")
-						}
-					}
-				}
-			})
+			}
 		}
-	}
+	})
 	t.Logf("%d command lines per engine and protocol", len(script))
-}
-
-// bitRedisDo sends the command line l to redis-server and returns its raw
-// reply.
-func bitRedisDo(t *testing.T, conn net.Conn, rd *bufio.Reader, l string) string {
-	t.Helper()
-	if _, err := conn.Write(resp.AppendCommand(nil, toArgs(splitLine(l))...)); err != nil {
-		t.Fatal(err)
-	}
-	reply, err := readReply(rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reply
 }

@@ -11,9 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tairkv/tair/engines"
-	"github.com/tairkv/tair/resp"
 )
 
 const (
@@ -30,7 +27,7 @@ type bitPropStep struct {
 }
 
 func TestBitmapPropagation(t *testing.T) {
-	for _, engine := range bitDiffEngines {
+	for _, engine := range allEngines {
 		t.Run(engine, func(t *testing.T) {
 			h := newHarnessOn(t, engine)
 			for _, s := range []bitPropStep{
@@ -80,7 +77,7 @@ func TestBitmapPropagation(t *testing.T) {
 // TestBitmapVersion: the Tair version moves with what is stored, not with
 // what is asked; the expiry and FLAGS of a TairString are kept.
 func TestBitmapVersion(t *testing.T) {
-	for _, engine := range bitDiffEngines {
+	for _, engine := range allEngines {
 		t.Run(engine, func(t *testing.T) {
 			h := newHarnessOn(t, engine)
 			h.line("SETBIT v 3 1")
@@ -117,7 +114,7 @@ func TestBitmapVersion(t *testing.T) {
 // VALUETOOLONG before anything is allocated; offsets are bounded as
 // Redis's (512 MB) whatever the limit; a TAIR.LOCK record refuses writes.
 func TestBitmapLimits(t *testing.T) {
-	for _, engine := range bitDiffEngines {
+	for _, engine := range allEngines {
 		t.Run(engine, func(t *testing.T) {
 			h := newHarnessOn(t, engine) // 1 MiB values
 			offErr := errReply(errTextBitOffset)
@@ -154,7 +151,7 @@ func TestBitmapLimits(t *testing.T) {
 // as prefix records under its key; the bit commands see it as a hash
 // (WRONGTYPE), and BITOP replaces it as Redis's would.
 func TestBitmapPrefixHash(t *testing.T) {
-	for _, engine := range bitDiffEngines {
+	for _, engine := range allEngines {
 		t.Run(engine, func(t *testing.T) {
 			h := newHarnessOn(t, engine)
 			h.run([]step{
@@ -215,35 +212,20 @@ func TestBitopCrossSlot(t *testing.T) {
 // (a list, a hash: prefix records on the persistent engines) and TTLs
 // are mixed in.
 func TestBitmapSlaveReplay(t *testing.T) {
-	for _, engine := range bitDiffEngines {
+	for _, engine := range allEngines {
 		t.Run(engine, func(t *testing.T) {
-			clk := &testClock{t: testEpoch}
-			master, slave := openEngine(t, engine, clk), openEngine(t, engine, clk)
-			opts := Options{Buckets: 1, Now: clk.Now}
-			mx, sx := New(master, opts), New(slave, opts)
+			p := openReplPair(t, engine, newTestClock())
 			setup := []string{"RPUSH r3 a", "HSET h f v", "SET r2 abc EX 100", "EXSET r1 x FLAGS 3"}
 			for seed := uint64(1); seed <= 20; seed++ {
-				for _, e := range []engines.Engine{master, slave} {
-					if err := e.DeleteBucket(0); err != nil {
-						t.Fatal(err)
-					}
-				}
+				p.reset(t)
 				script := append(append([]string(nil), setup...), bitRandomScript(seed, 300)...)
 				for i, l := range script {
 					if seed%3 == 0 && i%50 == 49 {
 						l = strings.Replace(l, " r3", " h", 1) // a hash among the keys
 					}
-					out, prop := mx.Exec(0, 2, false, toArgs(splitLine(l)), nil)
-					if n, _, err := resp.ScanReply(out, resp.Limits{}); err != nil || n != len(out) {
-						t.Fatalf("%s: reply %q is not one RESP reply", l, out)
-					}
-					for _, p := range prop {
-						if rep, _ := sx.Exec(0, 2, true, p, nil); len(rep) > 0 && rep[0] == '-' {
-							t.Fatalf("%s: the slave refused %q: %q", l, p, rep)
-						}
-					}
+					p.run(t, toArgs(splitLine(l)))
 				}
-				if m, s := dumpBucket(t, master), dumpBucket(t, slave); m != s {
+				if m, s := dumpBucket(t, p.master), dumpBucket(t, p.slave); m != s {
 					t.Fatalf("seed %d: the slave diverged\nmaster: %s\nslave:  %s", seed, m, s)
 				}
 			}

@@ -49,12 +49,7 @@ const restoreInflateLimit = 512 << 20
 // DUMP key: the value's serialization, or a null for a missing key.
 func cmdDump(c *Ctx) {
 	src, ok, err := c.snapshot(1)
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	if !ok {
-		c.Null()
+	if !readDone(c, ok, err) {
 		return
 	}
 	v, ok := rdbValue(src)

@@ -19,15 +19,9 @@ import (
 	"time"
 
 	"github.com/tairkv/tair/engines"
-	"github.com/tairkv/tair/engines/kdb"
-	"github.com/tairkv/tair/engines/ldb"
-	"github.com/tairkv/tair/engines/mdb"
 	"github.com/tairkv/tair/engines/rdb"
 	"github.com/tairkv/tair/internal/rdbcodec"
-	"github.com/tairkv/tair/resp"
 )
-
-var dumpEngines = []string{rdb.Name, mdb.Name, ldb.Name, kdb.Name}
 
 // dumpSetup builds a value of every type and encoding Redis 7.0 has:
 // compact (listpack, intset, int strings) and not (quicklists of several
@@ -168,16 +162,6 @@ func bulkOf(t *testing.T, raw string) []byte {
 	return []byte(parseBulk(t, bufio.NewReader(strings.NewReader(raw))))
 }
 
-func openDumpEngine(t *testing.T, name string) (engines.Engine, *Executor) {
-	t.Helper()
-	eng, err := engines.Open(name, engines.Options{Dir: t.TempDir(), Sync: engines.SyncNone, SweepInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	return eng, New(eng, Options{Buckets: 1})
-}
-
 func execRaw(x *Executor, args ...string) string {
 	out, _ := x.Exec(0, 2, false, toArgs(args), nil)
 	return string(out)
@@ -238,9 +222,9 @@ func TestDumpFromRedis(t *testing.T) {
 		payloads[k] = bulkOf(t, redisDo(t, conn, rd, toArgs([]string{"DUMP", k})))
 		t.Logf("%s: redis encoding %s, payload type %d, %d bytes", k, strings.TrimSpace(enc), payloads[k][0], len(payloads[k]))
 	}
-	for _, name := range dumpEngines {
+	for _, name := range allEngines {
 		t.Run(name, func(t *testing.T) {
-			_, x := openDumpEngine(t, name)
+			_, x := openDiffEngine(t, name)
 			for _, k := range keys {
 				if r := execRaw(x, "RESTORE", k, "0", string(payloads[k])); r != "+OK\r\n" {
 					t.Fatalf("RESTORE %s: %q", k, r)
@@ -265,10 +249,10 @@ func TestDumpToRedis(t *testing.T) {
 	conn, rd := startRedis(t)
 	redisDo(t, conn, rd, toArgs([]string{"HELLO", "2"}))
 	lines, keys := dumpSetup()
-	for _, name := range dumpEngines {
+	for _, name := range allEngines {
 		t.Run(name, func(t *testing.T) {
 			redisDo(t, conn, rd, toArgs([]string{"FLUSHALL"}))
-			_, x := openDumpEngine(t, name)
+			_, x := openDiffEngine(t, name)
 			for _, l := range lines {
 				if r := execRaw(x, l...); r[0] == '-' {
 					t.Fatalf("%s: %q", l[0], r)
@@ -402,12 +386,12 @@ func restoreLine(t *testing.T, l string, p map[string][]byte) [][]byte {
 func TestRestoreAgainstRedis(t *testing.T) {
 	conn, rd := startRedis(t)
 	p := restorePayloads(t, conn, rd)
-	for _, name := range dumpEngines {
+	for _, name := range allEngines {
 		for _, proto := range []int{2, 3} {
 			t.Run(fmt.Sprintf("%s/RESP%d", name, proto), func(t *testing.T) {
 				redisDo(t, conn, rd, toArgs([]string{"FLUSHALL"}))
 				redisDo(t, conn, rd, toArgs([]string{"HELLO", strconv.Itoa(proto)}))
-				_, x := openDumpEngine(t, name)
+				_, x := openDiffEngine(t, name)
 				for _, l := range restoreScript {
 					sameAsRedis(t, conn, rd, x, proto, l, restoreLine(t, l, p))
 				}
@@ -479,31 +463,27 @@ func restoreReplScript() [][]string {
 // with the master's records, on every engine; a relative TTL reaches it
 // as an absolute one.
 func TestRestoreReplication(t *testing.T) {
-	for _, name := range dumpEngines {
+	for _, name := range allEngines {
 		t.Run(name, func(t *testing.T) {
-			clk := &testClock{t: testEpoch}
-			master, slave := openEngine(t, name, clk), openEngine(t, name, clk)
-			opts := Options{Buckets: 1, Now: clk.Now}
-			mx, sx := New(master, opts), New(slave, opts)
+			clk := newTestClock()
+			p := openReplPair(t, name, clk)
 			for _, l := range restoreReplScript() {
-				out, prop := mx.Exec(0, 2, false, toArgs(l), nil)
+				out, prop := p.mx.Exec(0, 2, false, toArgs(l), nil)
 				if l[0] == "RESTORE" && l[2] == "100000" && string(out) == "+OK\r\n" {
 					want := strconv.FormatInt(clk.Now().UnixMilli()+100000, 10)
 					if len(prop) != 1 || string(prop[0][2]) != want || string(prop[0][len(prop[0])-1]) != "ABSTTL" {
 						t.Errorf("RESTORE %s 100000 propagated %q", l[1], prop)
 					}
 				}
-				for _, p := range prop {
-					if rep, _ := sx.Exec(0, 2, true, p, nil); len(rep) > 0 && rep[0] == '-' {
-						t.Fatalf("%.40q: the slave refused %.60q: %q", l, p, rep)
+				for _, pc := range prop {
+					if rep, _ := p.sx.Exec(0, 2, true, pc, nil); len(rep) > 0 && rep[0] == '-' {
+						t.Fatalf("%.40q: the slave refused %.60q: %q", l, pc, rep)
 					}
 				}
 				clk.Advance(time.Millisecond)
 			}
-			if m, s := dumpBucket(t, master), dumpBucket(t, slave); m != s {
-				t.Fatalf("the slave diverged\nmaster: %s\nslave:  %s", m, s)
-			}
-			if r := execRaw(mx, "EXISTS", "h2", "h3", "s", "z"); r != ":0\r\n" {
+			p.checkEqual(t)
+			if r := execRaw(p.mx, "EXISTS", "h2", "h3", "s", "z"); r != ":0\r\n" {
 				t.Errorf("expired RESTOREs left keys: %q", r)
 			}
 		})
@@ -533,30 +513,10 @@ func FuzzRestore(f *testing.F) {
 	f.Add([]byte{11, 12, 2, 0, 0, 0, 2, 0, 0, 0, 1, 0, 2, 0})
 	f.Add([]byte{9, 16, 2, 1, 'a', 1, 0, 'b', 0xff})
 	f.Add([]byte{13, 0x19, 0x19, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 1, 'f', 3, 0xf2, 0xff})
-	master, slave := rdb.Open(fuzzEngineOptions), rdb.Open(fuzzEngineOptions)
-	f.Cleanup(func() { master.Close(); slave.Close() })
-	clock := time.Unix(1_800_000_000, 0)
-	opts := Options{Buckets: 1, MaxValueSize: 1 << 20, Now: func() time.Time { return clock }}
-	mx, sx := New(master, opts), New(slave, opts)
+	fp := newFuzzPair(f, func(testing.TB) engines.Engine { return rdb.Open(fuzzEngineOptions) })
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, e := range []engines.Engine{master, slave} {
-			if err := e.DeleteBucket(0); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// run runs args on the master and replays its propagation.
-		run := func(args ...[]byte) string {
-			out, prop := mx.Exec(0, 2, false, args, nil)
-			if n, _, err := resp.ScanReply(out, resp.Limits{}); err != nil || n != len(out) {
-				t.Fatalf("reply %q is not one RESP reply (%v)", out, err)
-			}
-			for _, pc := range prop {
-				if rep, _ := sx.Exec(0, 2, true, pc, nil); len(rep) > 0 && rep[0] == '-' {
-					t.Fatalf("the slave refused %q: %q", pc, rep)
-				}
-			}
-			return string(out)
-		}
+		fp.reset(t)
+		run := func(args ...[]byte) string { return fp.run(t, args) }
 		for _, p := range [][]byte{data, setFooter(data, 10)} {
 			if run([]byte("RESTORE"), []byte("k"), []byte("100"), p, []byte("REPLACE")) != "+OK\r\n" {
 				continue
@@ -569,9 +529,7 @@ func FuzzRestore(f *testing.F) {
 				t.Fatalf("RESTORE of DUMP's payload: %q", r)
 			}
 		}
-		if m, s := dumpBucket(t, master), dumpBucket(t, slave); m != s {
-			t.Fatalf("the slave diverged\nmaster: %.2000s\nslave:  %.2000s", m, s)
-		}
+		fp.checkEqual(t)
 	})
 }
 

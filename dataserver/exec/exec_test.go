@@ -14,32 +14,24 @@ import (
 	"time"
 
 	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/engines/enginetest"
+	"github.com/tairkv/tair/engines/kdb"
 	"github.com/tairkv/tair/engines/ldb"
 	"github.com/tairkv/tair/engines/mdb"
 	"github.com/tairkv/tair/engines/rdb"
 	"github.com/tairkv/tair/internal/command"
+	"github.com/tairkv/tair/resp"
 )
 
-// testClock is a fake clock the engine and the executor share.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// testClock is the fake clock the engine and the executor share: the
+// engines' suite clock, which starts at testEpoch.
+type testClock = enginetest.Clock
 
 // testEpoch is the fake clock's start: 2026-01-01T00:00:00Z, whole seconds.
-var testEpoch = time.Unix(1767225600, 0)
+var testEpoch = enginetest.Epoch
 
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// newTestClock returns a clock at testEpoch.
+func newTestClock() *testClock { return enginetest.NewClock() }
 
 // harness runs commands on one executor.
 type harness struct {
@@ -60,7 +52,7 @@ func newHarness(t *testing.T) *harness { return newHarnessOn(t, rdb.Name) }
 // newHarnessOn is newHarness over the engine registered as name.
 func newHarnessOn(t *testing.T, name string) *harness {
 	t.Helper()
-	clk := &testClock{t: testEpoch}
+	clk := newTestClock()
 	eng := openEngine(t, name, clk)
 	return &harness{t: t, x: New(eng, Options{Now: clk.Now}), eng: eng, clock: clk, proto: 2}
 }
@@ -79,10 +71,64 @@ func openEngine(t *testing.T, name string, clk *testClock) engines.Engine {
 // testEngines are the engines the command tests run on.
 var testEngines = []string{rdb.Name, mdb.Name, ldb.Name}
 
+// allEngines are every engine: the differential, replication and DUMP
+// tests run on all of them.
+var allEngines = []string{rdb.Name, mdb.Name, ldb.Name, kdb.Name}
+
 // onEngines runs fn as a subtest per engine.
 func onEngines(t *testing.T, fn func(t *testing.T, engine string)) {
 	for _, name := range testEngines {
 		t.Run(name, func(t *testing.T) { fn(t, name) })
+	}
+}
+
+// replPair is a master and its slave, each an executor over its own
+// engine: the replication tests run commands on the master and replay
+// what it propagates on the slave (replica=true), which must end equal to
+// it.
+type replPair struct {
+	master, slave engines.Engine
+	mx, sx        *Executor
+}
+
+// openReplPair is a replPair over fresh engines of the given name on
+// clk, executors of one bucket.
+func openReplPair(t *testing.T, engine string, clk *testClock) *replPair {
+	master, slave := openEngine(t, engine, clk), openEngine(t, engine, clk)
+	opts := Options{Buckets: 1, Now: clk.Now}
+	return &replPair{master: master, slave: slave, mx: New(master, opts), sx: New(slave, opts)}
+}
+
+// reset empties both engines for the next input.
+func (p *replPair) reset(t *testing.T) {
+	for _, e := range []engines.Engine{p.master, p.slave} {
+		if err := e.DeleteBucket(0); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// run runs args on the master, fails t unless the reply is one RESP
+// reply, replays the propagation on the slave (which must accept it) and
+// returns the reply.
+func (p *replPair) run(t *testing.T, args [][]byte) string {
+	out, prop := p.mx.Exec(0, 2, false, args, nil)
+	n, _, err := resp.ScanReply(out, resp.Limits{})
+	if err != nil || n != len(out) {
+		t.Fatalf("%q: reply %q is not one RESP reply (%v)", args, out, err)
+	}
+	for _, pc := range prop {
+		if rep, _ := p.sx.Exec(0, 2, true, pc, nil); len(rep) > 0 && rep[0] == '-' {
+			t.Fatalf("%q: the slave refused its propagation %q: %q", args, pc, rep)
+		}
+	}
+	return string(out)
+}
+
+// checkEqual fails t unless the slave holds what the master holds.
+func (p *replPair) checkEqual(t *testing.T) {
+	if m, s := dumpBucket(t, p.master), dumpBucket(t, p.slave); m != s {
+		t.Fatalf("the slave diverged from the master\nmaster: %.2000s\nslave:  %.2000s", m, s)
 	}
 }
 

@@ -249,6 +249,21 @@ func dsCheckValues(c *Ctx, from, step int) error {
 	return nil
 }
 
+// fieldValuePairs checks the field value pairs from args[2] (HSET, HMSET,
+// EXHMSET): an odd count is the arity error, a value over the limit its
+// own; false when one was replied.
+func fieldValuePairs(c *Ctx) bool {
+	if len(c.Args)%2 != 0 {
+		dsWrongArgs(c)
+		return false
+	}
+	if err := dsCheckValues(c, 3, 2); err != nil {
+		c.Fail(err)
+		return false
+	}
+	return true
+}
+
 // dsWrongArgs is Redis's arity error for the running command.
 func dsWrongArgs(c *Ctx) {
 	c.Error("ERR wrong number of arguments for '" + dsName(c) + "' command")
@@ -299,6 +314,17 @@ func popCount(c *Ctx) (count int64, hasCount, ok bool) {
 		return 0, true, false
 	}
 	return n, true, true
+}
+
+// oneCountArg is parse (popCount, dsRandCount) for SPOP, SRANDMEMBER
+// and ZPOPMIN/ZPOPMAX, which take at most that count after the key: a
+// further argument is a syntax error.
+func oneCountArg(c *Ctx, parse func(c *Ctx) (count int64, hasCount, ok bool)) (count int64, hasCount, ok bool) {
+	if len(c.Args) > 3 {
+		c.SyntaxErr()
+		return 0, false, false
+	}
+	return parse(c)
 }
 
 // dsRange is the argument indexes from..to-1 (a multi-key command's keys).
@@ -444,17 +470,22 @@ func dsReplyScan(c *Ctx, next uint64, items []string, match []byte, pairs bool) 
 // allocation it could not make.
 const maxRandRepeats = 1 << 20
 
-// dsRandCount parses HRANDFIELD/SRANDMEMBER/ZRANDMEMBER's count.
-func dsRandCount(c *Ctx, i int) (int64, bool) {
-	n, ok := ParseInt(c.Args[i])
+// dsRandCount parses HRANDFIELD/SRANDMEMBER/ZRANDMEMBER's optional
+// count, args[2]: has is false when there is none, ok false when its
+// error was replied.
+func dsRandCount(c *Ctx) (n int64, has, ok bool) {
+	if len(c.Args) < 3 {
+		return 0, false, true
+	}
+	n, ok = ParseInt(c.Args[2])
 	if !ok {
 		c.Error(ErrTextNotInt)
-		return 0, false
+		return 0, true, false
 	}
 	switch {
 	case n == math.MinInt64: // getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)
 		c.Error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-		return 0, false
+		return 0, true, false
 	case n > 1<<40:
 		n = 1 << 40 // distinct elements: all of them either way
 	case n < -maxRandRepeats:
@@ -463,9 +494,9 @@ func dsRandCount(c *Ctx, i int) (int64, bool) {
 		// output buffer until the client is dropped or memory runs out);
 		// here it would be one allocation the runtime cannot survive.
 		c.Error("ERR value is out of range (at most 1048576 elements with repetitions)")
-		return 0, false
+		return 0, true, false
 	}
-	return n, true
+	return n, true, true
 }
 
 // dsRandPairsCount: with WITHVALUES/WITHSCORES Redis refuses a count
@@ -525,6 +556,17 @@ func replyWrote(c *Ctx, wrote bool, err error) bool {
 // replyChanged is replyCount and replyWrote: err's reply, else the
 // integer n, the write propagated only when changed.
 func replyChanged(c *Ctx, changed bool, n int64, err error) bool {
+	if !writeDone(c, changed, err) {
+		return false
+	}
+	c.Int(n)
+	return changed
+}
+
+// writeDone is the start of those replies, for a write whose reply is
+// not an integer: err's reply (false), else true for the caller to write
+// its reply, the write propagated only when changed.
+func writeDone(c *Ctx, changed bool, err error) bool {
 	if err != nil {
 		c.Fail(err)
 		return false
@@ -532,21 +574,51 @@ func replyChanged(c *Ctx, changed bool, n int64, err error) bool {
 	if !changed {
 		c.NoPropagate()
 	}
-	c.Int(n)
-	return changed
+	return true
+}
+
+// replyOptional answers an array of values some of which may be missing
+// (HMGET, SORT ... GET): a nil one is a null.
+func replyOptional(c *Ctx, vs []*string) {
+	c.Array(len(vs))
+	for _, v := range vs {
+		if v == nil {
+			c.Null()
+		} else {
+			c.BulkString(*v)
+		}
+	}
+}
+
+// replyHelp answers a HELP subcommand: its lines as status replies.
+func replyHelp(c *Ctx, lines []string) {
+	c.Array(len(lines))
+	for _, l := range lines {
+		c.Status(l)
+	}
 }
 
 // replyBulkOrNull answers a read of one element (HGET, LINDEX ...): err's
 // reply, else v, or a null when there is none (ok false).
 func replyBulkOrNull(c *Ctx, v string, ok bool, err error) {
+	if readDone(c, ok, err) {
+		c.BulkString(v)
+	}
+}
+
+// readDone is the start of a read's reply (DUMP, ZSCORE ...): err's reply,
+// or a null when there is nothing (ok false); true when the caller writes
+// what it read.
+func readDone(c *Ctx, ok bool, err error) bool {
 	switch {
 	case err != nil:
 		c.Fail(err)
 	case !ok:
 		c.Null()
 	default:
-		c.BulkString(v)
+		return true
 	}
+	return false
 }
 
 // replyOne answers a pop or a pick without a count (SPOP, SRANDMEMBER):

@@ -35,7 +35,6 @@ import (
 	"github.com/tairkv/tair/engines/ldb"
 	"github.com/tairkv/tair/engines/mdb"
 	"github.com/tairkv/tair/engines/rdb"
-	"github.com/tairkv/tair/resp"
 )
 
 // fuzzWords are the values ~0 .. ~9, ~a .. ~z stand for.
@@ -131,33 +130,25 @@ func fuzzExec(f *testing.F, open func(t testing.TB) engines.Engine) {
 	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
 	}
-	master, slave := open(f), open(f)
-	f.Cleanup(func() { master.Close(); slave.Close() })
+	p := newFuzzPair(f, open)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p.reset(t)
+		for _, args := range fuzzScript(data) {
+			p.run(t, args)
+		}
+		p.checkEqual(t)
+	})
+}
+
+// newFuzzPair is a replPair for a fuzz target: engines from open, one
+// bucket, values up to 1 MiB, a frozen clock.
+func newFuzzPair(f *testing.F, open func(t testing.TB) engines.Engine) *replPair {
+	p := &replPair{master: open(f), slave: open(f)}
+	f.Cleanup(func() { p.master.Close(); p.slave.Close() })
 	clock := time.Unix(1_800_000_000, 0)
 	opts := Options{Buckets: 1, MaxValueSize: 1 << 20, Now: func() time.Time { return clock }}
-	mx, sx := New(master, opts), New(slave, opts)
-	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, e := range []engines.Engine{master, slave} {
-			if err := e.DeleteBucket(0); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, args := range fuzzScript(data) {
-			out, prop := mx.Exec(0, 2, false, args, nil)
-			n, _, err := resp.ScanReply(out, resp.Limits{})
-			if err != nil || n != len(out) {
-				t.Fatalf("%q: reply %q is not one RESP reply (%v)", args, out, err)
-			}
-			for _, p := range prop {
-				if rep, _ := sx.Exec(0, 2, true, p, nil); len(rep) > 0 && rep[0] == '-' {
-					t.Fatalf("%q: the slave refused its propagation %q: %q", args, p, rep)
-				}
-			}
-		}
-		if m, s := dumpBucket(t, master), dumpBucket(t, slave); m != s {
-			t.Fatalf("the slave diverged from the master\nmaster: %s\nslave:  %s", m, s)
-		}
-	})
+	p.mx, p.sx = New(p.master, opts), New(p.slave, opts)
+	return p
 }
 
 // dumpBucket renders bucket 0 as text, objects by their encoding; the

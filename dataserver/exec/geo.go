@@ -231,18 +231,7 @@ const geoAlphabet = "0123456789bcdefghjkmnpqrstuvwxyz"
 // internal range is the Mercator one); the 11th character stands for bits
 // that are not kept, so it is always '0'.
 func cmdGeoHash(c *Ctx) {
-	scores, has, _, err := geoScores(c, 2)
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	c.Array(len(scores))
-	for i, s := range scores {
-		if !has[i] {
-			c.Null()
-			continue
-		}
-		lon, lat := geoDecodeScore(s)
+	geoPositions(c, c.Null, func(lon, lat float64) {
 		h, _ := geohashEncode(geoLongRange, geoStdLatRange, lon, lat, geoStepMax)
 		var buf [11]byte
 		for j := range buf {
@@ -253,11 +242,21 @@ func cmdGeoHash(c *Ctx) {
 			buf[j] = geoAlphabet[idx]
 		}
 		c.Bulk(buf[:])
-	}
+	})
 }
 
 // GEOPOS key [member ...]
 func cmdGeoPos(c *Ctx) {
+	geoPositions(c, c.NullArray, func(lon, lat float64) {
+		c.Array(2)
+		geoHumanDouble(c, lon)
+		geoHumanDouble(c, lat)
+	})
+}
+
+// geoPositions replies GEOHASH's and GEOPOS's array: for each member from
+// args[2], missing() when it is not in the key, else write(its position).
+func geoPositions(c *Ctx, missing func(), write func(lon, lat float64)) {
 	scores, has, _, err := geoScores(c, 2)
 	if err != nil {
 		c.Fail(err)
@@ -266,13 +265,10 @@ func cmdGeoPos(c *Ctx) {
 	c.Array(len(scores))
 	for i, s := range scores {
 		if !has[i] {
-			c.NullArray()
+			missing()
 			continue
 		}
-		lon, lat := geoDecodeScore(s)
-		c.Array(2)
-		geoHumanDouble(c, lon)
-		geoHumanDouble(c, lat)
+		write(geoDecodeScore(s))
 	}
 }
 

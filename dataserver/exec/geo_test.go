@@ -11,13 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tairkv/tair/engines/kdb"
-	"github.com/tairkv/tair/engines/ldb"
-	"github.com/tairkv/tair/engines/mdb"
-	"github.com/tairkv/tair/engines/rdb"
 	"github.com/tairkv/tair/internal/command"
 	"github.com/tairkv/tair/internal/testutil"
-	"github.com/tairkv/tair/resp"
 )
 
 // geoRedisScript drives the geo commands through a real redis-server and
@@ -250,37 +245,21 @@ func geoSameScores(got, want string) (ulps []string, same bool) {
 func TestGeoAgainstRedis(t *testing.T) {
 	conn, rd := testutil.DialRedis(t)
 	script := append(append([]string(nil), geoRedisScript...), geoGeneratedScript()...)
-	for _, proto := range []int{2, 3} {
-		for _, name := range []string{rdb.Name, mdb.Name, ldb.Name, kdb.Name} {
-			t.Run(fmt.Sprintf("%s/RESP%d", name, proto), func(t *testing.T) {
-				geoAgainstRedis(t, conn, rd, name, proto, script)
-			})
-		}
-	}
+	againstRedis(t, conn, rd, func(t *testing.T, engine string, proto int) {
+		geoAgainstRedis(t, conn, rd, engine, proto, script)
+	})
 }
 
+// geoAgainstRedis runs script on a flushed redis-server and on a master
+// over engine, replaying the master's propagation on a slave.
 func geoAgainstRedis(t *testing.T, conn net.Conn, rd *bufio.Reader, engine string, proto int, script []string) {
-	do := func(args [][]byte) string {
-		if _, err := conn.Write(resp.AppendCommand(nil, args...)); err != nil {
-			t.Fatal(err)
-		}
-		reply, err := testutil.ReadReply(rd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return reply
-	}
-	do(toArgs([]string{"FLUSHALL"}))
-	do(toArgs([]string{"HELLO", strconv.Itoa(proto)}))
-	clk := &testClock{t: testEpoch}
-	master, slave := openEngine(t, engine, clk), openEngine(t, engine, clk)
-	mx := New(master, Options{Buckets: 1, Now: clk.Now})
-	sx := New(slave, Options{Buckets: 1, Now: clk.Now})
+	do := func(args [][]byte) string { return redisDo(t, conn, rd, args) }
+	p := openReplPair(t, engine, newTestClock())
 	bad := 0
 	for _, l := range script {
 		args, scores := geoScriptArgs(l)
 		want := do(args)
-		got, prop := mx.Exec(0, proto, false, args, nil)
+		got, prop := p.mx.Exec(0, proto, false, args, nil)
 		if g := string(got); g != want {
 			ulps, same := geoSameScores(g, want)
 			switch {
@@ -292,18 +271,16 @@ func geoAgainstRedis(t *testing.T, conn net.Conn, rd *bufio.Reader, engine strin
 				t.Logf("%s: scores 1 ulp from Redis's: %s", l, strings.Join(ulps, ", "))
 			}
 		}
-		for _, p := range prop {
-			if rep, _ := sx.Exec(0, proto, true, p, nil); len(rep) > 0 && rep[0] == '-' {
-				t.Errorf("%s: the slave refused %q: %q", l, p, rep)
+		for _, pc := range prop {
+			if rep, _ := p.sx.Exec(0, proto, true, pc, nil); len(rep) > 0 && rep[0] == '-' {
+				t.Errorf("%s: the slave refused %q: %q", l, pc, rep)
 			}
 		}
 	}
 	if bad > 20 {
 		t.Errorf("... %d lines differ in all", bad)
 	}
-	if m, s := dumpBucket(t, master), dumpBucket(t, slave); m != s {
-		t.Errorf("the slave diverged from the master\nmaster: %s\nslave:  %s", m, s)
-	}
+	p.checkEqual(t)
 }
 
 // TestGeoPropagation: GEOADD propagates itself when it changed the set;

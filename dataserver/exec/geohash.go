@@ -185,38 +185,30 @@ func geoEncodeScore(lon, lat float64) uint64 {
 // geoAlign52 shifts a hash of step < 26 to 52 bits.
 func geoAlign52(h geoHashBits) uint64 { return h.bits << (52 - uint(h.step)*2) }
 
-func geoMoveX(h *geoHashBits, d int) {
-	if d == 0 {
-		return
-	}
-	x := h.bits & 0xaaaaaaaaaaaaaaaa
-	y := h.bits & 0x5555555555555555
-	zz := uint64(0x5555555555555555) >> (64 - uint(h.step)*2)
-	if d > 0 {
-		x = x + (zz + 1)
-	} else {
-		x = x | zz
-		x = x - (zz + 1)
-	}
-	x &= 0xaaaaaaaaaaaaaaaa >> (64 - uint(h.step)*2)
-	h.bits = x | y
-}
+// The interleaved hash keeps the longitude (x) in the odd bits and the
+// latitude (y) in the even ones.
+const (
+	geoLaneX = 0xaaaaaaaaaaaaaaaa
+	geoLaneY = 0x5555555555555555
+)
 
-func geoMoveY(h *geoHashBits, d int) {
+// geoMove moves h by d cells (-1, 0 or 1) along the coordinate whose bits
+// are lane, the other's kept: Redis's geohash_move_x and geohash_move_y.
+func geoMove(h *geoHashBits, d int, lane uint64) {
 	if d == 0 {
 		return
 	}
-	x := h.bits & 0xaaaaaaaaaaaaaaaa
-	y := h.bits & 0x5555555555555555
-	zz := uint64(0xaaaaaaaaaaaaaaaa) >> (64 - uint(h.step)*2)
+	v := h.bits & lane
+	other := h.bits &^ lane
+	zz := ^lane >> (64 - uint(h.step)*2)
 	if d > 0 {
-		y = y + (zz + 1)
+		v = v + (zz + 1)
 	} else {
-		y = y | zz
-		y = y - (zz + 1)
+		v = v | zz
+		v = v - (zz + 1)
 	}
-	y &= 0x5555555555555555 >> (64 - uint(h.step)*2)
-	h.bits = x | y
+	v &= lane >> (64 - uint(h.step)*2)
+	h.bits = v | other
 }
 
 // geoNeighbors are a hash's 8 neighbours.
@@ -227,8 +219,8 @@ type geoNeighbors struct {
 func geohashNeighbors(h geoHashBits) geoNeighbors {
 	move := func(dx, dy int) geoHashBits {
 		n := h
-		geoMoveX(&n, dx)
-		geoMoveY(&n, dy)
+		geoMove(&n, dx, geoLaneX)
+		geoMove(&n, dy, geoLaneY)
 		return n
 	}
 	return geoNeighbors{

@@ -51,12 +51,7 @@ const (
 func newHash() engines.Object { return ds.NewHash() }
 
 func cmdHSet(c *Ctx, hmset bool) {
-	if len(c.Args)%2 != 0 {
-		dsWrongArgs(c)
-		return
-	}
-	if err := dsCheckValues(c, 3, 2); err != nil {
-		c.Fail(err)
+	if !fieldValuePairs(c) {
 		return
 	}
 	var added int
@@ -145,14 +140,7 @@ func cmdHMGet(c *Ctx) {
 		c.Fail(err)
 		return
 	}
-	c.Array(len(vals))
-	for _, v := range vals {
-		if v == nil {
-			c.Null()
-		} else {
-			c.BulkString(*v)
-		}
-	}
+	replyOptional(c, vals)
 }
 
 // hashDump is HGETALL (fields and values: a map in RESP3), HKEYS, HVALS.
@@ -342,18 +330,12 @@ func hashPairs(c *Ctx) ([]string, []string, error) {
 }
 
 func cmdHRandField(c *Ctx) {
-	withValues := false
-	var count int64
-	hasCount := len(c.Args) >= 3
-	if hasCount {
-		// Redis parses the count before it looks at WITHVALUES.
-		n, ok := dsRandCount(c, 2)
-		if !ok {
-			return
-		}
-		count = n
-		withValues = len(c.Args) == 4
+	// Redis parses the count before it looks at WITHVALUES.
+	count, hasCount, ok := dsRandCount(c)
+	if !ok {
+		return
 	}
+	withValues := len(c.Args) == 4
 	if len(c.Args) > 4 || (len(c.Args) == 4 && !EqFold(c.Args[3], "withvalues")) {
 		c.SyntaxErr()
 		return

@@ -208,14 +208,7 @@ func cmdPFCount(c *Ctx) {
 		next.Value = s
 		return next, engines.Store, nil
 	})
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	if !cached {
-		c.NoPropagate()
-	}
-	c.Int(int64(card)) // as Redis's long long (a crafted value's 2^63 is negative)
+	replyChanged(c, cached, int64(card), err) // as Redis's long long (a crafted value's 2^63 is negative)
 }
 
 // pfCountUnion is PFCOUNT of several keys: the cardinality of their

@@ -16,16 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tairkv/tair/engines/kdb"
-	"github.com/tairkv/tair/engines/ldb"
-	"github.com/tairkv/tair/engines/mdb"
-	"github.com/tairkv/tair/engines/rdb"
 	"github.com/tairkv/tair/internal/hll"
 	"github.com/tairkv/tair/resp"
 )
-
-// hllEngines are the engines the HyperLogLog tests run on: all of them.
-var hllEngines = []string{rdb.Name, mdb.Name, ldb.Name, kdb.Name}
 
 // A script step is a command, or one of these pseudo-commands that move a
 // value between the two sides of the differential test:
@@ -287,7 +280,7 @@ func hllShort(s string) string {
 // hllExecutor is an executor over a fresh engine of the given name, one
 // bucket (no CROSSSLOT), on a fake clock.
 func hllExecutor(t *testing.T, name string) *Executor {
-	clk := &testClock{t: testEpoch}
+	clk := newTestClock()
 	return New(openEngine(t, name, clk), Options{Now: clk.Now, Buckets: 1})
 }
 
@@ -297,7 +290,7 @@ func TestHLLAgainstRedis(t *testing.T) {
 	script = append(script, hllRandomScript(1, 1500, false)...)
 	script = append(script, hllRandomScript(2, 1500, true)...)
 	t.Logf("%d steps per engine and protocol", len(script))
-	for _, name := range hllEngines {
+	for _, name := range allEngines {
 		for _, proto := range []int{2, 3} {
 			t.Run(fmt.Sprintf("%s/RESP%d", name, proto), func(t *testing.T) {
 				_ = conn.SetDeadline(time.Now().Add(2 * time.Minute))
@@ -310,17 +303,7 @@ func TestHLLAgainstRedis(t *testing.T) {
 // hllDiff runs script on a flushed redis-server and on x, comparing each
 // raw reply; it stops at the 10th difference.
 func hllDiff(t *testing.T, conn net.Conn, rd *bufio.Reader, x *Executor, proto int, script [][][]byte) {
-	redis := func(args [][]byte) string {
-		t.Helper()
-		if _, err := conn.Write(resp.AppendCommand(nil, args...)); err != nil {
-			t.Fatal(err)
-		}
-		reply, err := readReply(rd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return reply
-	}
+	redis := func(args [][]byte) string { return redisDo(t, conn, rd, args) }
 	tair := func(args [][]byte) string {
 		out, _ := x.Exec(0, proto, false, args, nil)
 		return string(out)
@@ -373,7 +356,7 @@ func TestHLLReplication(t *testing.T) {
 	script := hllFixedScript()
 	script = append(script, hllRandomScript(3, 1500, false)...)
 	script = append(script, hllRandomScript(4, 1500, true)...)
-	for _, name := range hllEngines {
+	for _, name := range allEngines {
 		t.Run(name, func(t *testing.T) {
 			master, slave := hllExecutor(t, name), hllExecutor(t, name)
 			for i, args := range script {
@@ -404,7 +387,7 @@ func TestHLLReplication(t *testing.T) {
 
 // TestHLLPropagation pins what each command propagates.
 func TestHLLPropagation(t *testing.T) {
-	for _, name := range hllEngines {
+	for _, name := range allEngines {
 		t.Run(name, func(t *testing.T) {
 			h := newHarnessOn(t, name)
 			h.x = New(h.eng, Options{Now: h.clock.Now, Buckets: 1})

@@ -428,13 +428,8 @@ func cmdCopy(c *Ctx) {
 		return
 	}
 	src, ok, err := c.snapshot(1)
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	if !ok {
-		c.NoPropagate()
-		c.Int(0)
+	if err != nil || !ok {
+		replyWrote(c, false, err) // a missing source: 0
 		return
 	}
 	dk := c.Key(2)
@@ -593,19 +588,25 @@ func encodingOf(e engines.Entry) string {
 	return "raw"
 }
 
+// peekVisible runs fn on the record at k, read in place (an Update that
+// keeps it), when there is one and it is not hidden; found reports
+// whether fn ran.
+func (c *Ctx) peekVisible(k engines.Key, fn func(cur engines.Entry)) (found bool, err error) {
+	_, err = c.Eng.Update(k, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		if exists && !cur.Hidden {
+			found = true
+			fn(cur)
+		}
+		return cur, engines.Keep, nil
+	})
+	return found, err
+}
+
 func cmdObject(c *Ctx) {
-	sub := c.Args[1]
-	if eqFold(sub, "help") {
-		if len(c.Args) != 2 {
-			c.Error("ERR wrong number of arguments for 'object|help' command")
-			return
-		}
-		c.Array(len(objectHelp))
-		for _, l := range objectHelp {
-			c.Status(l)
-		}
+	if helpSub(c, "object", objectHelp) {
 		return
 	}
+	sub := c.Args[1]
 	known := eqFold(sub, "encoding") || eqFold(sub, "freq") || eqFold(sub, "idletime") || eqFold(sub, "refcount")
 	if !known {
 		c.Error("ERR unknown subcommand '" + string(sub) + "'. Try OBJECT HELP.")
@@ -616,14 +617,7 @@ func cmdObject(c *Ctx) {
 		return
 	}
 	var enc string
-	var found bool
-	_, err := c.Eng.Update(c.Key(2), func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
-		if exists && !cur.Hidden {
-			found = true
-			enc = encodingOf(cur)
-		}
-		return cur, engines.Keep, nil
-	})
+	found, err := c.peekVisible(c.Key(2), func(cur engines.Entry) { enc = encodingOf(cur) })
 	if err == nil && !found {
 		var kvs []engines.KV
 		if kvs, err = c.pkeyFields(c.Key(2)); len(kvs) > 0 {
@@ -652,28 +646,35 @@ func cmdObject(c *Ctx) {
 	}
 }
 
+var memoryHelp = []string{
+	"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"USAGE <key> [SAMPLES <count>]",
+	"    Return memory in bytes used by <key> and its value. Nested values are",
+	"    sampled up to <count> times (default: 5, 0 means sample all).",
+	"HELP",
+	"    Prints this help.",
+}
+
+// helpSub answers CONTAINER HELP, Redis's arity error when it has
+// arguments; false when args[1] is not HELP.
+func helpSub(c *Ctx, container string, lines []string) bool {
+	if !eqFold(c.Args[1], "help") {
+		return false
+	}
+	if len(c.Args) != 2 {
+		c.Error("ERR wrong number of arguments for '" + container + "|help' command")
+		return true
+	}
+	replyHelp(c, lines)
+	return true
+}
+
 // MEMORY USAGE key [SAMPLES n] (an estimate of Redis's answer); MEMORY HELP.
 func cmdMemory(c *Ctx) {
-	sub := c.Args[1]
-	if eqFold(sub, "help") {
-		if len(c.Args) != 2 {
-			c.Error("ERR wrong number of arguments for 'memory|help' command")
-			return
-		}
-		help := []string{
-			"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-			"USAGE <key> [SAMPLES <count>]",
-			"    Return memory in bytes used by <key> and its value. Nested values are",
-			"    sampled up to <count> times (default: 5, 0 means sample all).",
-			"HELP",
-			"    Prints this help.",
-		}
-		c.Array(len(help))
-		for _, l := range help {
-			c.Status(l)
-		}
+	if helpSub(c, "memory", memoryHelp) {
 		return
 	}
+	sub := c.Args[1]
 	if !eqFold(sub, "usage") {
 		c.Error("ERR unknown subcommand '" + string(sub) + "'. Try MEMORY HELP.")
 		return
@@ -694,21 +695,16 @@ func cmdMemory(c *Ctx) {
 		return
 	}
 	var size int64
-	var found bool
-	_, err := c.Eng.Update(c.Key(2), func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
-		if exists && !cur.Hidden {
-			found = true
-			size = 16 + 24 + alloc(len(c.Args[2])+4) // robj + dictEntry + key sds
-			if cur.Object != nil {
-				size += int64(cur.Object.Size())
-			} else {
-				size += alloc(len(cur.Value) + 4)
-			}
-			if cur.ExpireAt != 0 {
-				size += 24 // expires dict entry
-			}
+	found, err := c.peekVisible(c.Key(2), func(cur engines.Entry) {
+		size = 16 + 24 + alloc(len(c.Args[2])+4) // robj + dictEntry + key sds
+		if cur.Object != nil {
+			size += int64(cur.Object.Size())
+		} else {
+			size += alloc(len(cur.Value) + 4)
 		}
-		return cur, engines.Keep, nil
+		if cur.ExpireAt != 0 {
+			size += 24 // expires dict entry
+		}
 	})
 	if err == nil && !found {
 		var kvs []engines.KV

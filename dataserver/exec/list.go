@@ -267,14 +267,7 @@ func cmdLInsert(c *Ctx) {
 		res = int64(l.Len())
 		return engines.Store, nil
 	})
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	if res <= 0 {
-		c.NoPropagate()
-	}
-	c.Int(res)
+	replyChanged(c, res > 0, res, err)
 }
 
 func cmdLRem(c *Ctx) {
@@ -343,14 +336,9 @@ func cmdLTrim(c *Ctx) {
 		l.Trim(s, e)
 		return engines.Store, nil
 	})
-	if err != nil {
-		c.Fail(err)
-		return
+	if writeDone(c, changed, err) {
+		c.OK()
 	}
-	if !changed {
-		c.NoPropagate()
-	}
-	c.OK()
 }
 
 func cmdLPos(c *Ctx) {
@@ -455,16 +443,7 @@ func cmdLPos(c *Ctx) {
 }
 
 // parseWhere parses LEFT|RIGHT.
-func parseWhere(c *Ctx, i int) (left, ok bool) {
-	switch {
-	case EqFold(c.Args[i], "left"):
-		return true, true
-	case EqFold(c.Args[i], "right"):
-		return false, true
-	}
-	c.SyntaxErr()
-	return false, false
-}
+func parseWhere(c *Ctx, i int) (left, ok bool) { return parseChoice(c, i, "left", "right") }
 
 // listMove is LMOVE: it returns the moved element (ok false: src empty or
 // missing).
@@ -916,14 +895,7 @@ func cmdSort(c *Ctx, readonly bool) {
 	}
 	if storeAt == 0 {
 		c.NoPropagate() // SORT without STORE is a read
-		c.Array(len(outs))
-		for _, v := range outs {
-			if v == nil {
-				c.Null()
-			} else {
-				c.BulkString(*v)
-			}
-		}
+		replyOptional(c, outs)
 		return
 	}
 	err = storeObjectKey(c, c.Key(storeAt), engines.TypeList, func() engines.Object {

@@ -7,9 +7,11 @@ package exec
 
 import (
 	"bufio"
+	"fmt"
 	"net"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/engines/rdb"
@@ -149,6 +151,40 @@ func redisDo(t *testing.T, conn net.Conn, rd *bufio.Reader, args [][]byte) strin
 		t.Fatal(err)
 	}
 	return reply
+}
+
+// redisLine is redisDo of the command line l.
+func redisLine(t *testing.T, conn net.Conn, rd *bufio.Reader, l string) string {
+	t.Helper()
+	return redisDo(t, conn, rd, toArgs(splitLine(l)))
+}
+
+// againstRedis runs fn as a subtest per engine (allEngines) and protocol
+// (RESP2, RESP3), redis-server flushed and switched to the protocol
+// first.
+func againstRedis(t *testing.T, conn net.Conn, rd *bufio.Reader, fn func(t *testing.T, engine string, proto int)) {
+	for _, engine := range allEngines {
+		for _, proto := range []int{2, 3} {
+			t.Run(fmt.Sprintf("%s/RESP%d", engine, proto), func(t *testing.T) {
+				redisLine(t, conn, rd, "FLUSHALL")
+				redisLine(t, conn, rd, "HELLO "+strconv.Itoa(proto))
+				fn(t, engine, proto)
+			})
+		}
+	}
+}
+
+// openDiffEngine opens a fresh engine of the given name (no fsync, no
+// sweep during the test), closed when t ends, and an executor over it
+// with one bucket (no CROSSSLOT).
+func openDiffEngine(t *testing.T, name string) (engines.Engine, *Executor) {
+	t.Helper()
+	eng, err := engines.Open(name, engines.Options{Dir: t.TempDir(), Sync: engines.SyncNone, SweepInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	return eng, New(eng, Options{Buckets: 1})
 }
 
 // sameAsRedis runs args (the command line l) on redis-server and on x,

@@ -7,6 +7,7 @@ package exec
 import (
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/engines/ds"
+	"github.com/tairkv/tair/internal/zsetop"
 )
 
 func init() {
@@ -118,11 +119,7 @@ func cmdSMIsMember(c *Ctx) {
 
 // cmdSPop pops random members and propagates SREM of the chosen ones.
 func cmdSPop(c *Ctx) {
-	if len(c.Args) > 3 {
-		c.SyntaxErr()
-		return
-	}
-	count, hasCount, ok := popCount(c)
+	count, hasCount, ok := oneCountArg(c, popCount)
 	if !ok {
 		return
 	}
@@ -161,18 +158,9 @@ func cmdSPop(c *Ctx) {
 }
 
 func cmdSRandMember(c *Ctx) {
-	if len(c.Args) > 3 {
-		c.SyntaxErr()
+	count, hasCount, ok := oneCountArg(c, dsRandCount)
+	if !ok {
 		return
-	}
-	hasCount := len(c.Args) == 3
-	var count int64
-	if hasCount {
-		n, ok := dsRandCount(c, 2)
-		if !ok {
-			return
-		}
-		count = n
 	}
 	var picked []string
 	_, err := dsRead(c, 1, engines.TypeSet, func(o engines.Object) error {
@@ -190,15 +178,14 @@ func cmdSRandMember(c *Ctx) {
 		picked = dsRandPick(s.Members(), count)
 		return nil
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		c.Fail(err)
-		return
-	}
-	if !hasCount {
+	case !hasCount:
 		replyOne(c, picked)
-		return
+	default:
+		replyStrings(c, picked)
 	}
-	replyStrings(c, picked)
 }
 
 func cmdSMove(c *Ctx) {
@@ -217,13 +204,8 @@ func cmdSMove(c *Ctx) {
 	if err == nil && found {
 		_, err = dsReadKey(c, dst, engines.TypeSet, func(engines.Object) error { return nil })
 	}
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	if !found {
-		c.NoPropagate()
-		c.Int(0)
+	if err != nil || !found {
+		replyWrote(c, false, err) // a missing source: 0
 		return
 	}
 	if string(src.Key) == string(dst.Key) {
@@ -280,64 +262,11 @@ func setCompute(c *Ctx, idx []int, op setOpKind, limit int) ([]string, error) {
 	}
 	switch op {
 	case opUnion:
-		seen := map[string]struct{}{}
-		var out []string
-		for _, s := range sets {
-			for _, m := range s {
-				if _, ok := seen[m]; !ok {
-					seen[m] = struct{}{}
-					out = append(out, m)
-				}
-			}
-		}
-		return out, nil
+		return zsetop.Union(sets), nil
 	case opInter:
-		// Walk the smallest set, probing the others.
-		small := 0
-		for i, s := range sets {
-			if len(s) < len(sets[small]) {
-				small = i
-			}
-		}
-		others := make([]map[string]struct{}, 0, len(sets)-1)
-		for i, s := range sets {
-			if i == small {
-				continue
-			}
-			m := make(map[string]struct{}, len(s))
-			for _, x := range s {
-				m[x] = struct{}{}
-			}
-			others = append(others, m)
-		}
-		var out []string
-	next:
-		for _, m := range sets[small] {
-			for _, o := range others {
-				if _, ok := o[m]; !ok {
-					continue next
-				}
-			}
-			out = append(out, m)
-			if limit > 0 && len(out) >= limit {
-				break
-			}
-		}
-		return out, nil
+		return zsetop.Inter(sets, limit), nil
 	default:
-		drop := map[string]struct{}{}
-		for _, s := range sets[1:] {
-			for _, m := range s {
-				drop[m] = struct{}{}
-			}
-		}
-		var out []string
-		for _, m := range sets[0] {
-			if _, ok := drop[m]; !ok {
-				out = append(out, m)
-			}
-		}
-		return out, nil
+		return zsetop.Diff(sets), nil
 	}
 }
 

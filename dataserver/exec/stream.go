@@ -171,6 +171,20 @@ func strictID(c *Ctx, i int) (ds.StreamID, bool) {
 	return id, ok
 }
 
+// strictIDs parses every arg as a strict id: XDEL's and XACK's ids, all
+// checked before any is used.
+func strictIDs(args [][]byte) ([]ds.StreamID, error) {
+	ids := make([]ds.StreamID, 0, len(args))
+	for _, a := range args {
+		id, _, ok := parseStreamID(a, true, 0, false)
+		if !ok {
+			return nil, ReplyError(errTextStreamID)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
 // intervalID is Redis's streamParseIntervalIDOrReply: an id, or an
 // exclusive "(id" (strict), with missingSeq for a bare <ms>.
 func intervalID(c *Ctx, i int, missingSeq uint64) (id ds.StreamID, exclusive, ok bool) {
@@ -189,28 +203,24 @@ func intervalID(c *Ctx, i int, missingSeq uint64) (id ds.StreamID, exclusive, ok
 
 // rangeStart parses an interval's start: an exclusive start is the next id.
 func rangeStart(c *Ctx, i int) (ds.StreamID, bool) {
-	id, ex, ok := intervalID(c, i, 0)
-	if !ok {
-		return id, false
-	}
-	if ex {
-		if id, ok = id.Incr(); !ok {
-			c.Error(errTextStartID)
-			return id, false
-		}
-	}
-	return id, true
+	return rangeBound(c, i, 0, ds.StreamID.Incr, errTextStartID)
 }
 
 // rangeEnd parses an interval's end: an exclusive end is the previous id.
 func rangeEnd(c *Ctx, i int) (ds.StreamID, bool) {
-	id, ex, ok := intervalID(c, i, math.MaxUint64)
+	return rangeBound(c, i, math.MaxUint64, ds.StreamID.Decr, errTextEndID)
+}
+
+// rangeBound is rangeStart and rangeEnd: an exclusive bound is the id one
+// step inward, errText when there is none.
+func rangeBound(c *Ctx, i int, missingSeq uint64, inward func(ds.StreamID) (ds.StreamID, bool), errText string) (ds.StreamID, bool) {
+	id, ex, ok := intervalID(c, i, missingSeq)
 	if !ok {
 		return id, false
 	}
 	if ex {
-		if id, ok = id.Decr(); !ok {
-			c.Error(errTextEndID)
+		if id, ok = inward(id); !ok {
+			c.Error(errText)
 			return id, false
 		}
 	}
@@ -344,12 +354,8 @@ func parseTrimArgs(c *Ctx, xadd bool, a *trimArgs) int {
 				}
 				a.ID = id
 			} else {
-				n, ok := c.IntArg(i + 1)
+				n, ok := nonNegArg(c, i+1, "MAXLEN")
 				if !ok {
-					return -1
-				}
-				if n < 0 {
-					c.Error("ERR The MAXLEN argument must be >= 0.")
 					return -1
 				}
 				a.MaxLen = n
@@ -357,12 +363,8 @@ func parseTrimArgs(c *Ctx, xadd bool, a *trimArgs) int {
 			i++
 			a.MinID, a.strategy, a.argIdx = minid, true, i
 		case eqFold(opt, "limit") && more > 0:
-			n, ok := c.IntArg(i + 1)
+			n, ok := nonNegArg(c, i+1, "LIMIT")
 			if !ok {
-				return -1
-			}
-			if n < 0 {
-				c.Error("ERR The LIMIT argument must be >= 0.")
 				return -1
 			}
 			a.Limit, limitGiven = n, true
@@ -405,6 +407,20 @@ done:
 		a.Limit = 0
 	}
 	return i
+}
+
+// nonNegArg parses args[i], the argument of option name, as an integer
+// >= 0, replying the error when it is not one.
+func nonNegArg(c *Ctx, i int, name string) (int64, bool) {
+	n, ok := c.IntArg(i)
+	if !ok {
+		return 0, false
+	}
+	if n < 0 {
+		c.Error("ERR The " + name + " argument must be >= 0.")
+		return 0, false
+	}
+	return n, true
 }
 
 // exactTrimArgs rewrites a trim with ~ into the exact trim it made (as
@@ -603,13 +619,9 @@ func cmdXDel(c *Ctx) {
 		if s == nil {
 			return false, nil
 		}
-		ids := make([]ds.StreamID, 0, len(c.Args)-2)
-		for j := 2; j < len(c.Args); j++ {
-			id, _, ok := parseStreamID(c.Args[j], true, 0, false)
-			if !ok {
-				return false, ReplyError(errTextStreamID)
-			}
-			ids = append(ids, id)
+		ids, err := strictIDs(c.Args[2:])
+		if err != nil {
+			return false, err
 		}
 		first := false
 		for _, id := range ids {
@@ -1082,10 +1094,7 @@ func subcommand(c *Ctx, container string, arities map[string]int, help []string)
 		return ""
 	}
 	if sub == "help" {
-		c.Array(len(help))
-		for _, l := range help {
-			c.Status(l)
-		}
+		replyHelp(c, help)
 		return ""
 	}
 	return sub
@@ -1141,14 +1150,9 @@ func cmdXGroup(c *Ctx) {
 		}
 		switch sub {
 		case "create":
-			var id ds.StreamID
-			if string(c.Args[4]) == "$" {
-				id = s.LastID
-			} else {
-				var ok bool
-				if id, _, ok = parseStreamID(c.Args[4], true, 0, false); !ok {
-					return false, ReplyError(errTextStreamID)
-				}
+			id, err := groupID(s, c.Args[4], true)
+			if err != nil {
+				return false, err
 			}
 			if _, ok := s.CreateGroup(groupName, id, entriesRead); !ok {
 				return false, ReplyError(errTextBusyGroup)
@@ -1158,14 +1162,9 @@ func cmdXGroup(c *Ctx) {
 			if n := len(c.Args); n != 5 && n != 7 {
 				return false, subSyntaxErr(c)
 			}
-			var id ds.StreamID
-			if string(c.Args[4]) == "$" {
-				id = s.LastID
-			} else {
-				var ok bool
-				if id, _, ok = parseStreamID(c.Args[4], false, 0, false); !ok {
-					return false, ReplyError(errTextStreamID)
-				}
+			id, err := groupID(s, c.Args[4], false)
+			if err != nil {
+				return false, err
 			}
 			g.LastID, g.EntriesRead = id, entriesRead
 			reply, changed = c.OK, true
@@ -1187,14 +1186,9 @@ func cmdXGroup(c *Ctx) {
 		}
 		return changed, nil
 	})
-	if err != nil {
-		c.Fail(err)
-		return
+	if writeDone(c, changed, err) {
+		reply()
 	}
-	if !changed {
-		c.NoPropagate()
-	}
-	reply()
 }
 
 // ---- XACK, XPENDING ----
@@ -1209,13 +1203,9 @@ func cmdXAck(c *Ctx) {
 		if g == nil {
 			return false, nil
 		}
-		ids := make([]ds.StreamID, 0, len(c.Args)-3)
-		for j := 3; j < len(c.Args); j++ {
-			id, _, ok := parseStreamID(c.Args[j], true, 0, false)
-			if !ok {
-				return false, ReplyError(errTextStreamID)
-			}
-			ids = append(ids, id)
+		ids, err := strictIDs(c.Args[3:])
+		if err != nil {
+			return false, err
 		}
 		for _, id := range ids {
 			if nk := g.NACK(id); nk != nil {
@@ -1226,6 +1216,34 @@ func cmdXAck(c *Ctx) {
 		return n > 0, nil
 	})
 	replyCount(c, n, err)
+}
+
+// groupID is XGROUP CREATE's and SETID's id: "$" is the stream's last
+// id; CREATE's must be strict, SETID's may be "-" or "+".
+func groupID(s *ds.Stream, arg []byte, strict bool) (ds.StreamID, error) {
+	if string(arg) == "$" {
+		return s.LastID, nil
+	}
+	id, _, ok := parseStreamID(arg, strict, 0, false)
+	if !ok {
+		return id, ReplyError(errTextStreamID)
+	}
+	return id, nil
+}
+
+// groupDo is streamDo on the key at args[1] with its group args[2]: a
+// missing key or group is NOGROUP.
+func groupDo(c *Ctx, fn func(s *ds.Stream, g *ds.StreamGroup) (bool, error)) error {
+	return streamDo(c, 1, false, func(s *ds.Stream) (bool, error) {
+		var g *ds.StreamGroup
+		if s != nil {
+			g = s.Group(string(c.Args[2]))
+		}
+		if g == nil {
+			return false, noGroupErr(c)
+		}
+		return fn(s, g)
+	})
 }
 
 func noGroupErr(c *Ctx) error {
@@ -1270,14 +1288,7 @@ func cmdXPending(c *Ctx) {
 		}
 	}
 	from := len(c.Out)
-	err := streamDo(c, 1, false, func(s *ds.Stream) (bool, error) {
-		if s == nil {
-			return false, noGroupErr(c)
-		}
-		g := s.Group(string(c.Args[2]))
-		if g == nil {
-			return false, noGroupErr(c)
-		}
+	err := groupDo(c, func(s *ds.Stream, g *ds.StreamGroup) (bool, error) {
 		if n == 3 {
 			c.Array(4)
 			c.Int(int64(g.PEL.Len()))
@@ -1347,14 +1358,7 @@ func cmdXPending(c *Ctx) {
 func cmdXClaim(c *Ctx) {
 	from := len(c.Out)
 	var props [][][]byte
-	err := streamDo(c, 1, false, func(s *ds.Stream) (bool, error) {
-		if s == nil {
-			return false, noGroupErr(c)
-		}
-		g := s.Group(string(c.Args[2]))
-		if g == nil {
-			return false, noGroupErr(c)
-		}
+	err := groupDo(c, func(s *ds.Stream, g *ds.StreamGroup) (bool, error) {
 		minIdle, ok := ParseInt(c.Args[4])
 		if !ok {
 			return false, ReplyError("ERR Invalid min-idle-time argument for XCLAIM")
@@ -1566,14 +1570,7 @@ func cmdXAutoClaim(c *Ctx) {
 	}
 	from := len(c.Out)
 	var props [][][]byte
-	err := streamDo(c, 1, false, func(s *ds.Stream) (bool, error) {
-		if s == nil {
-			return false, noGroupErr(c)
-		}
-		g := s.Group(string(c.Args[2]))
-		if g == nil {
-			return false, noGroupErr(c)
-		}
+	err := groupDo(c, func(s *ds.Stream, g *ds.StreamGroup) (bool, error) {
 		attempts := count * 10
 		now := c.NowMs()
 		name := string(c.Args[3])
@@ -1700,12 +1697,7 @@ func cmdXInfo(c *Ctx) {
 				c.Int(int64(len(g.Consumers())))
 				c.BulkString("pending")
 				c.Int(int64(g.PEL.Len()))
-				c.BulkString("last-delivered-id")
-				c.streamID(g.LastID)
-				c.BulkString("entries-read")
-				c.entriesRead(g)
-				c.BulkString("lag")
-				c.lag(s, g)
+				c.groupPosition(s, g)
 			}
 		case "stream":
 			return false, xinfoStream(c, s)
@@ -1717,19 +1709,46 @@ func cmdXInfo(c *Ctx) {
 	}
 }
 
-func (c *Ctx) entriesRead(g *ds.StreamGroup) {
+// groupPosition writes the fields of where group g is in s, as XINFO
+// GROUPS and XINFO STREAM FULL list them: last-delivered-id,
+// entries-read and lag (the two null when unknown).
+func (c *Ctx) groupPosition(s *ds.Stream, g *ds.StreamGroup) {
+	c.BulkString("last-delivered-id")
+	c.streamID(g.LastID)
+	c.BulkString("entries-read")
 	if g.EntriesRead != ds.InvalidEntriesRead {
 		c.Int(g.EntriesRead)
 	} else {
 		c.Null()
 	}
-}
-
-func (c *Ctx) lag(s *ds.Stream, g *ds.StreamGroup) {
+	c.BulkString("lag")
 	if n, ok := s.Lag(g); ok {
 		c.Int(n)
 	} else {
 		c.Null()
+	}
+}
+
+// fullPEL writes XINFO STREAM FULL's pel-count and pending (its first
+// count entries) of a group's or a consumer's pending list; a group's
+// entries name their consumer.
+func (c *Ctx) fullPEL(pel *btree.BTreeG[*ds.StreamNACK], count int64, ofGroup bool) {
+	c.BulkString("pel-count")
+	c.Int(int64(pel.Len()))
+	c.BulkString("pending")
+	ns := firstNACKs(pel, count)
+	c.Array(len(ns))
+	for _, n := range ns {
+		if ofGroup {
+			c.Array(4)
+			c.streamID(n.ID)
+			c.BulkString(n.Consumer.Name)
+		} else {
+			c.Array(3)
+			c.streamID(n.ID)
+		}
+		c.Int(n.DeliveryTime)
+		c.Int(int64(n.DeliveryCount))
 	}
 }
 
@@ -1797,24 +1816,8 @@ func xinfoStream(c *Ctx, s *ds.Stream) error {
 		c.Map(7)
 		c.BulkString("name")
 		c.BulkString(g.Name)
-		c.BulkString("last-delivered-id")
-		c.streamID(g.LastID)
-		c.BulkString("entries-read")
-		c.entriesRead(g)
-		c.BulkString("lag")
-		c.lag(s, g)
-		c.BulkString("pel-count")
-		c.Int(int64(g.PEL.Len()))
-		c.BulkString("pending")
-		ns := firstNACKs(g.PEL, count)
-		c.Array(len(ns))
-		for _, n := range ns {
-			c.Array(4)
-			c.streamID(n.ID)
-			c.BulkString(n.Consumer.Name)
-			c.Int(n.DeliveryTime)
-			c.Int(int64(n.DeliveryCount))
-		}
+		c.groupPosition(s, g)
+		c.fullPEL(g.PEL, count, true)
 		c.BulkString("consumers")
 		cs := g.Consumers()
 		c.Array(len(cs))
@@ -1824,17 +1827,7 @@ func xinfoStream(c *Ctx, s *ds.Stream) error {
 			c.BulkString(x.Name)
 			c.BulkString("seen-time")
 			c.Int(x.SeenTime)
-			c.BulkString("pel-count")
-			c.Int(int64(x.PEL.Len()))
-			c.BulkString("pending")
-			ns := firstNACKs(x.PEL, count)
-			c.Array(len(ns))
-			for _, n := range ns {
-				c.Array(3)
-				c.streamID(n.ID)
-				c.Int(n.DeliveryTime)
-				c.Int(int64(n.DeliveryCount))
-			}
+			c.fullPEL(x.PEL, count, false)
 		}
 	}
 	return nil

@@ -18,9 +18,7 @@ import (
 	"time"
 
 	"github.com/tairkv/tair/engines"
-	"github.com/tairkv/tair/engines/kdb"
 	"github.com/tairkv/tair/engines/ldb"
-	"github.com/tairkv/tair/engines/mdb"
 	"github.com/tairkv/tair/engines/rdb"
 )
 
@@ -247,8 +245,6 @@ func streamRandomScript(seed uint64, n int) []string {
 	return out
 }
 
-var streamDiffEngines = []string{rdb.Name, mdb.Name, ldb.Name, kdb.Name}
-
 func TestStreamsAgainstRedis(t *testing.T) {
 	conn, rd := startRedis(t)
 	var script []string
@@ -257,38 +253,27 @@ func TestStreamsAgainstRedis(t *testing.T) {
 	script = append(script, streamClaimScript...)
 	script = append(script, streamTimedScript...)
 	script = append(script, streamRandomScript(1, 1500)...)
-	for _, engine := range streamDiffEngines {
-		for _, proto := range []int{2, 3} {
-			t.Run(fmt.Sprintf("%s/RESP%d", engine, proto), func(t *testing.T) {
-				bitRedisDo(t, conn, rd, "FLUSHALL")
-				bitRedisDo(t, conn, rd, "HELLO "+strconv.Itoa(proto))
-				eng, err := engines.Open(engine, engines.Options{Dir: t.TempDir(), Sync: engines.SyncNone, SweepInterval: time.Hour})
-				if err != nil {
-					t.Fatal(err)
+	againstRedis(t, conn, rd, func(t *testing.T, engine string, proto int) {
+		_, x := openDiffEngine(t, engine)
+		mine, theirs := map[string]string{}, map[string]string{}
+		fails := 0
+		for _, l := range script {
+			timed := strings.HasPrefix(l, "~")
+			l = strings.TrimPrefix(l, "~")
+			want := redisLine(t, conn, rd, l)
+			got, _ := x.Exec(0, proto, false, toArgs(splitLine(l)), nil)
+			g, w := string(got), want
+			if timed {
+				g, w = streamNormalise(t, g, mine), streamNormalise(t, want, theirs)
+			}
+			if g != w {
+				t.Errorf("%s\n  got: %q\nredis: %q", l, g, w)
+				if fails++; fails == 20 {
+					t.Fatal("too many differences")
 				}
-				defer eng.Close()
-				x := New(eng, Options{Buckets: 1})
-				mine, theirs := map[string]string{}, map[string]string{}
-				fails := 0
-				for _, l := range script {
-					timed := strings.HasPrefix(l, "~")
-					l = strings.TrimPrefix(l, "~")
-					want := bitRedisDo(t, conn, rd, l)
-					got, _ := x.Exec(0, proto, false, toArgs(splitLine(l)), nil)
-					g, w := string(got), want
-					if timed {
-						g, w = streamNormalise(t, g, mine), streamNormalise(t, want, theirs)
-					}
-					if g != w {
-						t.Errorf("%s\n  got: %q\nredis: %q", l, g, w)
-						if fails++; fails == 20 {
-							t.Fatal("too many differences")
-						}
-					}
-				}
-			})
+			}
 		}
-	}
+	})
 	t.Logf("%d command lines per engine and protocol", len(script))
 }
 
@@ -440,11 +425,11 @@ var streamDumpSetup = func() []string {
 // normalised).
 func TestStreamDumpRestoreWithRedis(t *testing.T) {
 	conn, rd := startRedis(t)
-	bitRedisDo(t, conn, rd, "FLUSHALL")
-	bitRedisDo(t, conn, rd, "HELLO 2")
+	redisLine(t, conn, rd, "FLUSHALL")
+	redisLine(t, conn, rd, "HELLO 2")
 	for _, engine := range []string{rdb.Name, ldb.Name} {
 		t.Run(engine, func(t *testing.T) {
-			bitRedisDo(t, conn, rd, "FLUSHALL")
+			redisLine(t, conn, rd, "FLUSHALL")
 			eng, err := engines.Open(engine, engines.Options{Dir: t.TempDir(), Sync: engines.SyncNone, SweepInterval: time.Hour})
 			if err != nil {
 				t.Fatal(err)

@@ -82,7 +82,7 @@ func streamSansSeen(t *testing.T, b []byte) []byte {
 func TestStreamSlaveGetsTheSameStream(t *testing.T) {
 	for _, name := range []string{rdb.Name, ldb.Name} {
 		t.Run(name, func(t *testing.T) {
-			clk := &testClock{t: testEpoch}
+			clk := newTestClock()
 			meng, seng := openEngine(t, name, clk), openEngine(t, name, clk)
 			m, s := New(meng, Options{Now: clk.Now, Buckets: 1}), New(seng, Options{Now: clk.Now, Buckets: 1})
 			r := rand.New(rand.NewPCG(7, 7))

@@ -696,25 +696,28 @@ func strRange(s []byte, start, end int64) []byte {
 	if start < 0 && end < 0 && start > end {
 		return nil
 	}
+	start, end = clampRange(n, start, end)
+	if start > end || n == 0 {
+		return nil
+	}
+	return s[start : end+1]
+}
+
+// clampRange resolves start and end over n elements as GETRANGE and
+// BITCOUNT do: negative indexes count from the end, then both are
+// clamped to [0, n-1]; the range is empty when start > end.
+func clampRange(n, start, end int64) (int64, int64) {
 	if start < 0 {
 		start += n
 	}
 	if end < 0 {
 		end += n
 	}
-	if start < 0 {
-		start = 0
-	}
-	if end < 0 {
-		end = 0
-	}
+	start, end = max(start, 0), max(end, 0)
 	if end >= n {
 		end = n - 1
 	}
-	if start > end || n == 0 {
-		return nil
-	}
-	return s[start : end+1]
+	return start, end
 }
 
 func cmdSetRange(c *Ctx) {
@@ -754,14 +757,7 @@ func cmdSetRange(c *Ctx) {
 		wrote = true
 		return cur, engines.Store, nil
 	})
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	if !wrote {
-		c.NoPropagate()
-	}
-	c.Int(int64(n))
+	replyChanged(c, wrote, int64(n), err)
 }
 
 // LCS key1 key2 [LEN] [IDX] [MINMATCHLEN n] [WITHMATCHLEN]

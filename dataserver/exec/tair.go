@@ -346,16 +346,18 @@ func cmdTairPGet(c *Ctx) {
 
 // TAIR.PDEL pkey skey: 1 / 0.
 func cmdTairPDel(c *Ctx) {
-	err := c.Eng.PrefixRemove(c.prefixKey(), c.Args[2], 0)
-	switch {
-	case errors.Is(err, errs.ErrNotFound):
-		c.NoPropagate()
-		c.Int(0)
-	case err != nil:
-		c.Fail(err)
-	default:
-		c.Int(1)
+	replyFound(c, c.Eng.PrefixRemove(c.prefixKey(), c.Args[2], 0))
+}
+
+// replyFound ends a write the engine answers ErrNotFound when there is
+// nothing to write (TAIR.PDEL, TAIR.HIDE): 0, not propagated; else err's
+// reply, or 1.
+func replyFound(c *Ctx, err error) {
+	if errors.Is(err, errs.ErrNotFound) {
+		replyWrote(c, false, nil)
+		return
 	}
+	replyWrote(c, err == nil, err)
 }
 
 // TAIR.PRANGE pkey start end [LIMIT n] [REV]: skey, value, ... in skey
@@ -470,16 +472,7 @@ func cmdTairItemCount(c *Ctx) {
 
 // TAIR.HIDE / TAIR.UNHIDE key: 1, or 0 when missing.
 func tairHide(c *Ctx, hide bool) {
-	err := c.Eng.SetHidden(c.Key(1), hide)
-	switch {
-	case errors.Is(err, errs.ErrNotFound):
-		c.NoPropagate()
-		c.Int(0)
-	case err != nil:
-		c.Fail(err)
-	default:
-		c.Int(1)
-	}
+	replyFound(c, c.Eng.SetHidden(c.Key(1), hide))
 }
 
 // TAIR.GETHIDDEN key: the value, hidden or not; nil when missing.

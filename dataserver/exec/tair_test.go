@@ -261,7 +261,7 @@ func TestReplicaConverges(t *testing.T) { onEngines(t, testReplicaConverges) }
 
 func testReplicaConverges(t *testing.T, engine string) {
 	h := newHarnessOn(t, engine)
-	rclk := &testClock{t: testEpoch}
+	rclk := newTestClock()
 	reng := openEngine(t, engine, rclk)
 	t.Cleanup(func() { reng.Close() })
 	rx := New(reng, Options{Now: rclk.Now})

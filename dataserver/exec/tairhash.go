@@ -324,12 +324,7 @@ func cmdExHSetNX(c *Ctx) {
 }
 
 func cmdExHMSet(c *Ctx) {
-	if len(c.Args)%2 != 0 {
-		dsWrongArgs(c)
-		return
-	}
-	if err := dsCheckValues(c, 3, 2); err != nil {
-		c.Fail(err)
+	if !fieldValuePairs(c) {
 		return
 	}
 	err := exWrite(c, func(h *ds.ExHash, now int64) (bool, error) {

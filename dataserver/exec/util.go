@@ -63,13 +63,7 @@ func ParseInt(b []byte) (int64, bool) { return redisnum.ParseInt(b) }
 
 // IntArg parses args[i] as an integer, replying Redis's error when it is
 // not one (ok false: the reply is written).
-func (c *Ctx) IntArg(i int) (int64, bool) {
-	v, ok := ParseInt(c.Args[i])
-	if !ok {
-		c.Error(ErrTextNotInt)
-	}
-	return v, ok
-}
+func (c *Ctx) IntArg(i int) (int64, bool) { return parsedArg(c, i, ParseInt, ErrTextNotInt) }
 
 // twoIntArgs is IntArg of args[i] and args[i+1] (a range's start and
 // stop, an offset and a count), the first checked first.
@@ -85,10 +79,14 @@ func ParseFloat(b []byte) (float64, bool) { return redisnum.ParseFloat(b) }
 
 // FloatArg parses args[i] as a float, replying Redis's error when it is
 // not one.
-func (c *Ctx) FloatArg(i int) (float64, bool) {
-	v, ok := ParseFloat(c.Args[i])
+func (c *Ctx) FloatArg(i int) (float64, bool) { return parsedArg(c, i, ParseFloat, ErrTextNotFloat) }
+
+// parsedArg is IntArg and FloatArg: args[i] through parse, errText
+// replied when it is not one.
+func parsedArg[T any](c *Ctx, i int, parse func([]byte) (T, bool), errText string) (T, bool) {
+	v, ok := parse(c.Args[i])
 	if !ok {
-		c.Error(ErrTextNotFloat)
+		c.Error(errText)
 	}
 	return v, ok
 }
@@ -262,6 +260,20 @@ func Int64Bytes(n int64) []byte { return strconv.AppendInt(nil, n, 10) }
 
 // eqFold reports whether b equals the lower-case ASCII word s, ignoring case.
 func eqFold(b []byte, s string) bool { return resp.EqualFold(b, s) }
+
+// parseChoice parses args[i] as one of two words, any case (BIT|BYTE,
+// LEFT|RIGHT, MIN|MAX): isFirst tells which; anything else is a syntax
+// error (ok false: the reply is written).
+func parseChoice(c *Ctx, i int, first, second string) (isFirst, ok bool) {
+	switch {
+	case eqFold(c.Args[i], first):
+		return true, true
+	case eqFold(c.Args[i], second):
+		return false, true
+	}
+	c.SyntaxErr()
+	return false, false
+}
 
 // EqFold is eqFold for other files: b equals lower-case word s ignoring case.
 func EqFold(b []byte, s string) bool { return eqFold(b, s) }

@@ -268,15 +268,9 @@ func cmdZScore(c *Ctx) {
 		s, ok = o.(*ds.ZSet).Score(string(c.Args[2]))
 		return nil
 	})
-	if err != nil {
-		c.Fail(err)
-		return
+	if readDone(c, ok, err) {
+		c.Double(s)
 	}
-	if !ok {
-		c.Null()
-		return
-	}
-	c.Double(s)
 }
 
 func cmdZMScore(c *Ctx) {
@@ -484,29 +478,8 @@ func parseZRange(c *Ctx, at int, kind zrangeKind, rev, legacy, store bool) (*zra
 	if q.rev && q.kind != zrRank {
 		lo, hi = hi, lo
 	}
-	switch q.kind {
-	case zrRank:
-		s, ok1 := ParseInt(lo)
-		e, ok2 := ParseInt(hi)
-		if !ok1 || !ok2 {
-			c.Error(ErrTextNotInt)
-			return nil, false, false
-		}
-		q.start, q.stop = s, e
-	case zrScore:
-		r, ok := parseScoreRange(lo, hi)
-		if !ok {
-			c.Error(errTextMinMaxFloat)
-			return nil, false, false
-		}
-		q.sr = r
-	case zrLex:
-		r, ok := parseLexRange(lo, hi)
-		if !ok {
-			c.Error(errTextMinMaxLex)
-			return nil, false, false
-		}
-		q.lr = r
+	if !q.bounds(c, lo, hi) {
+		return nil, false, false
 	}
 	return q, withScores, true
 }
@@ -536,11 +509,7 @@ func zrange(c *Ctx, kind zrangeKind, rev, legacy, store bool) {
 		return
 	}
 	if store {
-		if err := storeObject(c, 1, engines.TypeZSet, func() engines.Object { return zsetOf(items) }); err != nil {
-			c.Fail(err)
-			return
-		}
-		c.Int(int64(len(items)))
+		storeZSet(c, items)
 		return
 	}
 	replyScored(c, items, withScores)
@@ -595,29 +564,50 @@ func cmdZRem(c *Ctx) {
 	removeMembers(c, engines.TypeZSet, func(o engines.Object, m string) bool { return o.(*ds.ZSet).Remove(m) })
 }
 
-func zremrange(c *Ctx, kind zrangeKind) {
-	q := &zrangeSpec{kind: kind, limit: -1}
-	switch kind {
+// bounds parses lo and hi as the bounds of q's kind (ranks, scores or
+// lex), replying the error when they are not; false then.
+func (q *zrangeSpec) bounds(c *Ctx, lo, hi []byte) bool {
+	switch q.kind {
 	case zrRank:
-		s, e, ok := c.twoIntArgs(2)
-		if !ok {
-			return
+		s, ok1 := ParseInt(lo)
+		e, ok2 := ParseInt(hi)
+		if !ok1 || !ok2 {
+			c.Error(ErrTextNotInt)
+			return false
 		}
 		q.start, q.stop = s, e
 	case zrScore:
-		r, ok := parseScoreRange(c.Args[2], c.Args[3])
+		r, ok := parseScoreRange(lo, hi)
 		if !ok {
 			c.Error(errTextMinMaxFloat)
-			return
+			return false
 		}
 		q.sr = r
 	case zrLex:
-		r, ok := parseLexRange(c.Args[2], c.Args[3])
+		r, ok := parseLexRange(lo, hi)
 		if !ok {
 			c.Error(errTextMinMaxLex)
-			return
+			return false
 		}
 		q.lr = r
+	}
+	return true
+}
+
+// storeZSet ends a STORE form (ZRANGESTORE, ZUNIONSTORE ...): items
+// become the zset at args[1] and the reply is their count.
+func storeZSet(c *Ctx, items []zitem) {
+	if err := storeObject(c, 1, engines.TypeZSet, func() engines.Object { return zsetOf(items) }); err != nil {
+		c.Fail(err)
+		return
+	}
+	c.Int(int64(len(items)))
+}
+
+func zremrange(c *Ctx, kind zrangeKind) {
+	q := &zrangeSpec{kind: kind, limit: -1}
+	if !q.bounds(c, c.Args[2], c.Args[3]) {
+		return
 	}
 	n := 0
 	err := dsWrite(c, 1, engines.TypeZSet, nil, func(o engines.Object) (engines.Action, error) {
@@ -673,11 +663,7 @@ func zpopKey(c *Ctx, k engines.Key, minEnd bool, count int) ([]zitem, bool, erro
 }
 
 func zpop(c *Ctx, minEnd bool) {
-	if len(c.Args) > 3 {
-		c.SyntaxErr()
-		return
-	}
-	count, hasCount, ok := popCount(c)
+	count, hasCount, ok := oneCountArg(c, popCount)
 	if !ok {
 		return
 	}
@@ -701,16 +687,7 @@ func zpop(c *Ctx, minEnd bool) {
 }
 
 // parseMinMax parses MIN|MAX.
-func parseMinMax(c *Ctx, i int) (minEnd, ok bool) {
-	switch {
-	case EqFold(c.Args[i], "min"):
-		return true, true
-	case EqFold(c.Args[i], "max"):
-		return false, true
-	}
-	c.SyntaxErr()
-	return false, false
-}
+func parseMinMax(c *Ctx, i int) (minEnd, ok bool) { return parseChoice(c, i, "min", "max") }
 
 // zmpop is ZMPOP and BZMPOP (see mpopArgs).
 func zmpop(c *Ctx, nk int, blocking bool) {
@@ -863,11 +840,7 @@ func zsetOp(c *Ctx, op setOpKind, store bool) {
 	}
 	res := zcombine(maps, lists, weights, agg, op)
 	if store {
-		if err := storeObject(c, 1, engines.TypeZSet, func() engines.Object { return zsetOf(res) }); err != nil {
-			c.Fail(err)
-			return
-		}
-		c.Int(int64(len(res)))
+		storeZSet(c, res)
 		return
 	}
 	// Reply in score order, as Redis builds a temporary zset.
@@ -1000,16 +973,11 @@ func cmdZInterCard(c *Ctx) {
 }
 
 func cmdZRandMember(c *Ctx) {
-	hasCount := len(c.Args) >= 3
 	withScores := len(c.Args) == 4
-	var count int64
-	if hasCount {
-		// Redis parses the count before it looks at WITHSCORES.
-		n, ok := dsRandCount(c, 2)
-		if !ok {
-			return
-		}
-		count = n
+	// Redis parses the count before it looks at WITHSCORES.
+	count, hasCount, ok := dsRandCount(c)
+	if !ok {
+		return
 	}
 	if len(c.Args) > 4 || (len(c.Args) == 4 && !EqFold(c.Args[3], "withscores")) {
 		c.SyntaxErr()

@@ -98,16 +98,13 @@ func (d *decoder) uvarint() uint64 {
 	return x
 }
 
+// varint reads a zig-zag encoded uvarint, as binary.Varint does.
 func (d *decoder) varint() int64 {
-	if d.err != nil {
-		return 0
+	ux := d.uvarint()
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
 	}
-	x, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.err = ErrCorrupt
-		return 0
-	}
-	d.b = d.b[n:]
 	return x
 }
 

@@ -93,13 +93,7 @@ func (l *List) PopFront() (string, bool) {
 	v := l.buf[l.head]
 	l.buf[l.head] = ""
 	l.head = l.pos(1)
-	l.n--
-	l.size -= len(v)
-	if l.n == 0 {
-		l.head = 0
-	}
-	l.shrink()
-	return v, true
+	return l.popped(v), true
 }
 
 // PopBack removes and returns the tail.
@@ -110,13 +104,18 @@ func (l *List) PopBack() (string, bool) {
 	p := l.pos(l.n - 1)
 	v := l.buf[p]
 	l.buf[p] = ""
+	return l.popped(v), true
+}
+
+// popped accounts for v, just taken off one end, and returns it.
+func (l *List) popped(v string) string {
 	l.n--
 	l.size -= len(v)
 	if l.n == 0 {
 		l.head = 0
 	}
 	l.shrink()
-	return v, true
+	return v
 }
 
 // Index returns element i (0 <= i < Len).

@@ -2,7 +2,9 @@ package ds
 
 import (
 	"encoding/binary"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -151,12 +153,15 @@ func (g *StreamGroup) DeleteConsumer(name string) (int, bool) {
 }
 
 // Consumers returns the consumers in name order (Redis's rax order).
-func (g *StreamGroup) Consumers() []*StreamConsumer {
-	out := make([]*StreamConsumer, 0, len(g.consumers))
-	for _, c := range g.consumers {
-		out = append(out, c)
+func (g *StreamGroup) Consumers() []*StreamConsumer { return byName(g.consumers) }
+
+// byName is m's values in the order of their names, m's keys (Redis's
+// rax order).
+func byName[T any](m map[string]T) []T {
+	out := make([]T, 0, len(m))
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, m[name])
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
@@ -542,14 +547,7 @@ func (s *Stream) DeleteGroup(name string) bool {
 }
 
 // Groups returns the groups in name order.
-func (s *Stream) Groups() []*StreamGroup {
-	out := make([]*StreamGroup, 0, len(s.groups))
-	for _, g := range s.groups {
-		out = append(out, g)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
+func (s *Stream) Groups() []*StreamGroup { return byName(s.groups) }
 
 // NumGroups is the number of groups.
 func (s *Stream) NumGroups() int { return len(s.groups) }

@@ -36,6 +36,24 @@ func benchOpen(b *testing.B, open BenchOpenFunc) engines.Engine {
 	return e
 }
 
+// benchFilled is benchOpen with every benchmark key put.
+func benchFilled(b *testing.B, open BenchOpenFunc) (engines.Engine, []engines.Key) {
+	b.Helper()
+	e := benchOpen(b, open)
+	keys, val := benchKeys(BenchKeys)
+	for _, k := range keys {
+		if _, err := e.Put(k, val, engines.PutOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return e, keys
+}
+
+// BenchInMemory is Bench on an in-memory engine's (rdb, mdb) open.
+func BenchInMemory[E engines.Engine](b *testing.B, open func(o engines.Options) E) {
+	Bench(b, func(_ *testing.B, o engines.Options) engines.Engine { return open(o) })
+}
+
 // Bench runs the engine benchmarks: single-threaded and parallel (16
 // goroutines, as the disk engines' PutParallel16) put and get over 100k
 // 16-byte keys with 32-byte values, prefix ranges (BenchPrefixRange, the
@@ -55,13 +73,7 @@ func Bench(b *testing.B, open BenchOpenFunc) {
 		}
 	})
 	b.Run("Get", func(b *testing.B) {
-		e := benchOpen(b, open)
-		keys, val := benchKeys(BenchKeys)
-		for _, k := range keys {
-			if _, err := e.Put(k, val, engines.PutOptions{}); err != nil {
-				b.Fatal(err)
-			}
-		}
+		e, keys := benchFilled(b, open)
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
@@ -89,13 +101,7 @@ func Bench(b *testing.B, open BenchOpenFunc) {
 		})
 	})
 	b.Run("GetParallel", func(b *testing.B) {
-		e := benchOpen(b, open)
-		keys, val := benchKeys(BenchKeys)
-		for _, k := range keys {
-			if _, err := e.Put(k, val, engines.PutOptions{}); err != nil {
-				b.Fatal(err)
-			}
-		}
+		e, keys := benchFilled(b, open)
 		var seq atomic.Int64
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -116,13 +122,7 @@ func Bench(b *testing.B, open BenchOpenFunc) {
 	b.Run("ForEachBucket", func(b *testing.B) {
 		// One bucket's scan (migration, SCAN, DBSIZE) with 100k keys over
 		// 1023 buckets: about 98 records per bucket.
-		e := benchOpen(b, open)
-		keys, val := benchKeys(BenchKeys)
-		for _, k := range keys {
-			if _, err := e.Put(k, val, engines.PutOptions{}); err != nil {
-				b.Fatal(err)
-			}
-		}
+		e, _ := benchFilled(b, open)
 		n := 0
 		b.ReportAllocs()
 		b.ResetTimer()

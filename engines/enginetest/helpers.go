@@ -28,6 +28,47 @@ import (
 // idempotent).
 type OpenFunc func(t *testing.T, o engines.Options) engines.Engine
 
+// MustOpen is open as an OpenFunc: an error fails t, and the engine is
+// closed when t ends.
+func MustOpen(open func(o engines.Options) (engines.Engine, error)) OpenFunc {
+	return func(t *testing.T, o engines.Options) engines.Engine {
+		e, err := open(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.Close() })
+		return e
+	}
+}
+
+// RunInMemory runs the suites of an in-memory engine (rdb, mdb)
+// registered as name, one subtest each: the conformance suite, the
+// registry check and the model.
+func RunInMemory[E engines.Engine](t *testing.T, name string, open func(o engines.Options) E) {
+	fresh := func(t *testing.T, o engines.Options) engines.Engine {
+		e := open(o)
+		t.Cleanup(func() { _ = e.Close() })
+		return e
+	}
+	t.Run("Conformance", func(t *testing.T) { Run(t, fresh) })
+	t.Run("Registered", func(t *testing.T) { CheckRegistered(t, name, engines.Options{}, false) })
+	t.Run("Model", func(t *testing.T) { RunModel(t, fresh, 20000) })
+}
+
+// CheckRegistered opens the engine registered as name with o and checks
+// that it reports that name and whether it is persistent.
+func CheckRegistered(t *testing.T, name string, o engines.Options, persistent bool) {
+	t.Helper()
+	e, err := engines.Open(name, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if e.Name() != name || e.Persistent() != persistent {
+		t.Fatalf("Name %q Persistent %v", e.Name(), e.Persistent())
+	}
+}
+
 // Clock is a fake clock for Options.Now; safe for concurrent use.
 type Clock struct {
 	mu sync.Mutex

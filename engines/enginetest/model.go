@@ -410,13 +410,8 @@ func (r *modelRun) step() {
 		cur := m.get(k)
 		ver := r.version(cur)
 		r.logf("remove %v v%d", k, ver)
-		code := errs.OK
-		switch {
-		case cur == nil:
-			code = errs.DataNotExist
-		case ver != 0 && ver != cur.ver:
-			code = errs.VersionError
-		default:
+		code := removeCode(cur, ver)
+		if code == errs.OK {
 			delete(m.plain, k)
 		}
 		r.checkCode("Remove", r.e.Remove(ek, ver), code)
@@ -514,13 +509,9 @@ func (r *modelRun) step() {
 		r.logf("itemget %v %d %d", k, off, cnt)
 		cur := m.get(k)
 		got, err := r.e.ItemGet(ek, off, cnt)
-		switch {
-		case cur == nil:
-			r.checkCode("ItemGet", err, errs.DataNotExist)
-		case cur.typ != engines.TypeItems:
-			r.checkCode("ItemGet", err, errs.TypeNotMatch)
-		default:
-			r.checkCode("ItemGet", err, errs.OK)
+		code := itemsCode(cur)
+		r.checkCode("ItemGet", err, code)
+		if code == errs.OK {
 			lo, hi := itemWindow(len(cur.items), off, cnt)
 			if w := "[" + strings.Join(cur.items[lo:hi], " ") + "]"; itemsString(got) != w {
 				r.fail("ItemGet = %s, model %s", itemsString(got), w)
@@ -542,13 +533,9 @@ func (r *modelRun) step() {
 			n, err = r.e.ItemDelete(ek, off, cnt)
 			got = make([][]byte, n)
 		}
-		switch {
-		case cur == nil:
-			r.checkCode("ItemDelete", err, errs.DataNotExist)
-		case cur.typ != engines.TypeItems:
-			r.checkCode("ItemDelete", err, errs.TypeNotMatch)
-		default:
-			r.checkCode("ItemDelete", err, errs.OK)
+		code := itemsCode(cur)
+		r.checkCode("ItemDelete", err, code)
+		if code == errs.OK {
 			lo, hi := itemWindow(len(cur.items), off, cnt)
 			if len(got) != hi-lo {
 				r.fail("ItemDelete removed %d, model %d", len(got), hi-lo)
@@ -575,13 +562,9 @@ func (r *modelRun) step() {
 		r.logf("itemcount %v", k)
 		cur := m.get(k)
 		n, err := r.e.ItemCount(ek)
-		switch {
-		case cur == nil:
-			r.checkCode("ItemCount", err, errs.DataNotExist)
-		case cur.typ != engines.TypeItems:
-			r.checkCode("ItemCount", err, errs.TypeNotMatch)
-		default:
-			r.checkCode("ItemCount", err, errs.OK)
+		code := itemsCode(cur)
+		r.checkCode("ItemCount", err, code)
+		if code == errs.OK {
 			if n != len(cur.items) {
 				r.fail("ItemCount = %d, model %d", n, len(cur.items))
 			}
@@ -620,13 +603,8 @@ func (r *modelRun) step() {
 		cur := m.pget(k, s)
 		ver := r.version(cur)
 		r.logf("pdel %v %q v%d", k, s, ver)
-		code := errs.OK
-		switch {
-		case cur == nil:
-			code = errs.DataNotExist
-		case ver != 0 && ver != cur.ver:
-			code = errs.VersionError
-		default:
+		code := removeCode(cur, ver)
+		if code == errs.OK {
 			delete(m.prefix[k], s)
 		}
 		r.checkCode("PrefixRemove", r.e.PrefixRemove(ek, []byte(s), ver), code)
@@ -713,6 +691,29 @@ func (r *modelRun) step() {
 			r.fail("DeleteArea(%d) = %d %v, model %d", area, got, err, want)
 		}
 	}
+}
+
+// removeCode is the code a remove of cur at version ver answers (OK:
+// the record goes).
+func removeCode(cur *mrec, ver int64) errs.Code {
+	switch {
+	case cur == nil:
+		return errs.DataNotExist
+	case ver != 0 && ver != cur.ver:
+		return errs.VersionError
+	}
+	return errs.OK
+}
+
+// itemsCode is the code a read or delete of cur's items answers.
+func itemsCode(cur *mrec) errs.Code {
+	switch {
+	case cur == nil:
+		return errs.DataNotExist
+	case cur.typ != engines.TypeItems:
+		return errs.TypeNotMatch
+	}
+	return errs.OK
 }
 
 // incr is the model of Incr.

@@ -1,8 +1,25 @@
 package generic
 
 import (
+	"time"
+
 	"github.com/tairkv/tair/engines"
 )
+
+// SweepEvery calls sweep every interval until stop is closed: the loop of
+// a store's background sweep of expired records.
+func SweepEvery(every time.Duration, stop <-chan struct{}, sweep func()) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			sweep()
+		case <-stop:
+			return
+		}
+	}
+}
 
 // Ref names one stored record: a plain key (Prefix false), or the skey Skey
 // of the pkey Key.Key (Prefix true). Plain keys and pkeys are separate

@@ -80,10 +80,9 @@ func Open(o engines.Options) (*generic.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := sortedkv.New(be, sortedkv.Options{Now: o.Now, SweepInterval: o.SweepInterval})
+	st, err := sortedkv.Open(Name, be, o)
 	if err != nil {
-		be.Close()
-		return nil, fmt.Errorf("kdb: open %s: %w", o.Dir, err)
+		return nil, err
 	}
 	return generic.New(generic.Config{Name: Name, Persistent: true, Store: st, Options: o}), nil
 }
@@ -321,7 +320,7 @@ func deleteRange(tx *bolt.Tx, lo, hi []byte) error {
 		if hi != nil && bytes.Compare(name, hi) >= 0 {
 			break
 		}
-		end := nameEnd(name)
+		end := sortedkv.PrefixEnd(name) // the first full key after every key of bbolt bucket name
 		if bytes.Compare(name, lo) >= 0 && (hi == nil || (end != nil && bytes.Compare(end, hi) <= 0)) {
 			whole = append(whole, bytes.Clone(name))
 		} else {
@@ -356,18 +355,6 @@ func deleteRange(tx *bolt.Tx, lo, hi []byte) error {
 			if err := bk.Delete(k); err != nil {
 				return err
 			}
-		}
-	}
-	return nil
-}
-
-// nameEnd is the first full key after every key of bbolt bucket name.
-func nameEnd(name []byte) []byte {
-	end := bytes.Clone(name)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] != 0xff {
-			end[i]++
-			return end[:i+1]
 		}
 	}
 	return nil

@@ -85,10 +85,9 @@ func OpenFS(o engines.Options, fs vfs.FS) (*generic.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := sortedkv.New(be, sortedkv.Options{Now: o.Now, SweepInterval: o.SweepInterval})
+	st, err := sortedkv.Open(Name, be, o)
 	if err != nil {
-		be.Close()
-		return nil, fmt.Errorf("ldb: open %s: %w", o.Dir, err)
+		return nil, err
 	}
 	c := generic.Config{Name: Name, Persistent: true, Store: st, Options: o}
 	if be.group != nil {

@@ -30,11 +30,5 @@ func init() {
 
 // Open returns an mdb engine.
 func Open(o engines.Options) *generic.Engine {
-	o.Adjust()
-	st := memstore.New(memstore.Options{
-		MemoryLimit:   o.MemoryLimit,
-		Now:           o.Now,
-		SweepInterval: o.SweepInterval,
-	})
-	return generic.New(generic.Config{Name: Name, Store: st, Options: o})
+	return memstore.OpenEngine(Name, 0, o) // 0: the store's default shard count
 }

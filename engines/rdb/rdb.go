@@ -34,12 +34,5 @@ func init() {
 
 // Open returns an rdb engine.
 func Open(o engines.Options) *generic.Engine {
-	o.Adjust()
-	st := memstore.New(memstore.Options{
-		Shards:        256,
-		MemoryLimit:   o.MemoryLimit,
-		Now:           o.Now,
-		SweepInterval: o.SweepInterval,
-	})
-	return generic.New(generic.Config{Name: Name, Store: st, Options: o})
+	return memstore.OpenEngine(Name, 256, o)
 }

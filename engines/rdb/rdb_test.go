@@ -10,26 +10,9 @@ import (
 	"github.com/tairkv/tair/engines/rdb"
 )
 
-func open(t *testing.T, o engines.Options) engines.Engine {
-	e := rdb.Open(o)
-	t.Cleanup(func() { _ = e.Close() })
-	return e
-}
+func TestSuites(t *testing.T) { enginetest.RunInMemory(t, rdb.Name, rdb.Open) }
 
-func TestConformance(t *testing.T) { enginetest.Run(t, open) }
-
-func TestRegistered(t *testing.T) {
-	e, err := engines.Open("rdb", engines.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if e.Name() != "rdb" || e.Persistent() {
-		t.Fatalf("Name %q Persistent %v", e.Name(), e.Persistent())
-	}
-}
-
-func TestModel(t *testing.T) { enginetest.RunModel(t, open, 20000) }
+func BenchmarkEngine(b *testing.B) { enginetest.BenchInMemory(b, rdb.Open) }
 
 // TestHotPathAllocations pins the hot path's cost: a Get allocates
 // nothing, a Put over an existing key only the copy of its value.

@@ -179,6 +179,20 @@ func (d *decoder) elem(b []byte) ([]byte, error) {
 	return b, nil
 }
 
+// elems reads a value of kind made of n strings in a row (a list's or a
+// set's elements, a hash's fields and values in turn).
+func (d *decoder) elems(kind Kind, n uint64) (Value, error) {
+	v := Value{Kind: kind, Elems: make([][]byte, 0, d.capFor(n))}
+	for ; n > 0; n-- {
+		s, err := d.str()
+		if err != nil {
+			return Value{}, err
+		}
+		v.Elems = append(v.Elems, s)
+	}
+	return v, v.check()
+}
+
 // capFor is the capacity to reserve for n elements: never more than the
 // input could hold.
 func (d *decoder) capFor(n uint64) int {
@@ -199,18 +213,10 @@ func (d *decoder) object() (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		v := Value{Kind: List, Elems: make([][]byte, 0, d.capFor(n))}
 		if t == typeSet {
-			v.Kind = Set
+			return d.elems(Set, n)
 		}
-		for ; n > 0; n-- {
-			s, err := d.str()
-			if err != nil {
-				return Value{}, err
-			}
-			v.Elems = append(v.Elems, s)
-		}
-		return v, v.check()
+		return d.elems(List, n)
 	case typeZSet, typeZSet2:
 		n, err := d.count()
 		if err != nil {
@@ -244,17 +250,7 @@ func (d *decoder) object() (Value, error) {
 		if n > uint64(d.left()) {
 			return Value{}, errCorrupt
 		}
-		v := Value{Kind: Hash, Elems: make([][]byte, 0, d.capFor(2*n))}
-		for ; n > 0; n-- {
-			for range 2 {
-				s, err := d.str()
-				if err != nil {
-					return Value{}, err
-				}
-				v.Elems = append(v.Elems, s)
-			}
-		}
-		return v, v.check()
+		return d.elems(Hash, 2*n) // field, value, field ...
 	case typeListQuicklist, typeListQuicklist2:
 		n, err := d.count()
 		if err != nil {

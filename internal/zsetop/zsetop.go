@@ -1,7 +1,8 @@
 // Package zsetop holds the arithmetic of ZUNION/ZINTER (and their STORE
 // forms) exactly as Redis's zunionInterDiffGenericCommand does it, for the
 // dataservers (keys of one bucket) and the proxy (keys gathered from
-// several) alike, so that both give Redis's scores.
+// several) alike, so that both give Redis's scores; and the member
+// algebra of SUNION, SINTER and SDIFF (members.go), for both as well.
 package zsetop
 
 import (

@@ -208,6 +208,20 @@ func (it *item) value() []byte {
 
 var _ generic.Store = (*Store)(nil)
 
+// OpenEngine is the in-memory engine registered as name (rdb, mdb): the
+// generic layer over a new Store of the given shard count, which takes
+// its memory limit, clock and sweep interval from o (adjusted).
+func OpenEngine(name string, shards int, o engines.Options) *generic.Engine {
+	o.Adjust()
+	st := New(Options{
+		Shards:        shards,
+		MemoryLimit:   o.MemoryLimit,
+		Now:           o.Now,
+		SweepInterval: o.SweepInterval,
+	})
+	return generic.New(generic.Config{Name: name, Store: st, Options: o})
+}
+
 // New returns a store; it starts the background sweep unless disabled.
 func New(o Options) *Store {
 	if o.Shards <= 0 || o.Shards&(o.Shards-1) != 0 {
@@ -279,16 +293,7 @@ func (s *Store) bucketShards(bucket uint32, fn func(sh *shard) error) error {
 
 func (s *Store) sweepLoop(every time.Duration) {
 	defer s.wg.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			s.reclaimExpired()
-		case <-s.stop:
-			return
-		}
-	}
+	generic.SweepEvery(every, s.stop, s.reclaimExpired)
 }
 
 // Close stops the background sweep. The data stays reachable until the

@@ -129,24 +129,24 @@ func parseExpiryKey(k []byte) (at int64, dataKey []byte, ok bool) {
 // bucket).
 func bucketRange(bucket uint32) (lo, hi []byte) {
 	lo = binary.BigEndian.AppendUint32(nil, bucket)
-	return lo, prefixEnd(lo)
+	return lo, PrefixEnd(lo)
 }
 
 // areaRange bounds every key of (bucket, area), counters included.
 func areaRange(bucket uint32, area uint16) (lo, hi []byte) {
 	lo = binary.BigEndian.AppendUint16(binary.BigEndian.AppendUint32(nil, bucket), area)
-	return lo, prefixEnd(lo)
+	return lo, PrefixEnd(lo)
 }
 
 // kindRange bounds one record family of (bucket, area).
 func kindRange(bucket uint32, area uint16, kind byte) (lo, hi []byte) {
 	lo = putHeader(nil, bucket, area, kind)
-	return lo, prefixEnd(lo)
+	return lo, PrefixEnd(lo)
 }
 
-// prefixEnd returns the smallest key greater than every key starting with p
+// PrefixEnd returns the smallest key greater than every key starting with p
 // (nil when p is all 0xff: no upper bound).
-func prefixEnd(p []byte) []byte {
+func PrefixEnd(p []byte) []byte {
 	end := bytes.Clone(p)
 	for i := len(end) - 1; i >= 0; i-- {
 		if end[i] != 0xff {

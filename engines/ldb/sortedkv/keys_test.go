@@ -79,7 +79,7 @@ func TestKeyOrder(t *testing.T) {
 			}
 			pfx := pkeyPrefix(o.bucket, o.area, o.pkey)
 			same := a.prefix && a.bucket == o.bucket && a.area == o.area && bytes.Equal(a.pkey, o.pkey)
-			if in(pfx, prefixEnd(pfx)) != same {
+			if in(pfx, PrefixEnd(pfx)) != same {
 				t.Fatalf("pkey %x of (%d, %d) and %x disagree", o.pkey, o.bucket, o.area, a.enc)
 			}
 		}
@@ -141,7 +141,7 @@ func FuzzDecode(f *testing.F) {
 		_, _ = parseDataKey(b)
 		_, _, _ = parseExpiryKey(b)
 		_, _ = DecodeCounters(b)
-		_ = prefixEnd(b)
+		_ = PrefixEnd(b)
 	})
 }
 

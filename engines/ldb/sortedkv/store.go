@@ -43,6 +43,7 @@ package sortedkv
 
 import (
 	"bytes"
+	"fmt"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -167,6 +168,18 @@ func New(be Backend, o Options) (*Store, error) {
 		go s.sweepLoop(o.SweepInterval)
 	}
 	return s, nil
+}
+
+// Open is New on be for the engine name (ldb, kdb) with o's clock and
+// sweep interval; when the store cannot load, be is closed and the error
+// names the engine and its directory.
+func Open(name string, be Backend, o engines.Options) (*Store, error) {
+	st, err := New(be, Options{Now: o.Now, SweepInterval: o.SweepInterval})
+	if err != nil {
+		be.Close()
+		return nil, fmt.Errorf("%s: open %s: %w", name, o.Dir, err)
+	}
+	return st, nil
 }
 
 // load reads every counters record and each pair's earliest expiry. It
@@ -422,7 +435,7 @@ func (w *write) commit() error {
 // other than except.
 func (s *Store) otherSkeys(pfx, except []byte) (bool, error) {
 	found := false
-	err := s.be.Scan(pfx, prefixEnd(pfx), false, func(k, _ []byte) bool {
+	err := s.be.Scan(pfx, PrefixEnd(pfx), false, func(k, _ []byte) bool {
 		if !bytes.Equal(k, except) {
 			found = true
 			return false
@@ -554,7 +567,7 @@ func (s *Store) Range(k engines.Key, start, end []byte, reverse bool, fn func(sk
 	}
 	pfx := pkeyPrefix(k.Bucket, k.Area, k.Key)
 	lo := append(pfx[:len(pfx):len(pfx)], start...)
-	hi := prefixEnd(pfx)
+	hi := PrefixEnd(pfx)
 	if end != nil {
 		// end is inclusive: the first key after pfx+end is pfx+end+0x00.
 		hi = append(append(pfx[:len(pfx):len(pfx)], end...), 0)
@@ -610,7 +623,7 @@ func (s *Store) removeAllLocked(w *write, pfx []byte) (int, error) {
 	now := s.nowMs()
 	var slots []slot
 	var ferr error
-	err := s.be.Scan(pfx, prefixEnd(pfx), false, func(key, v []byte) bool {
+	err := s.be.Scan(pfx, PrefixEnd(pfx), false, func(key, v []byte) bool {
 		r, err := decodeValue(v)
 		if err != nil {
 			ferr = err

@@ -104,6 +104,19 @@ type clock struct {
 func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return time.UnixMilli(c.ms) }
 func (c *clock) set(ms int64)   { c.mu.Lock(); c.ms = ms; c.mu.Unlock() }
 
+// newTestStore is a Store over a fresh memory backend on a clock at
+// 1000 ms, with no background sweep (the tests sweep by hand), closed when
+// t ends.
+func newTestStore(t *testing.T) (*Store, *memBackend, *clock) {
+	be, clk := newMemBackend(), &clock{ms: 1000}
+	s, err := New(be, Options{Now: clk.now, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, be, clk
+}
+
 func putRef(t *testing.T, s *Store, key string, expireAt int64) {
 	t.Helper()
 	r := generic.Ref{Key: engines.Key{Bucket: 5, Key: []byte(key)}}
@@ -119,12 +132,7 @@ func putRef(t *testing.T, s *Store, key string, expireAt int64) {
 // committed a reclaim but not yet counted it must wait for the sweep, not
 // report the stale count. (The model test found this race at random.)
 func TestCountWaitsForSweep(t *testing.T) {
-	be, clk := newMemBackend(), &clock{ms: 1000}
-	s, err := New(be, Options{Now: clk.now, SweepInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, be, clk := newTestStore(t)
 	putRef(t, s, "a", 1500)
 	putRef(t, s, "b", 0)
 	clk.set(2000)
@@ -159,12 +167,7 @@ func TestCountWaitsForSweep(t *testing.T) {
 // sweep recomputes the pair's earliest expiry must not be forgotten (it
 // would make Count skip the pair and count an expired key).
 func TestSweepKeepsNewExpiry(t *testing.T) {
-	be, clk := newMemBackend(), &clock{ms: 1000}
-	s, err := New(be, Options{Now: clk.now, SweepInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _, clk := newTestStore(t)
 	putRef(t, s, "early", 1100)
 	putRef(t, s, "late", 5000)
 	clk.set(1200)
@@ -196,12 +199,7 @@ func TestSweepKeepsNewExpiry(t *testing.T) {
 // lock) and no crash can see it half deleted; it leaves nothing of the area
 // behind (data, expiry index, counters) and other areas untouched.
 func TestDeleteAreaOneCommit(t *testing.T) {
-	be, clk := newMemBackend(), &clock{ms: 1000}
-	s, err := New(be, Options{Now: clk.now, SweepInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, be, clk := newTestStore(t)
 	put := func(bucket uint32, area uint16, key string, skey []byte, expireAt int64) {
 		t.Helper()
 		r := generic.Ref{Key: engines.Key{Bucket: bucket, Area: area, Key: []byte(key)}, Prefix: skey != nil, Skey: skey}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/engines/generic"
 )
 
 // Expired records are reclaimed through the expiry index (keys.go): each
@@ -14,16 +15,7 @@ import (
 
 func (s *Store) sweepLoop(every time.Duration) {
 	defer s.wg.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			_ = s.sweep(false)
-		}
-	}
+	generic.SweepEvery(every, s.stop, func() { _ = s.sweep(false) })
 }
 
 // due reports whether p may hold a record expired at now.

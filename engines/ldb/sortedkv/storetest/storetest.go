@@ -3,11 +3,11 @@
 // close-and-reopen round trip under every sync policy. (The semantic
 // conformance suite is package enginetest.)
 //
-// An engine's test package wires them up like this:
+// An engine's test package runs them all, with the semantic suites, by
+// Run (suite.go), and declares the crash test's child:
 //
-//	func TestHelperProcess(t *testing.T) { storetest.Child(t, open) }
-//	func TestCrash(t *testing.T)         { storetest.RunCrash(t, open, engines.SyncAlways, 1000) }
-//	func TestReopen(t *testing.T)        { storetest.RunReopen(t, open) }
+//	func TestSuites(t *testing.T)        { storetest.Run(t, engine) }
+//	func TestHelperProcess(t *testing.T) { storetest.Child(t, engine.Disk) }
 package storetest
 
 import (
