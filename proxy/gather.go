@@ -420,65 +420,21 @@ func parseHeader(b []byte, p int, kind byte) (int, int, bool) {
 // the sources; every key has been type-checked, and a missing one makes
 // SINTER empty.
 func setCombine(srcs []gatherSource, op gatherOp, limit int) []string {
-	var out []string
+	sets := make([][]string, len(srcs))
+	for i, s := range srcs {
+		if op == gInter && !s.found {
+			return nil
+		}
+		sets[i] = s.members
+	}
 	switch op {
 	case gUnion:
-		seen := map[string]struct{}{}
-		for _, s := range srcs {
-			for _, m := range s.members {
-				if _, ok := seen[m]; !ok {
-					seen[m] = struct{}{}
-					out = append(out, m)
-				}
-			}
-		}
+		return zsetop.Union(sets)
 	case gInter:
-		small := 0
-		for i, s := range srcs {
-			if !s.found {
-				return nil
-			}
-			if len(s.members) < len(srcs[small].members) {
-				small = i
-			}
-		}
-		others := make([]map[string]struct{}, 0, len(srcs)-1)
-		for i, s := range srcs {
-			if i == small {
-				continue
-			}
-			m := make(map[string]struct{}, len(s.members))
-			for _, x := range s.members {
-				m[x] = struct{}{}
-			}
-			others = append(others, m)
-		}
-	next:
-		for _, m := range srcs[small].members {
-			for _, o := range others {
-				if _, ok := o[m]; !ok {
-					continue next
-				}
-			}
-			out = append(out, m)
-			if limit > 0 && len(out) >= limit {
-				break
-			}
-		}
+		return zsetop.Inter(sets, limit)
 	default:
-		drop := map[string]struct{}{}
-		for _, s := range srcs[1:] {
-			for _, m := range s.members {
-				drop[m] = struct{}{}
-			}
-		}
-		for _, m := range srcs[0].members {
-			if _, ok := drop[m]; !ok {
-				out = append(out, m)
-			}
-		}
+		return zsetop.Diff(sets)
 	}
-	return out
 }
 
 type gatherItem struct {
