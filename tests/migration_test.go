@@ -645,7 +645,7 @@ func (l *mixedLoad) verify(t *testing.T, tb *route.Table) {
 	// Every copy of every bucket, read on its dataserver.
 	for _, node := range tb.Nodes() {
 		ncl := redis.NewClient(&redis.Options{Addr: node, MaxRetries: -1, ReadTimeout: 30 * time.Second})
-		prefix := []any{"TAIR.XR", 0, tb.Version, 2}
+		prefix := []any{"TAIR.XR", 0, uint64(tb.Version), 2}
 		n, bad := run(ncl, func(c check) bool { return slices.Contains(tb.Serving[tb.Bucket([]byte(c.key))], node) }, prefix)
 		ncl.Close()
 		fail("copy on "+node, n, bad)
