@@ -107,7 +107,7 @@ func cmdCluster(ss *session, r *request) {
 	case "help":
 		r.raw(helpReply("CLUSTER", []string{"INFO", "KEYSLOT <key>", "MYID", "NODES", "SHARDS", "SLOTS"}))
 	default:
-		r.setError("ERR unknown subcommand '" + sanitize(r.args[1]) + "'. Try CLUSTER HELP.")
+		r.setError("ERR unknown subcommand '" + quotedArg(r.args[1]) + "'. Try CLUSTER HELP.")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/tairkv/tair/internal/command"
+	"github.com/tairkv/tair/internal/errs"
 )
 
 // The command table as the proxy uses it: the commands only the proxy
@@ -142,28 +143,25 @@ func unknownCommand(args [][]byte) string {
 		if b.Len() >= 128 {
 			break
 		}
-		room := 128 - b.Len()
-		if len(a) > room {
-			a = a[:room]
-		}
 		b.WriteByte('\'')
-		b.WriteString(sanitize(a))
+		b.WriteString(sanitize(errs.Quoted(a, 128-b.Len())))
 		b.WriteString("' ")
 	}
-	name := args[0]
-	if len(name) > 128 {
-		name = name[:128]
-	}
-	return "ERR unknown command '" + sanitize(name) + "', with args beginning with: " + b.String()
+	return "ERR unknown command '" + sanitize(errs.Quoted(args[0], 128)) + "', with args beginning with: " + b.String()
 }
 
-func sanitize(b []byte) string {
-	s := string(b)
+// sanitize makes an error's text one line, as Redis's
+// rejectCommandFormat does: CR and LF become spaces.
+func sanitize(s string) string {
 	if strings.ContainsAny(s, "\r\n") {
 		s = strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
 	}
 	return s
 }
+
+// quotedArg is a client's argument quoted in an error reply: as Redis's
+// '%.128s' prints it, on one line.
+func quotedArg(b []byte) string { return sanitize(errs.Quoted(b, 128)) }
 
 func authExempt(name string) bool {
 	switch name {

@@ -85,7 +85,7 @@ func cmdCommand(ss *session, r *request) {
 			"    Prints this help.",
 		}))
 	default:
-		r.setError("ERR unknown subcommand '" + sanitize(r.args[1]) + "'. Try COMMAND HELP.")
+		r.setError("ERR unknown subcommand '" + quotedArg(r.args[1]) + "'. Try COMMAND HELP.")
 	}
 }
 

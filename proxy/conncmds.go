@@ -200,7 +200,7 @@ func cmdHello(ss *session, r *request) {
 			name, setName = args[1], true
 			args = args[2:]
 		default:
-			r.setError("ERR Syntax error in HELLO option '" + sanitize(args[0]) + "'")
+			r.setError("ERR Syntax error in HELLO option '" + sanitize(string(args[0])) + "'")
 			return
 		}
 	}
@@ -280,7 +280,7 @@ func cmdClient(ss *session, r *request) {
 			}
 			ss.info.libVer.Store(&v)
 		default:
-			r.setError("ERR Unrecognized option '" + sanitize(r.args[2]) + "'")
+			r.setError("ERR Unrecognized option '" + sanitize(string(r.args[2])) + "'")
 			return
 		}
 		r.ok()
@@ -334,7 +334,7 @@ func cmdClient(ss *session, r *request) {
 		case "setname", "getname", "id", "setinfo", "info", "kill", "no-evict", "no-touch", "reply":
 			r.setError("ERR wrong number of arguments for 'client|" + sub + "' command")
 		default:
-			r.setError("ERR unknown subcommand '" + sanitize(r.args[1]) + "'. Try CLIENT HELP.")
+			r.setError("ERR unknown subcommand '" + quotedArg(r.args[1]) + "'. Try CLIENT HELP.")
 		}
 	}
 }

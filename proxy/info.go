@@ -302,7 +302,7 @@ func cmdConfig(ss *session, r *request) {
 	case "help":
 		r.raw(helpReply("CONFIG", []string{"GET <pattern>", "SET <directive> <value>", "RESETSTAT", "REWRITE"}))
 	default:
-		r.setError("ERR unknown subcommand '" + sanitize(r.args[1]) + "'. Try CONFIG HELP.")
+		r.setError("ERR unknown subcommand '" + quotedArg(r.args[1]) + "'. Try CONFIG HELP.")
 	}
 }
 

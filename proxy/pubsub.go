@@ -662,9 +662,9 @@ func cmdPubsub(ss *session, r *request) {
 		case "help", "numpat":
 			r.setError("ERR wrong number of arguments for 'pubsub|" + sub + "' command")
 		case "channels", "shardchannels":
-			r.setError("ERR unknown subcommand or wrong number of arguments for '" + sanitize(r.args[1]) + "'. Try PUBSUB HELP.")
+			r.setError("ERR unknown subcommand or wrong number of arguments for '" + quotedArg(r.args[1]) + "'. Try PUBSUB HELP.")
 		default:
-			r.setError("ERR unknown subcommand '" + sanitize(r.args[1]) + "'. Try PUBSUB HELP.")
+			r.setError("ERR unknown subcommand '" + quotedArg(r.args[1]) + "'. Try PUBSUB HELP.")
 		}
 	}
 }

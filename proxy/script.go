@@ -361,7 +361,7 @@ func subcommandOK(r *request, container string) bool {
 	spec := r.spec
 	sub := findSub(spec, r.args[1])
 	if sub == nil {
-		r.setError("ERR unknown subcommand '" + sanitize(r.args[1]) + "'. Try " + container + " HELP.")
+		r.setError("ERR unknown subcommand '" + quotedArg(r.args[1]) + "'. Try " + container + " HELP.")
 		return false
 	}
 	if sub.Arity >= 0 && len(r.args) != sub.Arity || sub.Arity < 0 && len(r.args) < -sub.Arity {
@@ -377,7 +377,7 @@ func cmdScript(ss *session, r *request) {
 	}
 	sub := strings.ToLower(string(r.args[1]))
 	bad := func() {
-		r.setError("ERR unknown subcommand or wrong number of arguments for '" + string(r.args[1]) + "'. Try SCRIPT HELP.")
+		r.setError("ERR unknown subcommand or wrong number of arguments for '" + quotedArg(r.args[1]) + "'. Try SCRIPT HELP.")
 	}
 	switch sub {
 	case "help":
@@ -416,7 +416,7 @@ func cmdScript(ss *session, r *request) {
 func cmdFunction(ss *session, r *request) {
 	if strings.EqualFold(string(r.args[1]), "refresh") || !subcommandOK(r, "FUNCTION") {
 		if strings.EqualFold(string(r.args[1]), "refresh") {
-			r.setError("ERR unknown subcommand '" + sanitize(r.args[1]) + "'. Try FUNCTION HELP.")
+			r.setError("ERR unknown subcommand '" + quotedArg(r.args[1]) + "'. Try FUNCTION HELP.")
 		}
 		return
 	}

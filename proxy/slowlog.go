@@ -154,6 +154,6 @@ func cmdSlowlog(ss *session, r *request) {
 	case "help":
 		r.raw(helpReply("SLOWLOG", []string{"GET [<count>]", "LEN", "RESET"}))
 	default:
-		r.setError("ERR unknown subcommand '" + sanitize(r.args[1]) + "'. Try SLOWLOG HELP.")
+		r.setError("ERR unknown subcommand '" + quotedArg(r.args[1]) + "'. Try SLOWLOG HELP.")
 	}
 }

@@ -609,7 +609,7 @@ func cmdObject(c *Ctx) {
 	sub := c.Args[1]
 	known := eqFold(sub, "encoding") || eqFold(sub, "freq") || eqFold(sub, "idletime") || eqFold(sub, "refcount")
 	if !known {
-		c.Error("ERR unknown subcommand '" + string(sub) + "'. Try OBJECT HELP.")
+		c.Error("ERR unknown subcommand '" + errs.Quoted(sub, 128) + "'. Try OBJECT HELP.")
 		return
 	}
 	if len(c.Args) != 3 {
@@ -676,7 +676,7 @@ func cmdMemory(c *Ctx) {
 	}
 	sub := c.Args[1]
 	if !eqFold(sub, "usage") {
-		c.Error("ERR unknown subcommand '" + string(sub) + "'. Try MEMORY HELP.")
+		c.Error("ERR unknown subcommand '" + errs.Quoted(sub, 128) + "'. Try MEMORY HELP.")
 		return
 	}
 	if len(c.Args) < 3 {

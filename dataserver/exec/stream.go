@@ -1086,7 +1086,7 @@ func subcommand(c *Ctx, container string, arities map[string]int, help []string)
 	sub := string(bytes.ToLower(c.Args[1]))
 	ar, ok := arities[sub]
 	if !ok {
-		c.Error("ERR unknown subcommand '" + errorFormat(cString(c.Args[1])) + "'. Try " + container + " HELP.")
+		c.Error("ERR unknown subcommand '" + errorFormat(errs.Quoted(c.Args[1], 128)) + "'. Try " + container + " HELP.")
 		return ""
 	}
 	if n := len(c.Args); (ar >= 0 && n != ar) || (ar < 0 && n < -ar) {
@@ -1102,7 +1102,7 @@ func subcommand(c *Ctx, container string, arities map[string]int, help []string)
 
 // subSyntaxErr is Redis's addReplySubcommandSyntaxError.
 func subSyntaxErr(c *Ctx) ReplyError {
-	return ReplyError("ERR unknown subcommand or wrong number of arguments for '" + cString(c.Args[1]) + "'. Try " +
+	return ReplyError("ERR unknown subcommand or wrong number of arguments for '" + errs.Quoted(c.Args[1], 128) + "'. Try " +
 		string(bytes.ToUpper(c.Args[0])) + " HELP.")
 }
 

@@ -163,3 +163,13 @@ var (
 	ErrReadOnly          = New(ReadOnly, "area is read-only")
 	ErrInvalid           = New(InvalidArgument, "invalid argument")
 )
+
+// Quoted is a client's argument as Redis quotes it in an error reply
+// ("unknown subcommand '%.128s'"): a C string printed with a precision,
+// so it ends at the first NUL byte and after precision bytes.
+func Quoted(arg []byte, precision int) string {
+	if i := bytes.IndexByte(arg, 0); i >= 0 {
+		arg = arg[:i]
+	}
+	return string(arg[:min(len(arg), max(precision, 0))])
+}

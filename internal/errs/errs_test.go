@@ -3,6 +3,7 @@ package errs
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -60,5 +61,14 @@ func TestReplyCode(t *testing.T) {
 	}
 	if got := ReplyCode([]byte("-" + ErrQuota.RESP() + "\r\n")); got != Quota {
 		t.Errorf("ReplyCode of a rendered error = %d", got)
+	}
+}
+
+func TestQuoted(t *testing.T) {
+	long := strings.Repeat("x", 130)
+	for in, want := range map[string]string{"abc": "abc", "fo\x00o": "fo", long: long[:128], "\x00": ""} {
+		if got := Quoted([]byte(in), 128); got != want {
+			t.Errorf("Quoted(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
