@@ -3,6 +3,7 @@ package engines_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -104,5 +105,24 @@ func TestCheckpoint(t *testing.T) {
 		if err := cp.Checkpoint(t.TempDir()); !errors.Is(err, engines.ErrNoCheckpoint) {
 			t.Fatalf("rdb Checkpoint: %v, want ErrNoCheckpoint", err)
 		}
+	}
+}
+
+// The record codec reads back the versions and expiries it wrote, the
+// signed edges included.
+func TestRecordCodecSignedFields(t *testing.T) {
+	for _, v := range []int64{0, 1, -1, 63, -64, 64, -65, math.MaxInt64, math.MinInt64} {
+		r := &engines.Record{Area: 3, Key: []byte("k"), Entry: engines.Entry{Value: []byte("v"), Version: v, ExpireAt: -v}}
+		b, err := engines.AppendRecord(nil, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := engines.DecodeRecord(b)
+		if err != nil || got.Entry.Version != v || got.Entry.ExpireAt != -v {
+			t.Fatalf("version %d, expiry %d through the codec: %+v, %v", v, -v, got, err)
+		}
+	}
+	if _, err := engines.DecodeRecord([]byte{0, 3, 1, 'k', 0, 0}); !errors.Is(err, engines.ErrBadRecord) {
+		t.Fatalf("a record cut in its version: %v, want ErrBadRecord", err)
 	}
 }

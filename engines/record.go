@@ -135,14 +135,11 @@ func (r *recReader) bytes() []byte {
 	return append([]byte(nil), v...)
 }
 
+// varint reads a signed varint: the zig-zag of an unsigned one, as
+// binary.AppendVarint writes it.
 func (r *recReader) varint() int64 {
-	n, k := binary.Varint(r.b)
-	if k <= 0 {
-		r.err = ErrBadRecord
-		return 0
-	}
-	r.b = r.b[k:]
-	return n
+	u := r.uvarint()
+	return int64(u>>1) ^ -int64(u&1)
 }
 
 func (r *recReader) uvarint() uint64 {
