@@ -27,6 +27,16 @@ func cmdRestoreRec(c *Ctx) {
 		c.Error("ERR TAIR.RESTOREREC: the record is of another key")
 		return
 	}
+	if !wellFormed(&rec.Entry) {
+		c.Error("ERR TAIR.RESTOREREC: a " + rec.Entry.Type.String() + " record must hold what its type keeps")
+		return
+	}
+	for i := range rec.Prefix {
+		if !wellFormed(&rec.Prefix[i].Entry) {
+			c.Error("ERR TAIR.RESTOREREC: a " + rec.Prefix[i].Entry.Type.String() + " record must hold what its type keeps")
+			return
+		}
+	}
 	k := c.Key(1)
 	rec.Area, rec.Key = k.Area, k.Key
 	if err := c.Eng.Restore(k.Bucket, rec); err != nil {
@@ -34,4 +44,20 @@ func cmdRestoreRec(c *Ctx) {
 		return
 	}
 	c.OK()
+}
+
+// wellFormed reports whether e holds what its type keeps, as an engine
+// writes it: a string or items as plain bytes, a data structure as an
+// object (a pkey's own entry is a zero string; the codec decodes an
+// object by its entry's type, and none is registered for the plain
+// types). A record of one type with the other's shape would sit under
+// its key unreadable by every command.
+func wellFormed(e *engines.Entry) bool {
+	switch e.Type {
+	case engines.TypeString, engines.TypeItems:
+		return e.Object == nil
+	case engines.TypeHash, engines.TypeList, engines.TypeSet, engines.TypeZSet, engines.TypeExHash, engines.TypeStream:
+		return e.Object != nil
+	}
+	return false
 }
