@@ -41,10 +41,6 @@ const BackupMagic = "TAIRBACKUP1\n"
 // BackupEnd is the bucket number of the end frame.
 const BackupEnd = 1<<32 - 1
 
-// errBackupStale is the refusal of a backup request whose table is not
-// this node's.
-var errBackupStale = errors.New("stale")
-
 func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	v, err := strconv.ParseUint(q.Get("table"), 10, 64)
@@ -97,8 +93,8 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
 		"took", time.Since(start).Round(time.Millisecond))
 }
 
-// backupOwns reports (as errBackupStale) whether this node's table is
-// not ver or does not name it master of every bucket.
+// backupOwns refuses a backup whose table version is not this node's, or
+// whose buckets that table does not make this node master of.
 func (s *Server) backupOwns(ver route.Version, buckets []route.BucketID) error {
 	t := s.Table()
 	if t == nil || t.Version != ver {
@@ -106,11 +102,11 @@ func (s *Server) backupOwns(ver route.Version, buckets []route.BucketID) error {
 		if t != nil {
 			have = t.Version
 		}
-		return fmt.Errorf("backup: %w: this node serves table %d, not %d", errBackupStale, have, ver)
+		return fmt.Errorf("backup: stale: this node serves table %d, not %d", have, ver)
 	}
 	for _, b := range buckets {
 		if !t.Contains(b) || !t.IsMaster(b, s.addr) {
-			return fmt.Errorf("backup: %w: bucket %d's master is %q under table %d, not this node", errBackupStale, b, t.Master(b), ver)
+			return fmt.Errorf("backup: stale: bucket %d's master is %q under table %d, not this node", b, t.Master(b), ver)
 		}
 	}
 	return nil

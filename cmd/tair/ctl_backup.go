@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,8 +30,9 @@ import (
 //
 //	manifest.json   backupManifest, written last: a directory without
 //	                one is a backup that did not finish
-//	buckets/B       bucket B's records as its master held them, in
-//	                chunks (len:uvarint chunk)*, engines.AppendChunkRecord's
+//	buckets/B       bucket B's records as its master held them, as one
+//	                chunk (engines.AppendChunkRecord's length-prefixed
+//	                records: the node's chunks of the bucket, concatenated)
 //
 // `tair ctl backup` reads every bucket from its master's HTTP address
 // (GET /v1/backup, dataserver/backup.go), all of one table version: a
@@ -199,9 +199,11 @@ func fetchBackup(ctx context.Context, httpAddr string, ver route.Version, bucket
 		return 0, 0, err
 	}
 	// Each bucket's file is created when its first chunk comes (a bucket
-	// without records has an empty one) and closed when the next begins.
+	// without records has an empty one) and closed when the next begins;
+	// a node sends a bucket's chunks together.
 	var f *os.File
 	var w *bufio.Writer
+	var cur route.BucketID
 	var size int64
 	closeFile := func() error {
 		if f == nil {
@@ -214,9 +216,11 @@ func fetchBackup(ctx context.Context, httpAddr string, ver route.Version, bucket
 		return errors.Join(err, f.Close())
 	}
 	files := map[route.BucketID]bool{}
-	var hdr [binary.MaxVarintLen64]byte
 	records, err := dataserver.ReadBackup(bufio.NewReaderSize(resp.Body, 64<<10), func(b route.BucketID, chunk []byte) error {
-		if !files[b] {
+		if f == nil || b != cur {
+			if files[b] {
+				return fmt.Errorf("bucket %d's chunks came apart", b)
+			}
 			if err := closeFile(); err != nil {
 				return err
 			}
@@ -224,14 +228,10 @@ func fetchBackup(ctx context.Context, httpAddr string, ver route.Version, bucket
 			if f, err = os.Create(filepath.Join(dir, strconv.FormatUint(uint64(b), 10))); err != nil {
 				return err
 			}
-			w, files[b] = bufio.NewWriterSize(f, 64<<10), true
-		}
-		n := binary.PutUvarint(hdr[:], uint64(len(chunk)))
-		if _, err := w.Write(hdr[:n]); err != nil {
-			return err
+			w, files[b], cur = bufio.NewWriterSize(f, 64<<10), true, b
 		}
 		_, err := w.Write(chunk)
-		size += int64(n + len(chunk))
+		size += int64(len(chunk))
 		return err
 	})
 	if err := errors.Join(err, closeFile()); err != nil {
@@ -346,27 +346,16 @@ func (r *restorer) file(path string) error {
 	if err != nil {
 		return err
 	}
-	for len(data) > 0 {
-		n, k := binary.Uvarint(data)
-		if k <= 0 || uint64(len(data)-k) < n {
-			return engines.ErrBadRecord
+	cr := engines.NewChunkReader(data)
+	for {
+		rec, err := cr.Next()
+		if err != nil || rec == nil {
+			return err
 		}
-		cr := engines.NewChunkReader(data[k : k+int(n)])
-		data = data[k+int(n):]
-		for {
-			rec, err := cr.Next()
-			if err != nil {
-				return err
-			}
-			if rec == nil {
-				break
-			}
-			if err := r.add(rec); err != nil {
-				return err
-			}
+		if err := r.add(rec); err != nil {
+			return err
 		}
 	}
-	return nil
 }
 
 func (r *restorer) add(rec *engines.Record) error {
