@@ -217,12 +217,18 @@ func (s *Server) slaveStreams() (unreachable []string, epochs map[string]uint64,
 			}
 		}
 	}
+	// The streams are read once s.mu is released: copyInFlight takes the
+	// stream's own lock, which is never to be waited for under s.mu.
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	streams := make([]*stream, 0, len(s.mu.streams))
 	for node, st := range s.mu.streams {
-		if !slaves[node] {
-			continue
+		if slaves[node] {
+			streams = append(streams, st)
 		}
+	}
+	s.mu.Unlock()
+	for _, st := range streams {
+		node := st.to
 		if st.unreachable.Load() {
 			unreachable = append(unreachable, node)
 			if epochs == nil {
