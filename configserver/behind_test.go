@@ -21,10 +21,7 @@ func TestBehindClearsOnlyOnceTheSlaveHasTheMark(t *testing.T) {
 	alive := func(string) bool { return true }
 	away := func(string) bool { return false }
 	view := func(slaveVersion route.Version) map[string]nodeView {
-		return map[string]nodeView{
-			"m":   {heard: true, alive: true, hb: wire.Heartbeat{Addr: "m", TableVersion: 8}},
-			"old": {heard: true, alive: true, hb: wire.Heartbeat{Addr: "old", TableVersion: slaveVersion}},
-		}
+		return heardFrom(wire.Heartbeat{Addr: "m", TableVersion: 8}, wire.Heartbeat{Addr: "old", TableVersion: slaveVersion})
 	}
 	s.markBehind(tb, committed, view(7), alive, away, since)
 	if !tb.IsBehind("m", "old") {
@@ -76,11 +73,8 @@ func TestCopyInFlightOrDivergedKeepsTheSlaveBehind(t *testing.T) {
 	alive := func(string) bool { return true }
 	away := func(string) bool { return false }
 	view := func(copying []string, diverged []route.BucketID, slaveVersion route.Version) map[string]nodeView {
-		return map[string]nodeView{
-			"m":  {heard: true, alive: true, hb: wire.Heartbeat{Addr: "m", TableVersion: 7, CopyingSlaves: copying}},
-			"x":  {heard: true, alive: true, hb: wire.Heartbeat{Addr: "x", TableVersion: 7}},
-			"sl": {heard: true, alive: true, hb: wire.Heartbeat{Addr: "sl", TableVersion: slaveVersion, Diverged: diverged}},
-		}
+		return heardFrom(wire.Heartbeat{Addr: "m", TableVersion: 7, CopyingSlaves: copying}, wire.Heartbeat{Addr: "x", TableVersion: 7},
+			wire.Heartbeat{Addr: "sl", TableVersion: slaveVersion, Diverged: diverged})
 	}
 	s.markBehind(tb, committed, view([]string{"sl"}, nil, 7), alive, away, since)
 	if !tb.IsBehind("m", "sl") || tb.IsBehind("x", "sl") {
@@ -105,4 +99,14 @@ func TestCopyInFlightOrDivergedKeepsTheSlaveBehind(t *testing.T) {
 	if len(tb.Behind) != 0 {
 		t.Fatalf("marks left once nothing is reported and sl has the marks' table: %v", tb.Behind)
 	}
+}
+
+// heardFrom is the leader's view of live nodes whose last heartbeats are
+// hbs.
+func heardFrom(hbs ...wire.Heartbeat) map[string]nodeView {
+	out := map[string]nodeView{}
+	for _, hb := range hbs {
+		out[hb.Addr] = nodeView{heard: true, alive: true, hb: hb}
+	}
+	return out
 }
