@@ -93,12 +93,7 @@ func parsedArg[T any](c *Ctx, i int, parse func([]byte) (T, bool), errText strin
 
 // cString is b as Redis's "%s" prints an argument into a message: a C
 // string, ending at the first NUL.
-func cString(b []byte) string {
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		b = b[:i]
-	}
-	return string(b)
-}
+func cString(b []byte) string { return errs.Quoted(b, len(b)) }
 
 // errorFormat is what Redis's addReplyErrorFormat does to a message
 // before the newlines inside it become spaces: it trims CR and LF at
