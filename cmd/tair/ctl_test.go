@@ -137,12 +137,15 @@ func TestCtl(t *testing.T) {
 		var list []wire.NodeStatus
 		decodeJSON(t, ctl(t, cs, "nodes", "--json"), &list)
 		for _, n := range list {
-			if n.TableVersion != tb.Version || n.HeldMasters != n.Masters || n.HeldSlaves != n.Slaves {
+			// The resources come with a heartbeat sent after the writes
+			// (the table may have been reported before them).
+			if n.TableVersion != tb.Version || n.HeldMasters != n.Masters || n.HeldSlaves != n.Slaves ||
+				n.Resources == nil || n.Resources.EngineBytes < keys*100/3 {
 				return false
 			}
 		}
 		return len(list) == 3
-	}, "the nodes never reported table %d", tb.Version)
+	}, "the nodes never reported table %d and the written keys", tb.Version)
 
 	// status: the summary, line for line, then each node's memory (the
 	// engine's bytes, the process's RSS; rdb keeps no disk).
