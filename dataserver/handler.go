@@ -131,7 +131,8 @@ func upper(b []byte) string {
 
 // specials are the commands the dataserver answers itself.
 var specials = []string{"TAIR.REPLHELLO", "TAIR.REPL", "TAIR.TABLE", "TAIR.RESYNC",
-	"PING", "ECHO", "QUIT", "DBSIZE", "SCANBUCKET", "FLUSHDB", "FLUSHALL", "MULTIEXEC", "TAIR.KEYVER", "NODESTATS", "TAIR.SCRIPT"}
+	"PING", "ECHO", "QUIT", "DBSIZE", "SCANBUCKET", "FLUSHDB", "FLUSHALL", "MULTIEXEC", "TAIR.KEYVER", "NODESTATS", "TAIR.SCRIPT",
+	"EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO"}
 
 // special returns the upper-case name of b when it is one of specials,
 // else "" (without allocating: it runs for every command).
@@ -169,8 +170,10 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []
 	}
 	env := envelope.Header{Proto: 2}
 	name := special(args[0])
+	enveloped := false
 	switch {
 	case isEnvelope(args[0]):
+		enveloped = true
 		h, cmd, err := envelope.Parse(args)
 		if err != nil {
 			return resp.AppendError(out, err.Error())
@@ -223,6 +226,10 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []
 		return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte { return s.flush(out, env, name == "FLUSHALL") })
 	case "MULTIEXEC":
 		return s.multiExec(out, env, args, p, peer)
+	case "EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO":
+		if enveloped { // a proxy's pipelined script (script.go)
+			return s.evalPipelined(out, env, name, args, p, peer)
+		}
 	case "NODESTATS":
 		return s.nodeStats(out, args) // nodestats.go: what a proxy's INFO sums
 	case "TAIR.KEYVER":

@@ -41,6 +41,20 @@ import (
 // to the slaves as one replication item once the script ends, so slaves
 // never run Lua (Redis 7's effects replication).
 //
+// A script can also come in an envelope on the pipelined connections
+// (evalPipelined): the proxy sends EVAL and EVALSHA with keys that way,
+// so that a short script costs what a command does. It runs there only
+// when the node has the script cached and none of its runs lately took
+// longer than pipelinedBudget; a run that passes the budget before it
+// wrote anything is stopped and undone by never having written. Every
+// other case is refused with envelope.ScriptConn, and the proxy sends
+// the script on a script connection: a script that runs long holds up
+// the requests queued behind it on a pipelined connection (and, on an
+// event loop, the loop's other connections) for the budget at most,
+// unless it wrote within it; it then runs to its end there, as a
+// script in Redis holds up every client, and stays off the pipelined
+// connections for slowFor.
+//
 // Bodies are cached per node (sha → compiled script) and kept by the
 // configserver (configserver/scripts.go): EVAL and SCRIPT LOAD register a
 // body the node did not hold; EVALSHA of a sha the node does not hold
@@ -60,11 +74,42 @@ type scriptHost struct {
 	once  sync.Once
 	env   *luascript.Env
 	mu    sync.Mutex
-	cache map[string]*luascript.Script
+	cache map[string]*cachedScript
 	// running: the script holding each bucket's lock.
 	running map[route.BucketID]*scriptRun
 	n       atomic.Int32 // len(running), read without mu
 	libs    libraries
+}
+
+// cachedScript is a compiled script with how long its runs take here.
+type cachedScript struct {
+	*luascript.Script
+	// slowAt: when a run last went past pipelinedBudget (UnixNano, 0
+	// never).
+	slowAt atomic.Int64
+}
+
+// pipelinedBudget is how long a script may run on a pipelined
+// connection before it is sent to a script connection instead (a
+// command's time is microseconds; the budget leaves room for a loaded
+// machine's scheduling); slowFor, how long a script that went past it
+// stays off the pipelined connections.
+const (
+	pipelinedBudget = 10 * time.Millisecond
+	slowFor         = 5 * time.Second
+)
+
+// pipelinable reports whether sc may run on a pipelined connection.
+func (sc *cachedScript) pipelinable(now time.Time) bool {
+	at := sc.slowAt.Load()
+	return at == 0 || now.UnixNano()-at > int64(slowFor)
+}
+
+// ended notes how long a run of sc took.
+func (sc *cachedScript) ended(took time.Duration) {
+	if took > pipelinedBudget {
+		sc.slowAt.Store(time.Now().UnixNano())
+	}
 }
 
 // scriptRun is one running script.
@@ -74,10 +119,33 @@ type scriptRun struct {
 	cancel context.CancelFunc
 	wrote  atomic.Bool
 	killed atomic.Bool
-	done   chan struct{}
-	busy   chan struct{} // closed once it runs past the threshold
-	timer  *time.Timer
+	// stage orders the first write against the pipelined budget's
+	// stop: a run either writes or is stopped for the budget, never
+	// both (runClean, runWriting, runStopped).
+	stage atomic.Int32
+	done  chan struct{}
+	busy  chan struct{} // closed once it runs past the threshold
+	timer *time.Timer
+	// later is the busy threshold's timer of a pipelined run that
+	// wrote before its budget ran out.
+	later atomic.Pointer[time.Timer]
 }
+
+const (
+	runClean int32 = iota
+	runWriting
+	runStopped
+)
+
+// writing notes that the run is about to run a write command: false
+// when the run was stopped for the pipelined budget (it must write
+// nothing then).
+func (r *scriptRun) writing() bool {
+	return r.stage.CompareAndSwap(runClean, runWriting) || r.stage.Load() == runWriting
+}
+
+// stopped reports whether the run was stopped for the pipelined budget.
+func (r *scriptRun) stopped() bool { return r.stage.Load() == runStopped }
 
 const (
 	busyText       = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
@@ -92,7 +160,7 @@ func (s *Server) scripting() *scriptHost {
 	h := &s.sc
 	h.once.Do(func() {
 		h.env = luascript.NewEnv(s.log)
-		h.cache = map[string]*luascript.Script{}
+		h.cache = map[string]*cachedScript{}
 		h.running = map[route.BucketID]*scriptRun{}
 	})
 	return h
@@ -120,10 +188,23 @@ func (s *Server) scriptGate(b route.BucketID) string {
 	}
 }
 
-func (h *scriptHost) start(b route.BucketID, threshold time.Duration) *scriptRun {
+// start registers a run on bucket b. A pipelined run (budget > 0) is
+// stopped at budget unless it wrote by then; the busy threshold counts
+// from the start either way.
+func (h *scriptHost) start(b route.BucketID, threshold, budget time.Duration) *scriptRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &scriptRun{bucket: b, ctx: ctx, cancel: cancel, done: make(chan struct{}), busy: make(chan struct{})}
-	r.timer = time.AfterFunc(threshold, func() { close(r.busy) })
+	if budget > 0 && budget < threshold {
+		r.timer = time.AfterFunc(budget, func() {
+			if r.stage.CompareAndSwap(runClean, runStopped) {
+				r.cancel()
+				return
+			}
+			r.later.Store(time.AfterFunc(threshold-budget, func() { close(r.busy) }))
+		})
+	} else {
+		r.timer = time.AfterFunc(threshold, func() { close(r.busy) })
+	}
 	h.mu.Lock()
 	h.running[b] = r
 	h.n.Store(int32(len(h.running)))
@@ -133,6 +214,9 @@ func (h *scriptHost) start(b route.BucketID, threshold time.Duration) *scriptRun
 
 func (h *scriptHost) end(r *scriptRun) {
 	r.timer.Stop()
+	if t := r.later.Load(); t != nil {
+		t.Stop()
+	}
 	r.cancel()
 	h.mu.Lock()
 	if h.running[r.bucket] == r {
@@ -171,16 +255,21 @@ func (h *scriptHost) appendKill(out []byte) []byte {
 	return resp.AppendOK(out)
 }
 
-func (h *scriptHost) cached(sha string) *luascript.Script {
+func (h *scriptHost) cached(sha string) *cachedScript {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.cache[sha]
 }
 
-func (h *scriptHost) put(sc *luascript.Script) {
+func (h *scriptHost) put(sc *luascript.Script) *cachedScript {
 	h.mu.Lock()
-	h.cache[sc.Sha] = sc
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	if c := h.cache[sc.Sha]; c != nil {
+		return c
+	}
+	c := &cachedScript{Script: sc}
+	h.cache[sc.Sha] = c
+	return c
 }
 
 // csTimeout bounds a call to the configserver for scripts.
@@ -196,7 +285,7 @@ func (s *Server) csScripts(req *wire.ScriptRequest) (*wire.ScriptReply, error) {
 
 // loadScript compiles body, caches it and, when it is new to this node,
 // registers it with the configserver.
-func (s *Server) loadScript(body []byte) (*luascript.Script, error) {
+func (s *Server) loadScript(body []byte) (*cachedScript, error) {
 	h := s.scripting()
 	sha := luascript.Sha1Hex(body)
 	if sc := h.cached(sha); sc != nil {
@@ -209,12 +298,11 @@ func (s *Server) loadScript(body []byte) (*luascript.Script, error) {
 	if _, err := s.csScripts(&wire.ScriptRequest{Op: "load", Sha: sha, Body: string(body)}); err != nil {
 		s.log.Warn("registering a script with the configserver", "sha", sha, "err", err)
 	}
-	h.put(sc)
-	return sc, nil
+	return h.put(sc), nil
 }
 
 // scriptBySha is the cached script, or the configserver's body compiled.
-func (s *Server) scriptBySha(sha string) *luascript.Script {
+func (s *Server) scriptBySha(sha string) *cachedScript {
 	h := s.scripting()
 	if sc := h.cached(sha); sc != nil {
 		return sc
@@ -230,8 +318,7 @@ func (s *Server) scriptBySha(sha string) *luascript.Script {
 	if err != nil || sc.Sha != sha {
 		return nil
 	}
-	h.put(sc)
-	return sc
+	return h.put(sc)
 }
 
 // scriptVerb serves TAIR.SCRIPT.
@@ -253,7 +340,7 @@ func (s *Server) scriptVerb(out []byte, args [][]byte, p *pending, peer net.Addr
 	name := strings.ToLower(string(cmd[0]))
 	switch name {
 	case "eval", "eval_ro", "evalsha", "evalsha_ro", "fcall", "fcall_ro":
-		return s.evalCmd(out, env, route.BucketID(b64), name, cmd, p, peer)
+		return s.evalCmd(out, env, route.BucketID(b64), name, cmd, p, peer, false)
 	case "script":
 		return s.scriptCmd(out, cmd)
 	case "function":
@@ -278,8 +365,34 @@ func numKeys(cmd [][]byte, fcall bool) (int, string) {
 	return int(n), ""
 }
 
-// evalCmd runs EVAL, EVALSHA, FCALL and their _RO forms.
-func (s *Server) evalCmd(out []byte, env envelope.Header, hint route.BucketID, name string, cmd [][]byte, p *pending, peer net.Addr) []byte {
+// evalPipelined runs EVAL, EVALSHA and their _RO forms that came in an
+// envelope (name is special()'s upper case): the script must be cached
+// here, declare a key and be quick (see the package's Scripts).
+func (s *Server) evalPipelined(out []byte, env envelope.Header, name string, cmd [][]byte, p *pending, peer net.Addr) []byte {
+	return s.evalCmd(out, env, 0, strings.ToLower(name), cmd, p, peer, true)
+}
+
+// runsPipelined reports whether a script (name: eval, evalsha or their
+// _RO forms, lower case; script: its body or sha) may run on a
+// pipelined connection: it declares keys (the proxy routed it by them),
+// it is cached here, and its runs lately were quick.
+func (s *Server) runsPipelined(name string, script []byte, keys [][]byte) bool {
+	if len(keys) == 0 || strings.HasPrefix(name, "fcall") {
+		return false
+	}
+	var sha string
+	if name == "eval" || name == "eval_ro" {
+		sha = luascript.Sha1Hex(script)
+	} else {
+		sha = strings.ToLower(string(script))
+	}
+	sc := s.scripting().cached(sha)
+	return sc != nil && sc.pipelinable(time.Now())
+}
+
+// evalCmd runs EVAL, EVALSHA, FCALL and their _RO forms; pipelined: it
+// came on a pipelined connection (evalPipelined).
+func (s *Server) evalCmd(out []byte, env envelope.Header, hint route.BucketID, name string, cmd [][]byte, p *pending, peer net.Addr, pipelined bool) []byte {
 	if len(cmd) < 3 {
 		return resp.AppendError(out, "ERR wrong number of arguments for '"+name+"' command")
 	}
@@ -297,25 +410,28 @@ func (s *Server) evalCmd(out []byte, env envelope.Header, hint route.BucketID, n
 		return resp.AppendError(out, bad)
 	}
 	keys, argv := cmd[3:3+n], cmd[3+n:]
+	if pipelined && !s.runsPipelined(name, cmd[1], keys) {
+		// A script connection runs it (and answers its errors).
+		b := hint
+		if rt := s.rt.Load(); rt != nil && len(keys) > 0 {
+			b = rt.t.Bucket(keys[0])
+		}
+		return resp.AppendErr(out, envelope.ScriptConnOf(b).Err())
+	}
 	ro := strings.HasSuffix(name, "_ro")
 	var job func(run *luascript.Run) []byte
 	var runName string
+	var sc *cachedScript
 	switch name {
 	case "eval", "eval_ro":
-		sc, err := s.loadScript(cmd[1])
-		if err != nil {
+		var err error
+		if sc, err = s.loadScript(cmd[1]); err != nil {
 			return resp.AppendError(out, "ERR "+err.Error())
 		}
-		runName = sc.Sha
-		job = func(run *luascript.Run) []byte { return s.sc.env.Run(out, sc, run) }
 	case "evalsha", "evalsha_ro":
-		sha := strings.ToLower(string(cmd[1]))
-		sc := s.scriptBySha(sha)
-		if sc == nil {
+		if sc = s.scriptBySha(strings.ToLower(string(cmd[1]))); sc == nil {
 			return resp.AppendError(out, noScriptText)
 		}
-		runName = sc.Sha
-		job = func(run *luascript.Run) []byte { return s.sc.env.Run(out, sc, run) }
 	default:
 		f := fn
 		runName = f.Name
@@ -325,6 +441,15 @@ func (s *Server) evalCmd(out []byte, env envelope.Header, hint route.BucketID, n
 			return resp.AppendError(out, "ERR Can not execute a script with write flag using *_ro command.")
 		}
 		job = func(run *luascript.Run) []byte { return s.sc.env.Call(out, f, run) }
+	}
+	if sc != nil {
+		runName = sc.Sha
+		job = func(run *luascript.Run) []byte {
+			start := time.Now()
+			res := s.sc.env.Run(out, sc.Script, run)
+			sc.ended(time.Since(start))
+			return res
+		}
 	}
 	rt := s.rt.Load()
 	if rt == nil {
@@ -353,18 +478,24 @@ func (s *Server) evalCmd(out []byte, env envelope.Header, hint route.BucketID, n
 	if len(keys) > 0 {
 		key = keys[0]
 	}
+	var budget time.Duration
+	if pipelined {
+		budget = pipelinedBudget
+	}
 	r := hookRequest{area: env.Area, cmd: name, write: !ro, key: key, args: cmd, peer: peer}
 	return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte {
-		return s.evalRun(out, env, b, cmd, p, func(c *scriptCaller, sr *scriptRun) []byte {
+		return s.evalRun(out, env, b, cmd, p, budget, func(c *scriptCaller, sr *scriptRun) []byte {
 			return job(&luascript.Run{Keys: keys, Args: argv, Proto: env.Proto, Caller: c, Ctx: sr.ctx, Name: runName, ReadOnly: ro})
 		})
 	})
 }
 
 // evalRun runs a script on bucket b under its lock and replicates what
-// it wrote as one item. A panic under the lock is handled as
-// execWrite's (contain.go).
-func (s *Server) evalRun(out []byte, env envelope.Header, b route.BucketID, cmd [][]byte, p *pending, job func(*scriptCaller, *scriptRun) []byte) (res []byte) {
+// it wrote as one item. A pipelined run (budget > 0) stopped at its
+// budget wrote nothing: its reply is the refusal that sends it to a
+// script connection. A panic under the lock is handled as execWrite's
+// (contain.go).
+func (s *Server) evalRun(out []byte, env envelope.Header, b route.BucketID, cmd [][]byte, p *pending, budget time.Duration, job func(*scriptCaller, *scriptRun) []byte) (res []byte) {
 	if err := s.checkArea(env.Area, true, cmd); err != nil {
 		return resp.AppendErr(out, err)
 	}
@@ -379,10 +510,14 @@ func (s *Server) evalRun(out []byte, env envelope.Header, b route.BucketID, cmd 
 	if err != nil {
 		return resp.AppendErr(out, err)
 	}
-	sr := h.start(b, s.cfg.BusyReplyThreshold)
+	sr := h.start(b, s.cfg.BusyReplyThreshold, budget)
 	defer h.end(sr)
 	c := &scriptCaller{x: s.x.Load(), area: env.Area, t: rt.t, bucket: b, run: sr, maxKey: s.cfg.MaxKeySize}
+	start := len(out)
 	out = job(c, sr)
+	if sr.stopped() && !sr.killed.Load() {
+		return resp.AppendErr(out[:start], envelope.ScriptConnOf(b).Err())
+	}
 	if len(c.prop) > 0 {
 		p.write, p.bucket = true, b
 		s.replicateLocked(bk, rt, env.Area, c.prop, p)
@@ -414,6 +549,11 @@ func (c *scriptCaller) Call(spec *command.Spec, args [][]byte, proto int) []byte
 		if c.t.Bucket(args[k]) != c.bucket {
 			return resp.AppendError(nil, nonLocalText)
 		}
+	}
+	if spec.Has(command.Write) && !c.run.writing() {
+		// Stopped for the pipelined budget: the script is to run again
+		// on a script connection, so this run must not write.
+		return resp.AppendError(nil, luascript.Killed)
 	}
 	out, prop := c.x.Exec(c.area, proto, false, args, nil)
 	if len(prop) > 0 {
@@ -485,7 +625,7 @@ func (s *Server) scriptCmd(out []byte, cmd [][]byte) []byte {
 			return resp.AppendError(out, "ERR SCRIPT FLUSH only support SYNC|ASYNC option")
 		}
 		h.mu.Lock()
-		h.cache = map[string]*luascript.Script{}
+		h.cache = map[string]*cachedScript{}
 		h.mu.Unlock()
 		if _, err := s.csScripts(&wire.ScriptRequest{Op: "flush"}); err != nil {
 			return resp.AppendErr(out, errs.Newf(errs.Timeout, "flushing the configserver's scripts: %v", err))

@@ -31,6 +31,9 @@ type node struct {
 	addr  string
 	srv   *Server
 	conns []atomic.Pointer[backendConn]
+	// scriptsOff: scripts the node lately sent back to a script
+	// connection (script.go).
+	scriptsOff scriptsOff
 
 	mu struct {
 		sync.Mutex

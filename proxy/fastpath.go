@@ -190,7 +190,11 @@ func (ss *session) tryFast(args [][]byte) bool {
 	}
 	ent := s.lookup(args[0])
 	spec := ent.spec
-	if spec == nil || ent.h != nil || spec.Has(command.Blocking) || !argsFit(spec, len(args)) {
+	if spec == nil || spec.Has(command.Blocking) || !argsFit(spec, len(args)) {
+		return false
+	}
+	script := ent.h != nil && isPipelinedScript(spec) // script.go
+	if ent.h != nil && !script {
 		return false
 	}
 	rt := s.r.load()
@@ -208,8 +212,13 @@ func (ss *session) tryFast(args [][]byte) bool {
 	}
 	write := spec.Has(command.Write)
 	slaveOK := !write && spec.Has(command.ReadOnly)
+	if script {
+		// A script runs on its bucket's master, and may write unless
+		// it is an _RO form.
+		write, slaveOK = !spec.Has(command.ReadOnly), false
+	}
 	n, slave := pickNode(rt, b, slaveOK && s.cfg.ReadFromSlave, ss.id)
-	if n == nil {
+	if n == nil || script && !n.scriptsOff.pipelined(args, ss.now) {
 		return false
 	}
 	lb := ss.ls.backend(n)

@@ -32,6 +32,17 @@ func (ss *session) finish(r *request) {
 		if !retry {
 			return
 		}
+		if wait == retryScriptConn {
+			// A pipelined script the dataserver did not run: a script
+			// connection runs it (script.go).
+			if r.node != nil {
+				r.node.scriptsOff.sendBack(r.args)
+			}
+			s.m.retries.WithLabelValues(wait.String()).Inc()
+			r.err = nil
+			r.reply = ss.sendScript(r, r.bucket, r.args, r.write)
+			return
+		}
 		if r.grouped && wait != retryTryAgain {
 			// A read over several buckets of one node that the node
 			// refused (or lost): one part per bucket from now on.
@@ -97,6 +108,7 @@ const (
 	retryTryAgain
 	retryConn
 	retryNoMaster
+	retryScriptConn
 )
 
 func (k retryKind) String() string {
@@ -109,6 +121,8 @@ func (k retryKind) String() string {
 		return "conn"
 	case retryNoMaster:
 		return "nomaster"
+	case retryScriptConn:
+		return "scriptconn"
 	}
 	return "none"
 }
@@ -142,6 +156,8 @@ func (ss *session) classify(r *request) (bool, retryKind) {
 		return false, retryNone
 	case refusal.Reason == envelope.TryAgain:
 		return true, retryTryAgain
+	case refusal.Reason == envelope.ScriptConn:
+		return true, retryScriptConn
 	case refusal.LeaseLapsed || refusal.Table < r.sentVer:
 		// The table was right: the master waits for the configserver
 		// to confirm it, or has yet to learn the table (it was told a

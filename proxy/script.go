@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tairkv/tair/internal/command"
 	"github.com/tairkv/tair/internal/envelope"
 	"github.com/tairkv/tair/internal/luascript"
 	"github.com/tairkv/tair/internal/route"
@@ -32,6 +33,14 @@ import (
 // answered "the write may have applied" unless the script was
 // read-only.
 //
+// EVAL and EVALSHA (and their _RO forms) with keys first take the
+// loop's pipelined connections as any keyed command does (tryFast), so
+// a short script costs what a command does. The dataserver runs one
+// there only when it has the script cached and its runs are quick;
+// otherwise it answers TRYSCRIPTCONN without running it, and the proxy
+// sends it on a script connection (finish) and keeps that script off
+// that node's pipelined connections for a second (node.scriptsOff).
+//
 // SCRIPT LOAD and EXISTS go to one dataserver, which keeps the bodies
 // with the configserver (so any proxy and any dataserver, one that joins
 // later too, knows a script loaded anywhere); SCRIPT FLUSH and KILL go
@@ -46,6 +55,49 @@ func init() {
 	}
 	localHandlers["script"] = barrier(cmdScript)
 	localHandlers["function"] = barrier(cmdFunction)
+}
+
+// scriptsOff holds the scripts (EVALSHA's sha, EVAL's body) that a
+// dataserver sent back to a script connection, until when they stay off
+// its pipelined connections.
+type scriptsOff struct {
+	mu    sync.RWMutex
+	until map[string]time.Time
+}
+
+// scriptOffFor is how long a script sent back stays off the pipelined
+// connections: the dataserver keeps a slow one off for longer itself,
+// and a script it did not have cached is cached by then.
+const scriptOffFor = time.Second
+
+// pipelined reports whether args, an EVAL or EVALSHA (or _RO) with
+// keys, may go on a pipelined connection.
+func (o *scriptsOff) pipelined(args [][]byte, now time.Time) bool {
+	o.mu.RLock()
+	until, off := o.until[string(args[1])]
+	o.mu.RUnlock()
+	return !off || now.After(until)
+}
+
+// sendBack notes that a dataserver sent args's script to a script
+// connection.
+func (o *scriptsOff) sendBack(args [][]byte) {
+	o.mu.Lock()
+	if o.until == nil || len(o.until) > 10000 {
+		o.until = map[string]time.Time{} // bounded: forget them all
+	}
+	o.until[string(args[1])] = time.Now().Add(scriptOffFor)
+	o.mu.Unlock()
+}
+
+// isPipelinedScript reports whether spec is one of the scripts that may
+// take the pipelined connections.
+func isPipelinedScript(spec *command.Spec) bool {
+	switch spec.Name {
+	case "eval", "evalsha", "eval_ro", "evalsha_ro":
+		return true
+	}
+	return false
 }
 
 // scriptPools holds each proxy's idle script connections per dataserver.

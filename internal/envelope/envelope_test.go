@@ -92,6 +92,7 @@ func TestRefusalsRoundTrip(t *testing.T) {
 		{Refusal{Reason: NotMaster, Bucket: 3, HasBucket: true, Table: 4, Note: "new master 127.0.0.1:1 unreachable"},
 			"-NOTMASTER bucket 3 table 4 (new master 127.0.0.1:1 unreachable) (tair -3986)\r\n"},
 		{*TryAgainOf(1023), "-TRYAGAIN bucket 1023 is migrating (tair -3984)\r\n"},
+		{*ScriptConnOf(5), "-TRYSCRIPTCONN bucket 5 runs this script on a script connection (tair -20100)\r\n"},
 	}
 	for _, c := range cases {
 		wire := resp.AppendErr(nil, c.r.Err())

@@ -18,6 +18,10 @@ const (
 	// TryAgain: the bucket is frozen for a migration's last step; the
 	// same node serves it again in milliseconds, or the table moves on.
 	TryAgain
+	// ScriptConn: a script that came on a pipelined connection and does
+	// not run there (not cached on the node, or its runs take long); the
+	// proxy sends it on a script connection (dataserver/script.go).
+	ScriptConn
 )
 
 // Refusal is a dataserver's answer that it did not run a command. Its
@@ -49,6 +53,12 @@ func TryAgainOf(b route.BucketID) *Refusal {
 	return &Refusal{Reason: TryAgain, Bucket: b, HasBucket: true}
 }
 
+// ScriptConnOf is the refusal of a script for bucket b on a pipelined
+// connection.
+func ScriptConnOf(b route.BucketID) *Refusal {
+	return &Refusal{Reason: ScriptConn, Bucket: b, HasBucket: true}
+}
+
 // leaseText is how a lapsed lease reads in a NOTMASTER reply.
 const leaseText = ": master lease lapsed"
 
@@ -62,6 +72,11 @@ func (r *Refusal) Err() *errs.Error {
 		msg = append(msg, "bucket "...)
 		msg = strconv.AppendUint(msg, uint64(r.Bucket), 10)
 		msg = append(msg, " is migrating"...)
+	case ScriptConn:
+		code = errs.ScriptConn
+		msg = append(msg, "bucket "...)
+		msg = strconv.AppendUint(msg, uint64(r.Bucket), 10)
+		msg = append(msg, " runs this script on a script connection"...)
 	default:
 		code = errs.WriteNotOnMaster
 		if r.HasBucket {
@@ -89,6 +104,7 @@ func (r *Refusal) Error() string { return r.Err().RESP() }
 var (
 	prefixNotMaster = []byte("-NOTMASTER ")
 	prefixTryAgain  = []byte("-TRYAGAIN ")
+	prefixScript    = []byte("-TRYSCRIPTCONN ")
 )
 
 // Decode reads a reply as a refusal: ok is false for any reply that is
@@ -100,6 +116,8 @@ func Decode(reply []byte) (r Refusal, ok bool) {
 		r.Reason, rest = NotMaster, reply[len(prefixNotMaster):]
 	case bytes.HasPrefix(reply, prefixTryAgain):
 		r.Reason, rest = TryAgain, reply[len(prefixTryAgain):]
+	case bytes.HasPrefix(reply, prefixScript):
+		r.Reason, rest = ScriptConn, reply[len(prefixScript):]
 	default:
 		return r, false
 	}

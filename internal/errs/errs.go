@@ -35,6 +35,10 @@ const (
 	ReadOnly          Code = -5117
 	NotSupported      Code = -20008
 	Unknown           Code = -3999
+	// ScriptConn is this project's, not Tair's: between a dataserver and
+	// a proxy only (a script to send on a script connection), never a
+	// client's reply.
+	ScriptConn Code = -20100
 )
 
 // prefixes maps a code to its Redis error prefix (SPEC §5).
@@ -53,6 +57,7 @@ var prefixes = map[Code]string{
 	CounterOutOfRange: "COUNTEROUTOFRANGE",
 	ReadOnly:          "READONLY",
 	NotSupported:      "NOTSUPPORTED",
+	ScriptConn:        "TRYSCRIPTCONN",
 }
 
 // Prefix is the Redis error prefix for c ("ERR" when c has none of its own).
