@@ -108,7 +108,8 @@ func rdbValue(src snapshot) (rdbcodec.Value, bool) {
 
 // RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f], with
 // Redis's order of checks: options, BUSYKEY, TTL, payload. IDLETIME and
-// FREQ are checked and otherwise ignored (no per-key LRU/LFU here).
+// FREQ are checked and otherwise ignored: the key's access frequency and
+// time are not set from them.
 func cmdRestore(c *Ctx) {
 	replace, absttl, idle, freq := false, false, false, false
 	for j := 4; j < len(c.Args); j++ {
