@@ -520,6 +520,12 @@ type AccessTracker interface {
 	// access, without counting as one; ok is false when k is not stored
 	// (expired records included).
 	Access(k Key) (freq uint8, idleSeconds int64, ok bool)
+	// SetAccess sets the stored record's LFU counter to freq (0..255) and
+	// its last access idleSeconds ago; a negative one takes a new
+	// record's (the initial counter, accessed now). RENAME carries a
+	// key's fields with it, RESTORE sets its IDLETIME and FREQ options.
+	// It reports whether k is stored.
+	SetAccess(k Key, freq int, idleSeconds int64) bool
 }
 
 // AccessOf returns e's AccessTracker, or nil when e tracks no access.

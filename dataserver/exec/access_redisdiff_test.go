@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -32,7 +33,7 @@ var accessCommands = []string{
 	// writes
 	"SET s x", "SET s x NX", "SET s x XX", "SET s x GET", "GETSET s y", "SETNX s 1", "APPEND s x", "SETRANGE s 0 x",
 	"INCR c", "INCR s", "INCRBYFLOAT c 1", "DECRBY c 2", "GETEX s EX 100", "GETDEL s", "EXPIRE s 100", "PERSIST s",
-	"MSET s 1 c 2", "SETBIT s 1 1", "SET s2 v", "COPY s s2", "DEL s", "LPUSH s x",
+	"MSET s 1 c 2", "SETBIT s 1 1", "SET s2 v", "COPY s s2", "RENAME s s3", "RENAMENX s s3", "RENAME s c", "DEL s", "LPUSH s x",
 	"HSET h f v2", "HSET h g v", "HINCRBY h n 1", "HDEL h f",
 	"RPUSH l c", "LPOP l", "LSET l 0 x", "SADD st b", "SREM st a", "ZADD z 2 b", "ZINCRBY z 1 a", "ZREM z a",
 }
@@ -123,6 +124,56 @@ func TestNoTouchClient(t *testing.T) {
 				{"OBJECT IDLETIME h", num(0)}, {"OBJECT FREQ h", num(6)}})
 			h.clock.Advance(time.Second)
 			h.run([]step{{"GET k", bulk("v")}, {"OBJECT FREQ k", num(7)}, {"OBJECT IDLETIME k", num(0)}})
+		})
+	}
+}
+
+// TestRestoreAccessAgainstRedis: RESTORE makes a new key, whose counter
+// and idle time are a new key's (REPLACE too) or as FREQ and IDLETIME
+// set them, as redis-server's (FREQ under allkeys-lfu, IDLETIME under
+// noeviction: it tracks one of them at a time).
+func TestRestoreAccessAgainstRedis(t *testing.T) {
+	conn, rd := startRedis(t)
+	defer memstore.SetLFURandom(func() float64 { return 0 })()
+	redisLine(t, conn, rd, "SET s v")
+	dump := redisLine(t, conn, rd, "DUMP s")
+	_, payload, _ := strings.Cut(strings.TrimSuffix(dump, "\r\n"), "\r\n")
+	for _, name := range []string{rdb.Name, mdb.Name} {
+		t.Run(name, func(t *testing.T) {
+			clk := newTestClock()
+			x := New(openEngine(t, name, clk), Options{Buckets: 1, Now: clk.Now})
+			run := func(args ...string) (ours, theirs string) {
+				got, _ := x.Exec(0, 2, false, toArgs(args), nil)
+				return string(got), redisDo(t, conn, rd, toArgs(args))
+			}
+			same := func(args ...string) {
+				t.Helper()
+				if ours, theirs := run(args...); ours != theirs {
+					t.Errorf("%q = %q, redis-server %q", args, ours, theirs)
+				}
+			}
+			redisLine(t, conn, rd, "FLUSHALL")
+			redisLine(t, conn, rd, "CONFIG SET maxmemory-policy allkeys-lfu")
+			same("SET", "s", "v")
+			for range 3 {
+				same("GET", "s")
+			}
+			same("RESTORE", "s", "0", payload, "REPLACE")
+			same("OBJECT", "FREQ", "s")
+			same("RESTORE", "f", "0", payload, "FREQ", "100")
+			same("OBJECT", "FREQ", "f")
+			same("RESTORE", "f0", "0", payload, "FREQ", "0")
+			same("OBJECT", "FREQ", "f0")
+			redisLine(t, conn, rd, "CONFIG SET maxmemory-policy noeviction")
+			same("RESTORE", "i", "0", payload, "IDLETIME", "1000")
+			ours, theirs := run("OBJECT", "IDLETIME", "i")
+			if ours != num(1000) || (theirs != num(1000) && theirs != num(1001)) { // a second may pass on its clock
+				t.Errorf("OBJECT IDLETIME after RESTORE IDLETIME 1000 = %q, redis-server %q", ours, theirs)
+			}
+			clk.Advance(5 * time.Second)
+			if got, _ := x.Exec(0, 2, false, toArgs([]string{"OBJECT", "IDLETIME", "i"}), nil); string(got) != num(1005) {
+				t.Errorf("5 s later: OBJECT IDLETIME = %q, want 1005", got)
+			}
 		})
 	}
 }

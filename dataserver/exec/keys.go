@@ -466,7 +466,19 @@ func renameGeneric(c *Ctx, nx bool) {
 		}
 		return
 	}
+	// The key keeps its access frequency and time (Redis moves the object
+	// that holds them): read after snapshot's access, set once written.
+	acc := engines.AccessOf(c.Eng)
+	var srcFreq uint8
+	var srcIdle int64
+	tracked := false
+	if acc != nil {
+		srcFreq, srcIdle, tracked = acc.Access(c.Key(1))
+	}
 	moved, err := c.writeSnapshot(src, c.Key(2), !nx)
+	if err == nil && moved && tracked {
+		acc.SetAccess(c.Key(2), int(srcFreq), srcIdle)
+	}
 	if err == nil && moved {
 		if src.kvs != nil {
 			_, err = c.Eng.PrefixRemoveAll(c.Key(1))

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"math"
 	"math/rand/v2"
 	"sync/atomic"
 
@@ -177,4 +178,30 @@ func (s *Store) Access(k engines.Key) (freq uint8, idleSeconds int64, ok bool) {
 	}
 	freq, idleSeconds = accessOf(accessWord(it.access.Load()), now)
 	return freq, idleSeconds, true
+}
+
+// SetAccess implements engines.AccessTracker for the plain key k.
+func (s *Store) SetAccess(k engines.Key, freq int, idleSeconds int64) bool {
+	now := s.nowMs()
+	sh := s.shardOf(k.Bucket, k.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	tab := sh.tables[k.Area]
+	if tab == nil {
+		return false
+	}
+	it := tab.keys[string(k.Key)]
+	if it == nil || engines.Expired(it.expireAt, now) {
+		return false
+	}
+	w := newAccess(now)
+	c, lru := w.counter(), w.lru()
+	if freq >= 0 {
+		c = uint8(min(freq, 255))
+	}
+	if idleSeconds > 0 {
+		lru -= uint32(min(idleSeconds, math.MaxInt32)) // mod 2^32, as the clock
+	}
+	it.access.Store(uint64(packAccess(c, w.ldt(), lru, accessWord(it.access.Load()).ref())))
+	return true
 }

@@ -123,6 +123,22 @@ func TestAccessTracking(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantAccess(t, a, k, 5, 0)
+
+	// SetAccess (RENAME, RESTORE's FREQ and IDLETIME); negative: a new
+	// record's.
+	if a.SetAccess(engines.Key{Bucket: k.Bucket, Area: k.Area, Key: []byte("nope")}, 1, 1) {
+		t.Fatal("SetAccess of a missing key: true")
+	}
+	if !a.SetAccess(k, 100, 30) {
+		t.Fatal("SetAccess: false")
+	}
+	wantAccess(t, a, k, 100, 30)
+	clk.Advance(2 * time.Second)
+	wantAccess(t, a, k, 100, 32)
+	a.SetAccess(k, -1, -1)
+	wantAccess(t, a, k, 5, 0)
+	a.SetAccess(k, 300, 0)
+	wantAccess(t, a, k, 255, 0)
 }
 
 // TestAccessLogarithmic: with Redis's random increments, the counter
