@@ -112,6 +112,9 @@ func TestNoTouchThroughProxy(t *testing.T) {
 	time.Sleep(2100 * time.Millisecond)
 	do("GET", "k")
 	do("MGET", "k", "x")
+	do("MULTI")
+	do("GET", "k")
+	do("EXEC")
 	if idle, freq := do("OBJECT", "IDLETIME", "k"), do("OBJECT", "FREQ", "k"); idle != "2" || freq != "5" {
 		t.Fatalf("after NO-TOUCH reads: IDLETIME %s FREQ %s, want 2 5", idle, freq)
 	}
