@@ -125,6 +125,19 @@ func (x *Executor) Exec(area uint16, proto int, replica bool, args [][]byte, out
 	return x.ExecRequest(Request{Area: area, Proto: proto, Replica: replica}, args, out)
 }
 
+// Request is what the dataserver knows of a command besides its
+// arguments.
+type Request struct {
+	Area  uint16
+	Proto int // RESP version of the reply, 2 or 3
+	// Replica: the command comes from the master's replication stream;
+	// handlers then skip checks that only the master makes.
+	Replica bool
+	// NoTouch: the client is in CLIENT NO-TOUCH mode (the envelope's
+	// flag): its commands, but TOUCH, leave the access fields alone.
+	NoTouch bool
+}
+
 // ExecRequest is Exec for the command of req.
 func (x *Executor) ExecRequest(req Request, args [][]byte, out []byte) ([]byte, [][][]byte) {
 	if len(args) == 0 {

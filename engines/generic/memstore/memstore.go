@@ -44,6 +44,13 @@
 // write stores is never that write's own victim. A record that alone
 // exceeds the quota or the limit is refused with errs.ErrQuota rather than
 // stored and evicted at once.
+//
+// # Access tracking
+//
+// Each record also keeps Redis's LFU counter and its last access time,
+// which OBJECT FREQ and OBJECT IDLETIME answer (engines.AccessTracker):
+// reads update them under the shared lock, with the referenced bit, in
+// one atomic word (access.go).
 package memstore
 
 import (
@@ -187,8 +194,8 @@ type item struct {
 	version  int64
 	expireAt int64
 	ps       *pset
-	prev     *item         // recency list of (shard, area), head = most recent
-	next     *item         //
+	prev     *item // recency list of (shard, area), head = most recent
+	next     *item
 	access   atomic.Uint64 // an accessWord (access.go)
 	vlen     uint32
 	size     uint32 // bytes charged to the area (saturates at 4 GiB)
