@@ -325,10 +325,15 @@ func (s *Server) serve(out []byte, x *exec.Executor, env envelope.Header, b rout
 		return resp.AppendError(out, msg)
 	}
 	if !write {
-		out, _ = x.Exec(env.Area, env.Proto, false, args, out)
+		out, _ = x.ExecRequest(execRequest(env), args, out)
 		return out
 	}
 	return s.execWrite(out, env, b, args, p)
+}
+
+// execRequest is what the executor needs of a client's envelope.
+func execRequest(env envelope.Header) exec.Request {
+	return exec.Request{Area: env.Area, Proto: env.Proto, NoTouch: env.NoTouch}
 }
 
 // checkOwner checks that this node may serve bucket b: as master for
@@ -365,7 +370,7 @@ func (s *Server) execWrite(out []byte, env envelope.Header, b route.BucketID, ar
 	if err != nil {
 		return resp.AppendErr(out, err)
 	}
-	out, prop := s.x.Load().Exec(env.Area, env.Proto, false, args, out)
+	out, prop := s.x.Load().ExecRequest(execRequest(env), args, out)
 	if testHook.Load() != nil {
 		runTestHook("applied", commandName(args))
 	}

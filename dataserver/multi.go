@@ -132,7 +132,7 @@ func (s *Server) multiExecRun(out []byte, env envelope.Header, args [][]byte, p 
 	var prop [][][]byte
 	for _, c := range cmds {
 		var pr [][][]byte
-		out, pr = x.Exec(env.Area, env.Proto, false, c, out)
+		out, pr = x.ExecRequest(execRequest(env), c, out)
 		prop = append(prop, pr...)
 	}
 	if write {

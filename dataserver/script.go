@@ -512,7 +512,7 @@ func (s *Server) evalRun(out []byte, env envelope.Header, b route.BucketID, cmd 
 	}
 	sr := h.start(b, s.cfg.BusyReplyThreshold, budget)
 	defer h.end(sr)
-	c := &scriptCaller{x: s.x.Load(), area: env.Area, t: rt.t, bucket: b, run: sr, maxKey: s.cfg.MaxKeySize}
+	c := &scriptCaller{x: s.x.Load(), area: env.Area, t: rt.t, bucket: b, run: sr, maxKey: s.cfg.MaxKeySize, noTouch: env.NoTouch}
 	start := len(out)
 	out = job(c, sr)
 	if sr.stopped() && !sr.killed.Load() {
@@ -534,6 +534,9 @@ type scriptCaller struct {
 	run    *scriptRun
 	maxKey int
 	prop   [][][]byte
+	// noTouch: the script's client is in CLIENT NO-TOUCH mode, which
+	// its script's commands keep.
+	noTouch bool
 }
 
 func (c *scriptCaller) Call(spec *command.Spec, args [][]byte, proto int) []byte {
@@ -555,7 +558,7 @@ func (c *scriptCaller) Call(spec *command.Spec, args [][]byte, proto int) []byte
 		// on a script connection, so this run must not write.
 		return resp.AppendError(nil, luascript.Killed)
 	}
-	out, prop := c.x.Exec(c.area, proto, false, args, nil)
+	out, prop := c.x.ExecRequest(exec.Request{Area: c.area, Proto: proto, NoTouch: c.noTouch}, args, nil)
 	if len(prop) > 0 {
 		c.prop = append(c.prop, prop...)
 		c.run.wrote.Store(true)

@@ -58,6 +58,11 @@ type Key struct {
 	// hits, misses, puts): a command's internal probe, such as the check
 	// that a key is not a prefix-stored hash, is not a read of the key.
 	NoStats bool
+	// NoTouch leaves the record's access frequency and time as they are
+	// (engines that track them, see AccessTracker): Redis's
+	// LOOKUP_NOTOUCH, for commands that only inspect a key (TYPE, TTL,
+	// OBJECT ...), and clients in CLIENT NO-TOUCH mode.
+	NoTouch bool
 }
 
 // ValueType is the type of a record's value.
@@ -504,3 +509,29 @@ type Checkpointer interface {
 // ErrNoCheckpoint is Checkpoint's answer for a store that has no
 // checkpoints (the in-memory engines): read it live instead.
 var ErrNoCheckpoint = errors.New("engines: this engine takes no checkpoints")
+
+// AccessTracker is offered by an engine that tracks each record's
+// accesses, as Redis does for its maxmemory policies (the in-memory
+// engines): OBJECT FREQ and OBJECT IDLETIME answer from it. Persistent
+// engines offer none: recording a read there would be a write.
+type AccessTracker interface {
+	// Access returns the record's LFU counter (Redis's logarithmic
+	// counter, decayed to now) and the whole seconds since its last
+	// access, without counting as one; ok is false when k is not stored
+	// (expired records included).
+	Access(k Key) (freq uint8, idleSeconds int64, ok bool)
+	// SetAccess sets the stored record's LFU counter to freq (0..255) and
+	// its last access idleSeconds ago; a negative one takes a new
+	// record's (the initial counter, accessed now). RENAME carries a
+	// key's fields with it, RESTORE sets its IDLETIME and FREQ options.
+	// It reports whether k is stored.
+	SetAccess(k Key, freq int, idleSeconds int64) bool
+}
+
+// AccessOf returns e's AccessTracker, or nil when e tracks no access.
+func AccessOf(e Engine) AccessTracker {
+	if a, ok := e.(interface{ AccessTracker() AccessTracker }); ok {
+		return a.AccessTracker()
+	}
+	return nil
+}

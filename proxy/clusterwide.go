@@ -30,7 +30,7 @@ import (
 // part is one request of a fan-out.
 func (ss *session) part(parent *request, args [][]byte) *request {
 	sub := ss.newReq()
-	sub.area, sub.proto = parent.area, parent.proto
+	sub.area, sub.proto, sub.noTouch = parent.area, parent.proto, parent.noTouch
 	sub.own = append(sub.own[:0], args...)
 	sub.args = sub.own
 	sub.start = parent.start

@@ -66,8 +66,10 @@ func cmdQuit(ss *session, r *request) {
 }
 
 func cmdReset(ss *session, r *request) {
-	// CLIENT REPLY ON again, and out of subscribed mode.
+	// CLIENT REPLY ON again, NO-TOUCH OFF (Redis 7.2), and out of
+	// subscribed mode.
 	ss.replyOff, ss.skipReply, r.mute = false, false, false
+	ss.noTouch = false
 	queued := ss.psReset()
 	ss.tx.reset()
 	ss.setArea(0)
@@ -323,8 +325,23 @@ func cmdClient(ss *session, r *request) {
 		r.local = true
 	case sub == "kill" && n >= 3:
 		cmdClientKill(ss, r)
-	case (sub == "no-evict" || sub == "no-touch") && n == 3:
-		r.ok()
+	case sub == "no-touch" && n == 3:
+		// Sent on with each command (the envelope's flag): the
+		// dataservers keep the keys' access fields.
+		if on, ok := onOff(r.args[2]); ok {
+			ss.noTouch = on
+			r.ok()
+		} else {
+			r.setError("ERR syntax error")
+		}
+	case sub == "no-evict" && n == 3:
+		// Accepted and kept nowhere: the proxy evicts no client
+		// (no maxmemory-clients), so every client is exempt already.
+		if _, ok := onOff(r.args[2]); ok {
+			r.ok()
+		} else {
+			r.setError("ERR syntax error")
+		}
 	case sub == "reply" && n == 3:
 		cmdClientReply(ss, r)
 	case sub == "help":
@@ -337,6 +354,17 @@ func cmdClient(ss *session, r *request) {
 			r.setError("ERR unknown subcommand '" + quotedArg(r.args[1]) + "'. Try CLIENT HELP.")
 		}
 	}
+}
+
+// onOff reads CLIENT NO-TOUCH's and NO-EVICT's ON|OFF, any case.
+func onOff(b []byte) (on, ok bool) {
+	switch {
+	case resp.EqualFold(b, "on"):
+		return true, true
+	case resp.EqualFold(b, "off"):
+		return false, true
+	}
+	return false, false
 }
 
 // cmdClientReply: CLIENT REPLY ON|OFF|SKIP as Redis: OFF mutes this and

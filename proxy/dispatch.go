@@ -116,7 +116,7 @@ func (ss *session) prepare(r *request, args [][]byte) {
 	// CLIENT REPLY OFF mutes every reply, SKIP the next command's.
 	r.mute, ss.skipReply = ss.replyOff || ss.skipReply, false
 	r.args = args
-	r.area, r.proto = ss.area, ss.proto
+	r.area, r.proto, r.noTouch = ss.area, ss.proto, ss.noTouch
 	ent := s.lookup(args[0])
 	spec := ent.spec
 	r.spec = spec
@@ -294,6 +294,6 @@ func wrap(b []byte, rt *routing, slave bool, r *request) []byte {
 	if slave {
 		kind = envelope.SlaveOK
 	}
-	h := envelope.Header{Kind: kind, Area: uint16(r.area), Version: rt.t.Version, Proto: r.proto}
+	h := envelope.Header{Kind: kind, Area: uint16(r.area), Version: rt.t.Version, Proto: r.proto, NoTouch: r.noTouch}
 	return envelope.Append(b, h, r.args)
 }

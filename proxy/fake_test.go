@@ -46,6 +46,7 @@ type fakeDS struct {
 	calls     atomic.Int64
 	envelopes atomic.Int64
 	lastProto atomic.Int32
+	noTouch   atomic.Int64 // envelopes flagged NO-TOUCH
 	delay     atomic.Int64 // ns before each batch
 	hangUp    atomic.Int32 // close the connection unanswered on this many more requests
 }
@@ -109,6 +110,9 @@ func (f *fakeDS) handle(args [][]byte) []byte {
 		f.envelopes.Add(1)
 		area, proto = strconv.Itoa(int(h.Area)), h.Proto
 		f.lastProto.Store(int32(proto))
+		if h.NoTouch {
+			f.noTouch.Add(1)
+		}
 		args = cmd
 		name = strings.ToUpper(string(args[0]))
 	}

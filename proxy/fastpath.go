@@ -234,7 +234,7 @@ func (ss *session) tryFast(args [][]byte) bool {
 	r.copyArgs(args)
 	r.spec, r.stat = spec, ent.stat
 	r.bucket, r.write, r.slaveOK = b, write, slaveOK
-	r.area, r.proto = ss.area, ss.proto
+	r.area, r.proto, r.noTouch = ss.area, ss.proto, ss.noTouch
 	r.start = ss.now
 	ss.fifo = append(ss.fifo, r)
 	ss.inflight++

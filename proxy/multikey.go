@@ -76,7 +76,7 @@ func (ss *session) splitBy(r *request, keys []int, q uint32, rt *routing) {
 			sub.bucket, sub.group = b, g
 			sub.grouped = g != uint32(b)
 			sub.spec = r.spec
-			sub.area, sub.proto = r.area, r.proto
+			sub.area, sub.proto, sub.noTouch = r.area, r.proto, r.noTouch
 			sub.write, sub.slaveOK = r.write, r.slaveOK && !sub.grouped
 			sub.start = r.start
 			sub.own = append(sub.own[:0], r.args[0])

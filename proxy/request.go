@@ -29,6 +29,7 @@ type request struct {
 	noGroup bool   // split per bucket only
 	area    int    // the session's area and protocol when it was prepared
 	proto   int
+	noTouch bool // the session was in CLIENT NO-TOUCH mode (the envelope's flag)
 	slaveOK bool // a read that may go to a slave
 	write   bool
 	node    *node
@@ -90,7 +91,7 @@ func (r *request) reset() {
 	r.args, r.spec, r.stat, r.node, r.barrier = nil, nil, nil, nil, nil
 	r.bucket, r.slaveOK, r.write, r.local, r.written, r.err = 0, false, false, false, false, nil
 	r.rejected, r.grouped, r.noGroup, r.group = false, false, false, 0
-	r.fill, r.done, r.mute = false, false, false
+	r.fill, r.done, r.mute, r.noTouch = false, false, false, false
 	r.subs, r.merge, r.keyAt = r.subs[:0], mergeNone, r.keyAt[:0]
 	r.reply = r.reply[:0]
 }

@@ -178,7 +178,7 @@ const scriptTimeout = 10 * time.Minute
 
 // scriptRequest is the TAIR.SCRIPT command for bucket b.
 func (ss *session) scriptRequest(r *request, b route.BucketID, ver route.Version, args [][]byte) []byte {
-	h := envelope.Header{Kind: envelope.Master, Area: uint16(r.area), Version: ver, Proto: r.proto}
+	h := envelope.Header{Kind: envelope.Master, Area: uint16(r.area), Version: ver, Proto: r.proto, NoTouch: r.noTouch}
 	full := append([][]byte{[]byte("TAIR.SCRIPT"), strconv.AppendUint(nil, uint64(b), 10)}, envelope.Args(h, args)...)
 	return resp.AppendCommand(nil, full...)
 }

@@ -28,6 +28,9 @@ type session struct {
 	// replyOff and skipReply: CLIENT REPLY OFF, and SKIP's next command
 	// (dispatch.go mutes their replies; they take the goroutine's path).
 	replyOff, skipReply bool
+	// noTouch: CLIENT NO-TOUCH ON; the envelopes of the session's
+	// commands carry it to the dataservers.
+	noTouch bool
 	// limits set by CONFIG SET on another session, applied before the
 	// next parse
 	limits atomic.Pointer[resp.RequestLimits]

@@ -107,10 +107,13 @@ func rdbValue(src snapshot) (rdbcodec.Value, bool) {
 }
 
 // RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f], with
-// Redis's order of checks: options, BUSYKEY, TTL, payload. IDLETIME and
-// FREQ are checked and otherwise ignored (no per-key LRU/LFU here).
+// Redis's order of checks: options, BUSYKEY, TTL, payload. The key is a
+// new one, its access frequency and time a new key's but as IDLETIME and
+// FREQ set them (Redis sets the one its maxmemory-policy tracks; both are
+// tracked here).
 func cmdRestore(c *Ctx) {
 	replace, absttl, idle, freq := false, false, false, false
+	idleSeconds, freqValue := int64(-1), int64(-1)
 	for j := 4; j < len(c.Args); j++ {
 		a, more := c.Args[j], j+1 < len(c.Args)
 		switch {
@@ -127,7 +130,7 @@ func cmdRestore(c *Ctx) {
 				c.Error(errTextIdleTime)
 				return
 			}
-			idle = true
+			idle, idleSeconds = true, v
 			j++
 		case eqFold(a, "freq") && more && !idle:
 			v, ok := c.IntArg(j + 1)
@@ -138,7 +141,7 @@ func cmdRestore(c *Ctx) {
 				c.Error(errTextFreq)
 				return
 			}
-			freq = true
+			freq, freqValue = true, v
 			j++
 		default:
 			c.SyntaxErr()
@@ -193,6 +196,9 @@ func cmdRestore(c *Ctx) {
 		c.NoPropagate()
 		c.Error(errTextBusyKey)
 		return
+	}
+	if a := engines.AccessOf(c.Eng); a != nil {
+		a.SetAccess(c.Key(1), int(freqValue), idleSeconds)
 	}
 	if ttl != 0 && !absttl {
 		cmd := slices.Clone(c.Args)

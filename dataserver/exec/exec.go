@@ -46,6 +46,9 @@ type Handler func(c *Ctx)
 type registered struct {
 	h    Handler
 	spec *command.Spec // nil: a handler without a spec, unknown to Exec
+	// inspects: the command only inspects its keys, which it does not
+	// touch (access.go).
+	inspects bool
 }
 
 // commands maps lower-case names to their handlers and specs.
@@ -64,7 +67,7 @@ func Register(name string, h Handler) {
 	if len(name) > maxNameLen {
 		panic("exec: command name too long: " + name)
 	}
-	commands[name] = registered{h: h, spec: command.Lookup([]byte(name))}
+	commands[name] = registered{h: h, spec: command.Lookup([]byte(name)), inspects: inspectOnly[name]}
 }
 
 // Supported reports whether the executor has a handler for name.
@@ -119,6 +122,24 @@ func (x *Executor) Engine() engines.Engine { return x.eng }
 // replica is true when the command comes from the master's replication
 // stream: handlers then skip checks that only the master makes.
 func (x *Executor) Exec(area uint16, proto int, replica bool, args [][]byte, out []byte) ([]byte, [][][]byte) {
+	return x.ExecRequest(Request{Area: area, Proto: proto, Replica: replica}, args, out)
+}
+
+// Request is what the dataserver knows of a command besides its
+// arguments.
+type Request struct {
+	Area  uint16
+	Proto int // RESP version of the reply, 2 or 3
+	// Replica: the command comes from the master's replication stream;
+	// handlers then skip checks that only the master makes.
+	Replica bool
+	// NoTouch: the client is in CLIENT NO-TOUCH mode (the envelope's
+	// flag): its commands, but TOUCH, leave the access fields alone.
+	NoTouch bool
+}
+
+// ExecRequest is Exec for the command of req.
+func (x *Executor) ExecRequest(req Request, args [][]byte, out []byte) ([]byte, [][][]byte) {
 	if len(args) == 0 {
 		return resp.AppendError(out, "ERR empty command"), nil
 	}
@@ -131,7 +152,8 @@ func (x *Executor) Exec(area uint16, proto int, replica bool, args [][]byte, out
 		return resp.AppendError(out, fmt.Sprintf("ERR wrong number of arguments for '%s' command", spec.Name)), nil
 	}
 	c := getCtx()
-	c.X, c.Eng, c.Area, c.Proto, c.Replica, c.Args, c.Out, c.spec = x, x.eng, area, proto, replica, args, out, spec
+	c.X, c.Eng, c.Area, c.Proto, c.Replica, c.Args, c.Out, c.spec = x, x.eng, req.Area, req.Proto, req.Replica, args, out, spec
+	c.noTouch = !r.touchesKeys(&req)
 	start := len(out)
 	r.h(c)
 	if spec.Has(command.Write) && !c.propagated && !c.noPropagate && len(c.Out) > start && c.Out[start] != '-' {
@@ -185,6 +207,7 @@ type Ctx struct {
 	hasNow bool
 
 	spec        *command.Spec
+	noTouch     bool // the command's keys are not touched (access.go)
 	prop        [][][]byte
 	propagated  bool
 	noPropagate bool
@@ -219,7 +242,7 @@ func (c *Ctx) Now() time.Time {
 // Key returns the engine key for args[i] in this area.
 func (c *Ctx) Key(i int) engines.Key {
 	k := c.Args[i]
-	return engines.Key{Bucket: uint32(route.BucketOf(k, c.X.opts.Buckets)), Area: c.Area, Key: k, Replica: c.Replica}
+	return engines.Key{Bucket: uint32(route.BucketOf(k, c.X.opts.Buckets)), Area: c.Area, Key: k, Replica: c.Replica, NoTouch: c.noTouch}
 }
 
 // Propagate records a command slaves replay for this one (call it once per

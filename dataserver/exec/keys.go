@@ -466,7 +466,19 @@ func renameGeneric(c *Ctx, nx bool) {
 		}
 		return
 	}
+	// The key keeps its access frequency and time (Redis moves the object
+	// that holds them): read after snapshot's access, set once written.
+	acc := engines.AccessOf(c.Eng)
+	var srcFreq uint8
+	var srcIdle int64
+	tracked := false
+	if acc != nil {
+		srcFreq, srcIdle, tracked = acc.Access(c.Key(1))
+	}
 	moved, err := c.writeSnapshot(src, c.Key(2), !nx)
+	if err == nil && moved && tracked {
+		acc.SetAccess(c.Key(2), int(srcFreq), srcIdle)
+	}
 	if err == nil && moved {
 		if src.kvs != nil {
 			_, err = c.Eng.PrefixRemoveAll(c.Key(1))
@@ -641,8 +653,35 @@ func cmdObject(c *Ctx) {
 		c.BulkString(enc)
 	case eqFold(sub, "refcount"):
 		c.Int(1)
-	default: // FREQ, IDLETIME: not tracked
-		c.Int(0)
+	default:
+		c.objectAccess(c.Key(2), eqFold(sub, "freq"))
+	}
+}
+
+// objectAccess answers OBJECT FREQ (freq) or OBJECT IDLETIME for the
+// stored key k. Both always answer where the engine tracks access (Redis
+// answers FREQ only under an LFU maxmemory-policy and IDLETIME only under
+// another; the engine tracks both), so that redis-cli --hotkeys works. A
+// persistent engine tracks none (a read would have to write): it says so
+// rather than answer a made-up number.
+func (c *Ctx) objectAccess(k engines.Key, freq bool) {
+	a := engines.AccessOf(c.Eng)
+	if a == nil {
+		if freq {
+			c.Error("ERR access frequency not tracked: the " + c.Eng.Name() + " engine keeps no per-read state")
+		} else {
+			c.Error("ERR idle time not tracked: the " + c.Eng.Name() + " engine keeps no per-read state")
+		}
+		return
+	}
+	f, idle, ok := a.Access(k)
+	switch {
+	case !ok:
+		c.Null()
+	case freq:
+		c.Int(int64(f))
+	default:
+		c.Int(idle)
 	}
 }
 

@@ -136,6 +136,15 @@ func (e *Engine) GroupCommit() engines.GroupCommitter { return e.group }
 // Store returns the underlying store (for engine-specific tests and tools).
 func (e *Engine) Store() Store { return e.st }
 
+// AccessTracker returns the store's access tracking, nil when it keeps
+// none (see engines.AccessOf).
+func (e *Engine) AccessTracker() engines.AccessTracker {
+	if a, ok := e.st.(engines.AccessTracker); ok {
+		return a
+	}
+	return nil
+}
+
 func (e *Engine) Name() string     { return e.name }
 func (e *Engine) Persistent() bool { return e.persistent }
 
@@ -193,11 +202,12 @@ func live(ent *engines.Entry, exists bool, nowMs int64) bool {
 
 // get is the read path shared by Get, MultiGet and PrefixGet.
 func (e *Engine) get(r Ref) (engines.Entry, error) {
+	r.NowMs = e.nowMs()
 	ent, ok, err := e.st.Get(r)
 	if err != nil {
 		return engines.Entry{}, err
 	}
-	if !live(&ent, ok, e.nowMs()) {
+	if !live(&ent, ok, r.NowMs) {
 		e.countGet(&r.Key, false)
 		return engines.Entry{}, errs.ErrNotFound
 	}
@@ -320,6 +330,7 @@ func (e *Engine) update(r Ref, fn engines.UpdateFunc) (engines.Entry, engines.Ac
 
 func (op *updateOp) run(r Ref) (engines.Entry, engines.Action, error) {
 	op.act = engines.Keep
+	r.NowMs = op.now
 	if err := op.e.st.Update(r, op.raw); err != nil {
 		return engines.Entry{}, engines.Keep, err
 	}

@@ -29,6 +29,10 @@ type Ref struct {
 	engines.Key
 	Prefix bool
 	Skey   []byte
+	// NowMs is the caller's clock reading for the operation (unix ms; 0:
+	// none), for stores that record access times: the generic layer
+	// reads the clock for each operation anyway.
+	NowMs int64
 }
 
 // RawUpdate is the store-level read-modify-write. It sees the raw record,

@@ -6,9 +6,14 @@
 //
 // The envelope, a RESP array:
 //
-//	TAIR.X  <area> <table-version> <proto 2|3> <cmd> <args...>   to a bucket's master
-//	TAIR.XR <area> <table-version> <proto 2|3> <cmd> <args...>   a read a slave may serve
-//	TAIR.XF <area> <table-version> <proto 2|3> <cmd> <args...>   forwarded by a former master
+//	TAIR.X  <area> <table-version> <proto 2|3>[n] <cmd> <args...>   to a bucket's master
+//	TAIR.XR <area> <table-version> <proto 2|3>[n] <cmd> <args...>   a read a slave may serve
+//	TAIR.XF <area> <table-version> <proto 2|3>[n] <cmd> <args...>   forwarded by a former master
+//
+// Per-request flags follow the protocol digit as letters: n, the client
+// is in CLIENT NO-TOUCH mode (its commands leave the keys' access
+// frequency and time alone). A request without flags is written as
+// before they existed, so that a dataserver that knows none serves it.
 //
 // The refusals, as error replies (see Refusal):
 //
@@ -69,6 +74,8 @@ type Header struct {
 	Area    uint16
 	Version route.Version // the sender's bucket table version
 	Proto   int           // the client's RESP version, 2 or 3
+	// NoTouch: the client is in CLIENT NO-TOUCH mode (flag n).
+	NoTouch bool
 }
 
 // Fields is the number of arguments an envelope puts before its command.
@@ -92,11 +99,7 @@ func Append(b []byte, h Header, args [][]byte) []byte {
 		b = resp.AppendBulk(b, strconv.AppendUint(num[:0], uint64(h.Area), 10))
 	}
 	b = resp.AppendBulk(b, strconv.AppendUint(num[:0], uint64(h.Version), 10))
-	if h.Proto == 3 {
-		b = append(b, "$1\r\n3\r\n"...)
-	} else {
-		b = append(b, "$1\r\n2\r\n"...)
-	}
+	b = appendProto(b, h)
 	for _, a := range args {
 		b = resp.AppendBulk(b, a)
 	}
@@ -110,8 +113,47 @@ func Args(h Header, args [][]byte) [][]byte {
 	out = append(out, []byte(h.Kind.Name()),
 		strconv.AppendUint(nil, uint64(h.Area), 10),
 		strconv.AppendUint(nil, uint64(h.Version), 10),
-		strconv.AppendUint(nil, uint64(h.Proto), 10))
+		protoField(nil, h))
 	return append(out, args...)
+}
+
+// appendProto appends h's protocol field as a bulk string.
+func appendProto(b []byte, h Header) []byte {
+	switch {
+	case h.NoTouch && h.Proto == 3:
+		return append(b, "$2\r\n3n\r\n"...)
+	case h.NoTouch:
+		return append(b, "$2\r\n2n\r\n"...)
+	case h.Proto == 3:
+		return append(b, "$1\r\n3\r\n"...)
+	}
+	return append(b, "$1\r\n2\r\n"...)
+}
+
+// protoField appends h's protocol field: the digit, then the flags.
+func protoField(b []byte, h Header) []byte {
+	b = strconv.AppendUint(b, uint64(h.Proto), 10)
+	if h.NoTouch {
+		b = append(b, 'n')
+	}
+	return b
+}
+
+// parseProto reads a protocol field: 2 or 3, then the flags.
+func parseProto(b []byte, h *Header) bool {
+	if len(b) == 0 || (b[0] != '2' && b[0] != '3') {
+		return false
+	}
+	h.Proto = int(b[0] - '0')
+	for _, f := range b[1:] {
+		switch f {
+		case 'n':
+			h.NoTouch = true
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // ErrBadEnvelope is Parse's answer to fields that are not numbers in range.
@@ -133,9 +175,9 @@ func Parse(args [][]byte) (Header, [][]byte, error) {
 	}
 	area, ok1 := redisnum.ParseUint(args[1])
 	ver, ok2 := redisnum.ParseUint(args[2])
-	proto, ok3 := redisnum.ParseUint(args[3])
-	if !ok1 || !ok2 || !ok3 || area > route.MaxArea || (proto != 2 && proto != 3) {
+	h := Header{Kind: kind, Area: uint16(area), Version: route.Version(ver)}
+	if !ok1 || !ok2 || area > route.MaxArea || !parseProto(args[3], &h) {
 		return Header{}, nil, ErrBadEnvelope
 	}
-	return Header{Kind: kind, Area: uint16(area), Version: route.Version(ver), Proto: int(proto)}, args[Fields:], nil
+	return h, args[Fields:], nil
 }

@@ -15,11 +15,17 @@ func TestAppendIsTheCommandParseReads(t *testing.T) {
 		{Kind: Master, Area: 0, Version: 1, Proto: 2},
 		{Kind: SlaveOK, Area: 9, Version: 12345, Proto: 3},
 		{Kind: Forwarded, Area: 1023, Version: 1<<63 - 1, Proto: 2},
+		{Kind: Master, Area: 3, Version: 7, Proto: 2, NoTouch: true},
+		{Kind: SlaveOK, Area: 0, Version: 7, Proto: 3, NoTouch: true},
 	} {
 		cmd := [][]byte{[]byte("SET"), []byte("k"), []byte("v")}
 		got := Append(nil, h, cmd)
+		proto := itoa(uint64(h.Proto))
+		if h.NoTouch {
+			proto += "n"
+		}
 		args := append([][]byte{[]byte(h.Kind.Name()),
-			[]byte(itoa(uint64(h.Area))), []byte(itoa(uint64(h.Version))), []byte(itoa(uint64(h.Proto)))}, cmd...)
+			[]byte(itoa(uint64(h.Area))), []byte(itoa(uint64(h.Version))), []byte(proto)}, cmd...)
 		if a := Args(h, cmd); !reflect.DeepEqual(a, args) {
 			t.Fatalf("Args(%+v) = %q, want %q", h, a, args)
 		}
@@ -34,6 +40,21 @@ func TestAppendIsTheCommandParseReads(t *testing.T) {
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// TestNoFlagsIsTheOldEnvelope: a request without flags is byte for byte
+// the envelope of before flags, which older dataservers read.
+func TestNoFlagsIsTheOldEnvelope(t *testing.T) {
+	got := Append(nil, Header{Area: 1, Version: 2, Proto: 3}, [][]byte{[]byte("GET"), []byte("k")})
+	want := "*6\r\n$6\r\nTAIR.X\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n$3\r\nGET\r\n$1\r\nk\r\n"
+	if string(got) != want {
+		t.Fatalf("Append = %q, want %q", got, want)
+	}
+	got = Append(nil, Header{Area: 1, Version: 2, Proto: 2, NoTouch: true}, [][]byte{[]byte("GET"), []byte("k")})
+	want = "*6\r\n$6\r\nTAIR.X\r\n$1\r\n1\r\n$1\r\n2\r\n$2\r\n2n\r\n$3\r\nGET\r\n$1\r\nk\r\n"
+	if string(got) != want {
+		t.Fatalf("Append with NoTouch = %q, want %q", got, want)
+	}
+}
 
 func TestKindOf(t *testing.T) {
 	cases := map[string]struct {
@@ -59,6 +80,10 @@ func TestParseRefusesBadFields(t *testing.T) {
 		"TAIR.X 1024 1 2 GET",                 // area out of range
 		"TAIR.X 0 -1 2 GET",                   // negative version
 		"TAIR.X 0 1 4 GET",                    // no such protocol
+		"TAIR.X 0 1 4n GET",                   // no such protocol, with a flag
+		"TAIR.X 0 1 2x GET",                   // no such flag
+		"TAIR.X 0 1 n GET",                    // a flag without a protocol
+		"TAIR.X 0 1 02 GET",                   // not the protocol's digit
 		"TAIR.X 0 99999999999999999999 2 GET", // version overflows
 	} {
 		_, _, err := Parse(bytesFields(args))

@@ -44,6 +44,13 @@
 // write stores is never that write's own victim. A record that alone
 // exceeds the quota or the limit is refused with errs.ErrQuota rather than
 // stored and evicted at once.
+//
+// # Access tracking
+//
+// Each record also keeps Redis's LFU counter and its last access time,
+// which OBJECT FREQ and OBJECT IDLETIME answer (engines.AccessTracker):
+// reads update them under the shared lock, with the referenced bit, in
+// one atomic word (access.go).
 package memstore
 
 import (
@@ -174,10 +181,12 @@ type pset struct {
 }
 
 // item is one record: a plain key, or one skey of a pkey (ps != nil).
-// Its fields change under the shard's exclusive lock, but ref, which
-// readers set under the shared lock. It is laid out to fit the 112-byte
-// size class: the value is a pointer and a length (values are immutable,
-// so their capacity is of no use once stored) and the charge a uint32.
+// Its fields change under the shard's exclusive lock, but access, which
+// readers update under the shared lock. It is laid out to fit the 112-byte
+// size class (TestItemSizeClass): the value is a pointer and a length
+// (values are immutable, so their capacity is of no use once stored), the
+// charge a uint32, and the access frequency, the access time and the
+// CLOCK bit share one word.
 type item struct {
 	key      string
 	val      *byte // the value's first byte; nil for an empty value
@@ -187,15 +196,26 @@ type item struct {
 	ps       *pset
 	prev     *item // recency list of (shard, area), head = most recent
 	next     *item
+	access   atomic.Uint64 // an accessWord (access.go)
 	vlen     uint32
 	size     uint32 // bytes charged to the area (saturates at 4 GiB)
 	heapIdx  int32  // index in the shard's expiry heap, -1 when absent
 	flags    uint32
 	bucket   uint32
-	ref      atomic.Bool // read since it last reached the list head
 	area     uint16
 	typ      engines.ValueType
 	hidden   bool
+}
+
+// referenced reports whether it was read since it last reached the head
+// of its recency list (CLOCK's second chance).
+func (it *item) referenced() bool { return accessWord(it.access.Load()).ref() }
+
+// clearRef clears the referenced bit (under the shard's exclusive lock).
+func (it *item) clearRef() {
+	if w := it.access.Load(); w&accessRefBit != 0 {
+		it.access.Store(w &^ accessRefBit)
+	}
 }
 
 // value returns the stored value; it aliases the stored bytes.
@@ -258,6 +278,15 @@ func New(o Options) *Store {
 }
 
 func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
+
+// refNow is the clock for an operation on r: the caller's reading, taken
+// for the operation anyway, or the store's own.
+func (s *Store) refNow(r *generic.Ref) int64 {
+	if r.NowMs != 0 {
+		return r.NowMs
+	}
+	return s.nowMs()
+}
 
 // shardIndex places key of bucket: bucket picks a group of SubShards
 // consecutive shards, the key's hash one shard of the group.
@@ -337,8 +366,8 @@ func (it *item) entry() engines.Entry {
 	}
 }
 
-// Get returns the stored record; it only marks it referenced, under the
-// shared lock.
+// Get returns the stored record; under the shared lock, it only records
+// the access (and marks the record referenced), unless r.NoTouch.
 func (s *Store) Get(r generic.Ref) (engines.Entry, bool, error) {
 	sh := s.shardOf(r.Bucket, r.Key.Key)
 	sh.mu.RLock()
@@ -357,8 +386,8 @@ func (s *Store) Get(r generic.Ref) (engines.Entry, bool, error) {
 		return engines.Entry{}, false, nil
 	}
 	ent := it.entry()
-	if !it.ref.Load() {
-		it.ref.Store(true)
+	if !r.NoTouch {
+		touch(&it.access, s.refNow(&r), true)
 	}
 	sh.mu.RUnlock()
 	return ent, true, nil
@@ -401,6 +430,7 @@ func (s *Store) checkFits(area uint16, size int64) error {
 // it evicts afterwards, outside the lock, when the write left the area or
 // the store over budget.
 func (s *Store) Update(r generic.Ref, fn generic.RawUpdate) error {
+	now := s.refNow(&r)
 	sh := s.shardOf(r.Bucket, r.Key.Key)
 	sh.mu.Lock()
 	tab, ps, it := sh.lookupLocked(&r)
@@ -408,8 +438,16 @@ func (s *Store) Update(r generic.Ref, fn generic.RawUpdate) error {
 	if it != nil {
 		cur = it.entry()
 	}
+	// An access, as Redis's lookupKey: whatever fn decides, even to
+	// fail (a WRONGTYPE found the key), the live record it saw is
+	// touched; an expired one is replaced, and the write makes a new
+	// record.
+	live := it != nil && !engines.Expired(it.expireAt, now)
 	next, act, err := fn(cur, it != nil)
 	if err != nil {
+		if live && !r.NoTouch {
+			touch(&it.access, now, true)
+		}
 		sh.mu.Unlock()
 		return err
 	}
@@ -429,10 +467,20 @@ func (s *Store) Update(r generic.Ref, fn generic.RawUpdate) error {
 			it = s.insertLocked(sh, tab, ps, &r)
 		}
 		s.setLocked(sh, it, &next, size)
+		switch {
+		case !live:
+			it.access.Store(uint64(newAccess(now)))
+		case !r.NoTouch:
+			touch(&it.access, now, false) // the write moved it to the front
+		}
 		written = it
 	case engines.Delete:
 		if it != nil {
 			s.removeLocked(sh, it)
+		}
+	case engines.Keep:
+		if live && !r.NoTouch {
+			touch(&it.access, now, true) // a read
 		}
 	}
 	sh.mu.Unlock()
@@ -504,7 +552,7 @@ func (s *Store) setLocked(sh *shard, it *item, e *engines.Entry, size int64) {
 		sh.syncMinExp()
 	}
 	sh.tables[it.area].lru.moveToFront(it)
-	it.ref.Store(false)
+	it.clearRef()
 }
 
 // removeLocked unlinks it from every structure and uncharges it; it drops
@@ -702,8 +750,11 @@ func cloneEntry(e engines.Entry) engines.Entry {
 	return e
 }
 
-// Restore replaces the record (or the whole pkey) with r, as given.
+// Restore replaces the record (or the whole pkey) with r, as given, as a
+// new record: its access frequency and time start afresh (Redis's
+// RESTORE and MIGRATE do the same without IDLETIME or FREQ).
 func (s *Store) Restore(bucket uint32, r *engines.Record) error {
+	now := s.nowMs()
 	sh := s.shardOf(bucket, r.Key)
 	sh.mu.Lock()
 	ref := generic.Ref{Key: engines.Key{Bucket: bucket, Area: r.Area, Key: r.Key}}
@@ -719,6 +770,7 @@ func (s *Store) Restore(bucket uint32, r *engines.Record) error {
 			it = s.insertLocked(sh, tab, nil, &ref)
 		}
 		s.setLocked(sh, it, &ent, size)
+		it.access.Store(uint64(newAccess(now))) // a new record: RESTORE makes one
 	} else {
 		for i := range r.Prefix {
 			if err := s.checkFits(r.Area, recordSize(r.Prefix[i].Key, &r.Prefix[i].Entry)); err != nil {
@@ -741,6 +793,7 @@ func (s *Store) Restore(bucket uint32, r *engines.Record) error {
 				it = s.insertLocked(sh, tab, ps, &ref)
 			}
 			s.setLocked(sh, it, &ent, recordSize(kv.Key, &ent))
+			it.access.Store(uint64(newAccess(now)))
 		}
 	}
 	sh.mu.Unlock()
@@ -1029,10 +1082,10 @@ func (l *lruList) clockVictim(keep *item) *item {
 			l.moveToFront(it)
 			continue
 		}
-		if !it.ref.Load() {
+		if !it.referenced() {
 			return it
 		}
-		it.ref.Store(false)
+		it.clearRef()
 		l.moveToFront(it)
 	}
 	return nil
