@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tairkv/tair/internal/luascript"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
@@ -54,6 +55,66 @@ func BenchmarkReplicatedSet(b *testing.B) {
 				for j := 0; j < depth; j++ {
 					line, err := rd.ReadSlice('\n')
 					if err != nil || string(line) != "+OK\r\n" {
+						b.Fatalf("reply %q, %v", line, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPipelinedScript: EVALSHA of a read-modify-write script (GET,
+// +1, SET) in envelopes pipelined 16 deep, as a proxy forwards a warm
+// script on its loop, beside INCR of the same keys: issue 15's EVALSHA
+// against INCR, on the dataserver alone (copy count 2).
+func BenchmarkPipelinedScript(b *testing.B) {
+	const incr = "local v = tonumber(redis.call('GET', KEYS[1]) or '0') + 1 redis.call('SET', KEYS[1], v) return v"
+	sha := luascript.Sha1Hex([]byte(incr))
+	for _, cmd := range []string{"INCR", "EVALSHA"} {
+		b.Run(cmd, func(b *testing.B) {
+			const q, depth, copies = 64, 16, 2
+			cs := newFakeCS(b)
+			var nodes []*Server
+			var addrs []string
+			for i := 0; i < copies; i++ {
+				n := startNode(b, testConfig(cs.addr()))
+				nodes, addrs = append(nodes, n), append(addrs, n.Addr())
+			}
+			cs.setTable(ringTable(1, q, copies, addrs...))
+			waitVersion(b, 1, nodes...)
+			c, err := dialPeer(nodes[0].Addr(), time.Second)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			load := resp.AppendCommand(nil, []byte("TAIR.SCRIPT"), []byte("0"), []byte("TAIR.X"), []byte("0"), []byte("1"), []byte("2"),
+				[]byte("SCRIPT"), []byte("LOAD"), []byte(incr))
+			if _, err := c.roundTrip(load, 5*time.Second); err != nil {
+				b.Fatal(err)
+			}
+			var batch []byte
+			for i := 0; i < depth; i++ {
+				k := keyIn("bench", route.BucketID(uint32(i*copies)%q), q, i)
+				args := x(1, "INCR", k)
+				if cmd == "EVALSHA" {
+					args = x(1, "EVALSHA", sha, "1", k)
+				}
+				bs := make([][]byte, len(args))
+				for j, a := range args {
+					bs[j] = []byte(a)
+				}
+				batch = resp.AppendCommand(batch, bs...)
+			}
+			rd := bufio.NewReader(c.c)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += depth {
+				if _, err := c.c.Write(batch); err != nil {
+					b.Fatal(err)
+				}
+				for j := 0; j < depth; j++ {
+					line, err := rd.ReadSlice('\n')
+					if err != nil || line[0] != ':' {
 						b.Fatalf("reply %q, %v", line, err)
 					}
 				}

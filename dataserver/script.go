@@ -44,8 +44,9 @@ import (
 // A script can also come in an envelope on the pipelined connections
 // (evalPipelined): the proxy sends EVAL and EVALSHA with keys that way,
 // so that a short script costs what a command does. It runs there only
-// when the node has the script cached and none of its runs lately took
-// longer than pipelinedBudget; a run that passes the budget before it
+// when the node has the script cached and it was not found slow lately
+// (slowRuns runs in a row past pipelinedBudget); a run that passes the
+// budget before it
 // wrote anything is stopped and undone by never having written. Every
 // other case is refused with envelope.ScriptConn, and the proxy sends
 // the script on a script connection: a script that runs long holds up
@@ -84,18 +85,21 @@ type scriptHost struct {
 // cachedScript is a compiled script with how long its runs take here.
 type cachedScript struct {
 	*luascript.Script
-	// slowAt: when a run last went past pipelinedBudget (UnixNano, 0
-	// never).
-	slowAt atomic.Int64
+	// slowAt: when it was last found slow (UnixNano, 0 never): its last
+	// slowRuns runs in a row went past pipelinedBudget.
+	slowAt   atomic.Int64
+	slowRuns atomic.Int32
 }
 
 // pipelinedBudget is how long a script may run on a pipelined
 // connection before it is sent to a script connection instead (a
 // command's time is microseconds; the budget leaves room for a loaded
-// machine's scheduling); slowFor, how long a script that went past it
-// stays off the pipelined connections.
+// machine's scheduling); a script whose last slowRuns runs went past it
+// (one could be a descheduled thread, not the script) stays off the
+// pipelined connections for slowFor.
 const (
-	pipelinedBudget = 10 * time.Millisecond
+	pipelinedBudget = 20 * time.Millisecond
+	slowRuns        = 3
 	slowFor         = 5 * time.Second
 )
 
@@ -107,7 +111,12 @@ func (sc *cachedScript) pipelinable(now time.Time) bool {
 
 // ended notes how long a run of sc took.
 func (sc *cachedScript) ended(took time.Duration) {
-	if took > pipelinedBudget {
+	switch {
+	case took <= pipelinedBudget:
+		if sc.slowRuns.Load() != 0 {
+			sc.slowRuns.Store(0)
+		}
+	case sc.slowRuns.Add(1) >= slowRuns:
 		sc.slowAt.Store(time.Now().UnixNano())
 	}
 }

@@ -55,40 +55,67 @@ func TestScriptPipelined(t *testing.T) {
 	}
 
 	// Past the budget before writing: stopped, nothing written, refused
-	// (the proxy then runs it on a script connection), and refused at
-	// once from then on.
+	// (the proxy then runs it on a script connection); found slow after
+	// slowRuns such runs, and refused unrun from then on.
 	late := "local x = 0 for i = 1, 3e7 do x = x + 1 end redis.call('SET', KEYS[1], 'late') return x"
 	lateSha := luascript.Sha1Hex([]byte(late))
 	ca.do(scriptConn("SCRIPT", "LOAD", late)...)
-	start := time.Now()
-	if got := ca.do(x(1, "EVALSHA", lateSha, "1", k)...); got != refused {
-		t.Fatalf("a script past the budget: %q, want %q", got, refused)
-	}
-	if took := time.Since(start); took > time.Second {
-		t.Fatalf("the script past the budget was stopped after %v", took)
+	for i := 0; i < slowRuns; i++ {
+		start := time.Now()
+		if got := ca.do(x(1, "EVALSHA", lateSha, "1", k)...); got != refused {
+			t.Fatalf("a script past the budget: %q, want %q", got, refused)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Fatalf("the script past the budget was stopped after %v", took)
+		}
 	}
 	if v, _ := engineGet(a, k); v != "4" {
 		t.Fatalf("the stopped script wrote: %q", v)
 	}
-	start = time.Now()
+	if a.scripting().cached(lateSha).pipelinable(time.Now()) {
+		t.Fatalf("a script stopped %d times in a row is not found slow", slowRuns)
+	}
 	if got := ca.do(x(1, "EVALSHA", lateSha, "1", k)...); got != refused {
 		t.Fatalf("the slow script again: %q", got)
 	}
-	if took := time.Since(start); took > pipelinedBudget*5 {
-		t.Fatalf("the slow script ran again on the pipelined connection (%v)", took)
-	}
 
-	// Wrote within the budget: it runs to its end, once.
+	// Wrote within the budget: it runs to its end, once each time.
 	early := "redis.call('INCR', KEYS[1]) local x = 0 for i = 1, 3e6 do x = x + 1 end return redis.call('GET', KEYS[1])"
 	earlySha := luascript.Sha1Hex([]byte(early))
 	ca.do(scriptConn("SCRIPT", "LOAD", early)...)
-	if got := ca.do(x(1, "EVALSHA", earlySha, "1", k)...); got != "$1\r\n5" {
-		t.Fatalf("a script that wrote before the budget: %q", got)
+	for i := 5; i < 5+slowRuns; i++ {
+		want := "$1\r\n" + strconvFormat(int64(i))
+		if got := ca.do(x(1, "EVALSHA", earlySha, "1", k)...); got != want {
+			t.Fatalf("a script that wrote before the budget: %q, want %q", got, want)
+		}
 	}
-	if v, ok := engineGet(b, k); !ok || v != "5" {
-		t.Fatalf("the slave holds %q %v after it, want 5", v, ok)
+	if v, ok := engineGet(b, k); !ok || v != strconvFormat(int64(4+slowRuns)) {
+		t.Fatalf("the slave holds %q %v after it, want %d", v, ok, 4+slowRuns)
 	}
 	if got := ca.do(x(1, "EVALSHA", earlySha, "1", k)...); got != refused {
 		t.Fatalf("the script that ran long is not refused after: %q", got)
+	}
+}
+
+// One slow run among quick ones (a descheduled thread) does not take a
+// script off the pipelined connections; slowRuns in a row do.
+func TestScriptFoundSlow(t *testing.T) {
+	sc := &cachedScript{}
+	now := time.Now()
+	for i := 0; i < 10; i++ {
+		sc.ended(2 * pipelinedBudget)
+		sc.ended(pipelinedBudget / 2)
+	}
+	if !sc.pipelinable(now) {
+		t.Fatal("alternating slow and quick runs found slow")
+	}
+	for i := 0; i < slowRuns; i++ {
+		sc.ended(2 * pipelinedBudget)
+	}
+	if sc.pipelinable(time.Now()) {
+		t.Fatal("slowRuns slow runs in a row not found slow")
+	}
+	if !sc.pipelinable(time.Now().Add(slowFor + time.Second)) {
+		t.Fatal("still found slow after slowFor")
 	}
 }

@@ -32,7 +32,10 @@ func (st *state) fromRESP(L *lua.LState, b []byte) (lua.LValue, int, error) {
 	n := i + 2
 	switch b[0] {
 	case '+':
-		t := L.NewTable()
+		// Tables of one field are made for their size: NewTable's
+		// default room (32 slots and a map) was most of what a short
+		// script allocated.
+		t := L.CreateTable(0, 1)
 		t.RawSetString("ok", lua.LString(line))
 		return t, n, nil
 	case '-':
@@ -53,7 +56,7 @@ func (st *state) fromRESP(L *lua.LState, b []byte) (lua.LValue, int, error) {
 		}
 		s := string(b[n : n+l])
 		if b[0] == '=' {
-			t, v := L.NewTable(), L.NewTable()
+			t, v := L.CreateTable(0, 1), L.CreateTable(0, 2)
 			format, str := "txt", s
 			if len(s) >= 4 && s[3] == ':' {
 				format, str = s[:3], s[4:]
@@ -100,11 +103,11 @@ func (st *state) fromRESP(L *lua.LState, b []byte) (lua.LValue, int, error) {
 		}
 		switch b[0] {
 		case '~':
-			t := L.NewTable()
+			t := L.CreateTable(0, 1)
 			t.RawSetString("set", inner)
 			return t, n, nil
 		case '%':
-			t := L.NewTable()
+			t := L.CreateTable(0, 1)
 			t.RawSetString("map", inner)
 			return t, n, nil
 		}
@@ -114,11 +117,11 @@ func (st *state) fromRESP(L *lua.LState, b []byte) (lua.LValue, int, error) {
 	case '#':
 		return lua.LBool(line == "t"), n, nil
 	case ',':
-		t := L.NewTable()
+		t := L.CreateTable(0, 1)
 		t.RawSetString("double", lua.LNumber(parseDouble(line)))
 		return t, n, nil
 	case '(':
-		t := L.NewTable()
+		t := L.CreateTable(0, 1)
 		t.RawSetString("big_number", lua.LString(line))
 		return t, n, nil
 	}

@@ -72,7 +72,7 @@ func errorTable(L *lua.LState, text string) *lua.LTable {
 		code, msg = "ERR", text
 	}
 	msg = strings.Trim(msg, "\r\n")
-	t := L.NewTable()
+	t := L.CreateTable(0, 1)
 	t.RawSetString("err", lua.LString(code+" "+msg))
 	return t
 }
@@ -149,7 +149,7 @@ func (st *state) statusReply(L *lua.LState) int {
 	if L.GetTop() != 1 || L.Get(1).Type() != lua.LTString {
 		L.Error(errorTable(L, "wrong number or type of arguments"), 1)
 	}
-	t := L.NewTable()
+	t := L.CreateTable(0, 1)
 	t.RawSetString("ok", L.Get(1))
 	L.Push(t)
 	return 1

@@ -59,6 +59,11 @@ func Compile(body []byte) (*Script, error) {
 	if err != nil {
 		return nil, fmt.Errorf("Error compiling script (new function): %s", err)
 	}
+	// The chunk is a vararg function, so Lua 5.1's compatibility would
+	// build it an "arg" table on every run; a chunk (unlike a function
+	// declared in it) has no local of that name to see it, in Redis as
+	// here, so the table is never made.
+	p.IsVarArg &^= lua.VarArgNeedsArg
 	return &Script{Sha: Sha1Hex(body), Body: body, proto: p}, nil
 }
 
