@@ -43,6 +43,7 @@ func cmdRestoreRec(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	c.X.NoteRestored(k.Bucket, rec)
 	c.OK()
 }
 
