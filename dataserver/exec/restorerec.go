@@ -43,7 +43,9 @@ func cmdRestoreRec(c *Ctx) {
 		c.Fail(err)
 		return
 	}
-	c.X.NoteRestored(k.Bucket, rec)
+	if fx := c.X.opts.FieldExpiry; fx != nil && rec.Entry.Type == engines.TypeExHash {
+		fx(k, NextFieldExpiry(&rec.Entry))
+	}
 	c.OK()
 }
 

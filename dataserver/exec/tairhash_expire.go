@@ -107,13 +107,26 @@ func (x *Executor) ExpireFields(area uint16, key []byte, limit int) (prop [][]by
 	return append(prop, gone...), next, nil
 }
 
-// NoteRestored tells Options.FieldExpiry about a record written whole
-// (a migration's or a backup's), when it is a TairHash.
-func (x *Executor) NoteRestored(bucket uint32, r *engines.Record) {
-	if x.opts.FieldExpiry == nil || r.Entry.Type != engines.TypeExHash {
-		return
+// NextFieldExpiry is when the earliest field of the TairHash in e
+// expires (unix ms, a lower bound; 0: none, or e holds no TairHash): for
+// a record written whole (a migration's, a backup's) or read by a scan.
+func NextFieldExpiry(e *engines.Entry) int64 {
+	if h, ok := e.Object.(*ds.ExHash); ok && e.Type == engines.TypeExHash {
+		return h.NextExpire()
 	}
-	if h, ok := r.Entry.Object.(*ds.ExHash); ok {
-		x.opts.FieldExpiry(engines.Key{Bucket: bucket, Area: r.Area, Key: r.Key}, h.NextExpire())
-	}
+	return 0
+}
+
+// FieldExpiryOf is NextFieldExpiry of the record at key (0 when it is
+// missing), read in place.
+func (x *Executor) FieldExpiryOf(area uint16, key []byte) int64 {
+	k := engines.Key{Bucket: uint32(route.BucketOf(key, x.opts.Buckets)), Area: area, Key: key, NoStats: true}
+	var next int64
+	_, _ = x.eng.Update(k, func(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
+		if exists {
+			next = NextFieldExpiry(&cur)
+		}
+		return cur, engines.Keep, nil
+	})
+	return next
 }
