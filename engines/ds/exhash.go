@@ -59,8 +59,13 @@ func NewExHash() *ExHash { return &ExHash{m: make(map[string]*ExField)} }
 func (h *ExHash) Type() engines.ValueType { return engines.TypeExHash }
 
 // Len counts every field, expired ones not yet purged included.
-func (h *ExHash) Len() int  { return len(h.m) }
-func (h *ExHash) Size() int { return objectOverhead + h.size + dueEntrySize*len(h.due) }
+func (h *ExHash) Len() int { return len(h.m) }
+
+// Size counts an expiry entry per expiring field, not the heap's stale
+// ones: it changes only with the fields, as an engine that accounts the
+// size after a write that stored the hash expects (dropping stale entries
+// is not such a write).
+func (h *ExHash) Size() int { return objectOverhead + h.size + dueEntrySize*h.expiring }
 
 func exEntrySize(f string, v *ExField) int { return mapSlotOverhead + 40 + len(f) + len(v.Value) }
 
