@@ -123,7 +123,7 @@ func TestTairHashActiveExpiryUnderLoad(t *testing.T) {
 	<-done
 	// (A write of the key purges the fields due then too: on a slow
 	// machine the last EXHMSETWITHOPTS may have found some.)
-	if n := a.fxExpired.Load(); n <= 4*fieldExpiryFieldsPerKey {
+	if n := a.fxExpired.Load(); n <= 4*fieldExpiryFieldsPerLock {
 		t.Fatalf("the active expiry removed %d fields, want most of %d", n, fields)
 	}
 	mu.Lock()

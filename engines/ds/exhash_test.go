@@ -72,3 +72,26 @@ func TestExHashDecodeSchedules(t *testing.T) {
 		t.Fatalf("decoded PurgeDue = %d", n)
 	}
 }
+
+// BenchmarkExHashExpireDue: one active-expiry visit (256 due fields) of a
+// TairHash of a million expiring fields costs those fields, not the hash.
+func BenchmarkExHashExpireDue(b *testing.B) {
+	h := NewExHash()
+	const n = 1 << 20
+	for i := range n {
+		h.Set(fmt.Sprint("field:", i), ExField{Value: "v", ExpireAt: int64(i + 1)})
+	}
+	now := int64(0)
+	b.ResetTimer()
+	for range b.N {
+		if h.Len() < 256 {
+			b.StopTimer()
+			for i := range n {
+				h.Set(fmt.Sprint("field:", i), ExField{Value: "v", ExpireAt: now + int64(i+1)})
+			}
+			b.StartTimer()
+		}
+		now += 256
+		h.ExpireDue(now, 256, nil)
+	}
+}
