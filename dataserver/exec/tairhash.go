@@ -24,9 +24,9 @@ package exec
 //     field, EXHVER -1 and -2 (TairHash's code).
 //
 // Propagation is deterministic: writes that compute or stamp something
-// (EXHSET, EXHMSET, EXHINCRBY[FLOAT], the EXH*EXPIRE* family) replicate as
-// EXHSET ... ABS <version> [PXAT <ms>] or EXHPEXPIREAT ... ABS <version>,
-// as TairHash itself does for EXHINCRBYFLOAT.
+// (EXHSET, EXHINCRBY[FLOAT], the EXH*EXPIRE* family) replicate as EXHSET
+// ... ABS <version> [PXAT <ms>] or EXHPEXPIREAT ... ABS <version>, as
+// TairHash itself does for EXHINCRBYFLOAT.
 
 import (
 	"cmp"
@@ -325,17 +325,10 @@ func cmdExHSetNX(c *Ctx) {
 	replyWrote(c, set, err)
 }
 
-// cmdExHMSet is EXHMSET: a field keeps its expiry and adds 1 to its
-// version, a new one starts at 1 without expiry. It propagates one
-// canonical EXHSET per field, as the slave cannot decide "new or kept"
-// itself: a field that lives at the master's clock may have expired at
-// the slave's when it replays (it would start the field over at version
-// 1 and without expiry, a field the master keeps expiring).
 func cmdExHMSet(c *Ctx) {
 	if !fieldValuePairs(c) {
 		return
 	}
-	set := make([]ds.ExField, 0, (len(c.Args)-2)/2)
 	err := exWrite(c, func(h *ds.ExHash, now int64) (bool, error) {
 		for i := 2; i < len(c.Args); i += 2 {
 			f := h.Get(string(c.Args[i]), now)
@@ -344,16 +337,12 @@ func cmdExHMSet(c *Ctx) {
 				nf.Version, nf.ExpireAt = engines.NextVersion(f.Version), f.ExpireAt
 			}
 			h.Set(string(c.Args[i]), nf)
-			set = append(set, nf)
 		}
 		return true, nil
 	})
 	if err != nil {
 		c.Fail(err)
 		return
-	}
-	for n, i := 0, 2; i < len(c.Args); n, i = n+1, i+2 {
-		propExSet(c, c.Args[i], set[n])
 	}
 	c.OK()
 }

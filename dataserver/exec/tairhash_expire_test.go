@@ -232,25 +232,3 @@ func exHashOf(expireAt int64) *ds.ExHash {
 	h.Set("f", ds.ExField{Value: "v", Version: 1, ExpireAt: expireAt})
 	return h
 }
-
-// TestExHMSetReplaysAcrossClocks: a field EXHMSET finds alive at the
-// master keeps its version and expiry on the slave too, though it has
-// expired by the slave's clock when the slave replays the write.
-func TestExHMSetReplaysAcrossClocks(t *testing.T) {
-	f := newFieldExpiryPair(t, "rdb")
-	f.run(t, "EXHSET k f v PX 100")
-	f.run(t, "EXHSET k g v")
-	f.clk.Advance(100 * time.Millisecond) // f lives through its last millisecond
-	_, prop := f.p.mx.Exec(0, 2, false, toArgs(splitLine("EXHMSET k f w")), nil)
-	f.clk.Advance(time.Millisecond) // the slave replays a millisecond later
-	for _, pc := range prop {
-		if rep, _ := f.p.sx.Exec(0, 2, true, pc, nil); len(rep) > 0 && rep[0] == '-' {
-			t.Fatalf("the slave refused %q: %q", pc, rep)
-		}
-	}
-	for _, l := range []string{"EXHGET k f", "EXHLEN k NOEXP"} {
-		if m, s := on(t, f.p.mx, l), on(t, f.p.sx, l); m != s {
-			t.Errorf("%s: master %q, slave %q", l, m, s)
-		}
-	}
-}
