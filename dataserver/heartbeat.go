@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tairkv/tair/dataserver/exec"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/wire"
 	"github.com/tairkv/tair/resp"
@@ -320,7 +319,7 @@ func (s *Server) applyTable(t *route.Table) {
 			bs[i] = &bucket{id: route.BucketID(i)}
 		}
 		s.bk.Store(&bs)
-		s.x.Store(exec.New(s.eng, exec.Options{Buckets: t.Buckets}))
+		s.x.Store(s.newExecutor(t.Buckets))
 	} else if uint32(len(bs)) != t.Buckets {
 		s.log.Error("ignoring a table with another bucket count", "version", t.Version, "buckets", t.Buckets, "have", len(bs))
 		return
@@ -461,6 +460,7 @@ func (s *Server) dropLeftBuckets() {
 		bk := s.bucket(b)
 		bk.lock()
 		err := s.eng.DeleteBucket(uint32(b))
+		s.fx.drop(uint32(b))
 		bk.unlock()
 		if err != nil {
 			s.log.Error("dropping a bucket copy", "bucket", b, "err", err)

@@ -361,11 +361,17 @@ func (s *Server) applyItem(it item, from, session string, ver route.Version, scr
 		if err := s.eng.DeleteBucket(uint32(it.bucket)); err != nil {
 			s.log.Error("clearing bucket for an incoming migration", "bucket", it.bucket, "err", err)
 		}
+		// The copy's records are indexed as they come (restoredRecord).
+		s.fx.drop(uint32(it.bucket))
+		s.fx.markScanned(uint32(it.bucket))
 		s.log.Info("incoming migration begins", "bucket", it.bucket, "from", from)
 	case kindRecord:
 		rec, err := engines.DecodeRecord(it.record)
 		if err == nil {
 			err = s.eng.Restore(uint32(it.bucket), rec)
+		}
+		if err == nil {
+			s.restoredRecord(it.bucket, rec)
 		}
 		if err != nil {
 			s.m.replApplyErrors.Inc()
@@ -380,6 +386,9 @@ func (s *Server) applyItem(it item, from, session string, ver route.Version, scr
 			}
 			if err == nil {
 				err = s.eng.Restore(uint32(it.bucket), rec)
+				if err == nil {
+					s.restoredRecord(it.bucket, rec)
+				}
 			}
 			if err != nil {
 				s.m.replApplyErrors.Inc()

@@ -163,6 +163,13 @@ type Server struct {
 	// wd watches the connections' batches and the buckets' locks
 	// (watchdog.go).
 	wd watchdog
+	// fx indexes the TairHash keys with field expiries, for their active
+	// expiry (fieldexpiry.go); fxCursor (the expiry loop's own) is
+	// where its last round started, fxExpired counts the fields it
+	// removed.
+	fx        fieldIndex
+	fxCursor  int
+	fxExpired atomic.Int64
 }
 
 // bulkLock is a mutex that counts how long it was held.
@@ -287,6 +294,9 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	s.m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
 		Name: "copy_seconds_total", Help: "Time spent taking and restoring bucket copies (one at a time)."},
 		func() float64 { return time.Duration(s.bulkMu.busy.Load()).Seconds() }))
+	s.m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
+		Name: "expired_fields_total", Help: "TairHash fields the active expiry removed, on the buckets this node masters."},
+		func() float64 { return float64(s.fxExpired.Load()) }))
 	s.m.reg.MustRegister(&nodeCollector{s: s}) // metrics.go
 	s.applyHooks(nil)                          // the defaults until the configserver says otherwise
 	return s, nil
@@ -318,7 +328,8 @@ func (s *Server) Start() error {
 	s.dataKept = !fresh && s.dataSurvived()
 	s.durable = engines.GroupCommitOf(eng)
 	s.writesWait = eng.Persistent() && s.cfg.Sync != engines.SyncNone && s.durable == nil
-	s.x.Store(exec.New(eng, exec.Options{Buckets: route.DefaultBuckets}))
+	s.fx.scanAll = eng.Persistent() && !fresh // data no write reported
+	s.x.Store(s.newExecutor(route.DefaultBuckets))
 
 	if err := s.startFrontEnd(); err != nil {
 		_ = eng.Close()
@@ -351,10 +362,14 @@ func (s *Server) Start() error {
 		s.heartbeatLoop(hbCtx)
 		<-tableDone
 	}()
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		s.watchdogLoop(s.ctx.Done())
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.fieldExpiryLoop(s.ctx.Done())
 	}()
 	s.log.Info("dataserver started", "engine", eng.Name(), "http", s.HTTPAddr(), "replication", s.cfg.ReplicationMode)
 	return nil

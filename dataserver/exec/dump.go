@@ -255,10 +255,13 @@ func restoreSnapshot(c *Ctx, v rdbcodec.Value, at int64) snapshot {
 		}
 		e.Type, e.Object = engines.TypeSet, s
 	case rdbcodec.ZSet:
+		// Redis loads it whole, then converts it to a listpack when
+		// small enough.
 		z := ds.NewZSet()
 		for i, m := range v.Elems {
-			z.Set(string(m), v.Scores[i])
+			z.SetSigned(string(m), v.Scores[i])
 		}
+		z.SettleListpackScores()
 		e.Type, e.Object = engines.TypeZSet, z
 	case rdbcodec.Stream:
 		e.Type, e.Object = engines.TypeStream, restoreStream(v.Stream)

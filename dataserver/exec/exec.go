@@ -36,6 +36,10 @@ type Options struct {
 	// MaxValueSize is SPEC's value limit (default 1 MiB), checked by
 	// commands that grow a value (APPEND, SETRANGE) before building it.
 	MaxValueSize int
+	// FieldExpiry, when set, is told about every TairHash a command
+	// stored or deleted (tairhash_expire.go), on a master and on a
+	// replica alike.
+	FieldExpiry FieldExpiryFunc
 }
 
 // Handler runs one command. It appends exactly one reply to c.Out.
@@ -218,6 +222,7 @@ type Ctx struct {
 	// (made once per pooled Ctx, see boundFuncs) that read their inputs
 	// and write their results here.
 	upd   engines.UpdateFunc // UpdateKey's fn while the engine runs it
+	fx    fieldExpiryNote    // what applyVisible saw of a TairHash (tairhash_expire.go)
 	set   setState           // setGeneric's
 	incr  incrState          // incrBy's
 	bound boundFuncs

@@ -43,6 +43,9 @@ func cmdRestoreRec(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	if fx := c.X.opts.FieldExpiry; fx != nil && rec.Entry.Type == engines.TypeExHash {
+		fx(k, NextFieldExpiry(&rec.Entry))
+	}
 	c.OK()
 }
 

@@ -12,8 +12,10 @@ package exec
 //     clears the field's expiry unless KEEPTTL is given (CMDDOC); EXHMSET
 //     and EXHSETNX leave expiries alone;
 //   - expired fields are invisible to every command; they are reclaimed
-//     by the next write of the key that finds one due (EXHLEN without
-//     NOEXP may count them until then, as in Tair);
+//     by the next write of the key that finds one due, and on a
+//     dataserver by the master's active expiry (tairhash_expire.go,
+//     dataserver/fieldexpiry.go) within about a second (EXHLEN without
+//     NOEXP counts them until then, as in Tair);
 //   - the key goes when its last field does: writes delete an empty
 //     TairHash, and when every field has an expiry the key's own expiry
 //     follows the latest of them (unless the user set a key expiry), so an
@@ -622,7 +624,11 @@ func cmdExHDel(c *Ctx) {
 				gone = append(gone, f)
 			}
 		}
-		return len(gone) > 0, nil
+		// A replica stores what the master's EXHDEL changed even when
+		// its own clock already purged the fields (ExpireFields sends
+		// expired ones), so that the key's version moves as the
+		// master's does.
+		return len(gone) > 0 || c.Replica, nil
 	})
 	replyCount(c, len(gone), err)
 }

@@ -207,6 +207,9 @@ func (c *Ctx) UpdateKey(k engines.Key, fn engines.UpdateFunc) (engines.Entry, er
 	c.upd = fn
 	e, err := c.Eng.Update(k, c.bound.visible)
 	c.upd = prev
+	if c.fx.set {
+		c.reportFieldExpiry(k, err)
+	}
 	return e, err
 }
 
@@ -219,7 +222,11 @@ func (c *Ctx) applyVisible(cur engines.Entry, exists bool) (engines.Entry, engin
 	if exists && cur.Hidden {
 		cur, exists = engines.Entry{}, false
 	}
-	return c.upd(cur, exists)
+	next, act, err := c.upd(cur, exists)
+	if c.X.opts.FieldExpiry != nil && err == nil {
+		c.noteFieldExpiry(cur, exists, next, act)
+	}
+	return next, act, err
 }
 
 // SameBucket checks that the keys at idx all live in one bucket (atomic

@@ -509,16 +509,26 @@ func zrange(c *Ctx, kind zrangeKind, rev, legacy, store bool) {
 		return
 	}
 	if store {
-		storeZSet(c, items)
+		// Redis adds them one by one to a listpack that turns into a
+		// skiplist once too big (see ds.ZSet.Set on -0).
+		storeZSetWith(c, len(items), func() *ds.ZSet {
+			z := ds.NewZSet()
+			for _, it := range items {
+				z.Set(it.m, it.s)
+			}
+			return z
+		})
 		return
 	}
 	replyScored(c, items, withScores)
 }
 
+// zsetOf builds a sorted set of items as Redis builds a ZUNION's result:
+// a skiplist, keeping -0 scores.
 func zsetOf(items []zitem) *ds.ZSet {
 	z := ds.NewZSet()
 	for _, it := range items {
-		z.Set(it.m, it.s)
+		z.SetSigned(it.m, it.s)
 	}
 	return z
 }
@@ -597,11 +607,22 @@ func (q *zrangeSpec) bounds(c *Ctx, lo, hi []byte) bool {
 // storeZSet ends a STORE form (ZRANGESTORE, ZUNIONSTORE ...): items
 // become the zset at args[1] and the reply is their count.
 func storeZSet(c *Ctx, items []zitem) {
-	if err := storeObject(c, 1, engines.TypeZSet, func() engines.Object { return zsetOf(items) }); err != nil {
+	// Built as a skiplist, converted to a listpack when small enough.
+	storeZSetWith(c, len(items), func() *ds.ZSet {
+		z := zsetOf(items)
+		z.SettleListpackScores()
+		return z
+	})
+}
+
+// storeZSetWith stores the set build makes at args[1] and replies its n
+// members.
+func storeZSetWith(c *Ctx, n int, build func() *ds.ZSet) {
+	if err := storeObject(c, 1, engines.TypeZSet, func() engines.Object { return build() }); err != nil {
 		c.Fail(err)
 		return
 	}
-	c.Int(int64(len(items)))
+	c.Int(int64(n))
 }
 
 func zremrange(c *Ctx, kind zrangeKind) {

@@ -20,19 +20,36 @@ type ExField struct {
 func (f *ExField) Expired(nowMs int64) bool { return engines.Expired(f.ExpireAt, nowMs) }
 
 // ExHash is a TairHash: a hash whose fields carry a version and an expiry.
-// Expired fields stay in the map until Purge removes them; readers filter
-// them with Get/Range(now).
+// Expired fields stay in the map until PurgeDue or ExpireDue removes
+// them; readers filter them with Get/Range(now).
 type ExHash struct {
 	m    map[string]*ExField
 	size int
-	// minExp is a lower bound of the earliest field expiry (0: none), so
-	// that PurgeDue is O(1) when nothing is due.
-	minExp int64
+	// due is a min-heap of the fields' expiries, so that the fields due at
+	// a moment are found and removed without looking at the others (the
+	// TairHash module keeps a sorted expiry index per key for the same
+	// reason): a key with a million fields costs its active expiry only
+	// the fields that are due. An entry is current while its field still
+	// expires at its time; one left behind by a rewrite or a delete is
+	// stale and dropped when it comes to the top. expiring counts the
+	// fields with an expiry, and due is rebuilt from the map when stale
+	// entries outnumber them (compactDue), so it stays O(fields).
+	due      []dueEntry
+	expiring int
 	// AutoExpire is the key expiry the dataserver last derived from the
 	// fields (the latest field expiry when every field expires), so that
 	// a key whose fields all expire goes away on its own. 0 = none.
 	AutoExpire int64
 }
+
+// dueEntry is one scheduled field expiry of ExHash.due.
+type dueEntry struct {
+	at    int64
+	field string // shares its bytes with the map's key
+}
+
+// dueEntrySize is what Size counts for an entry of due.
+const dueEntrySize = 24
 
 var _ engines.Object = (*ExHash)(nil)
 
@@ -42,8 +59,13 @@ func NewExHash() *ExHash { return &ExHash{m: make(map[string]*ExField)} }
 func (h *ExHash) Type() engines.ValueType { return engines.TypeExHash }
 
 // Len counts every field, expired ones not yet purged included.
-func (h *ExHash) Len() int  { return len(h.m) }
-func (h *ExHash) Size() int { return objectOverhead + h.size }
+func (h *ExHash) Len() int { return len(h.m) }
+
+// Size counts an expiry entry per expiring field, not the heap's stale
+// ones: it changes only with the fields, as an engine that accounts the
+// size after a write that stored the hash expects (dropping stale entries
+// is not such a write).
+func (h *ExHash) Size() int { return objectOverhead + h.size + dueEntrySize*h.expiring }
 
 func exEntrySize(f string, v *ExField) int { return mapSlotOverhead + 40 + len(f) + len(v.Value) }
 
@@ -59,24 +81,62 @@ func (h *ExHash) Get(field string, nowMs int64) *ExField {
 
 // Set stores f under field (replacing any older field).
 func (h *ExHash) Set(field string, f ExField) {
-	if old := h.m[field]; old != nil {
+	old := h.m[field]
+	if old != nil {
 		h.size -= exEntrySize(field, old)
+		if old.ExpireAt != 0 {
+			h.expiring--
+		}
 	}
 	nf := f
 	h.m[field] = &nf
 	h.size += exEntrySize(field, &nf)
-	if nf.ExpireAt != 0 && (h.minExp == 0 || nf.ExpireAt < h.minExp) {
-		h.minExp = nf.ExpireAt
+	if nf.ExpireAt != 0 {
+		h.expiring++
+		// A field that keeps its expiry keeps its entry.
+		if old == nil || old.ExpireAt != nf.ExpireAt {
+			h.pushDue(nf.ExpireAt, field)
+		}
 	}
+	h.compactDue()
 }
 
-// PurgeDue is Purge when some field may be expired at nowMs, else a no-op
-// costing O(1).
-func (h *ExHash) PurgeDue(nowMs int64) int {
-	if h.minExp == 0 || !engines.Expired(h.minExp, nowMs) {
+// PurgeDue removes every field expired at nowMs and returns how many; it
+// costs O(1) when none is due.
+func (h *ExHash) PurgeDue(nowMs int64) int { return h.ExpireDue(nowMs, 0, nil) }
+
+// ExpireDue removes the fields expired at nowMs, earliest expiry first,
+// at most limit of them (0: no limit), calling fn (when not nil) with
+// each removed field's name, and returns how many it removed. Its cost
+// is that of the due fields, not of the hash.
+func (h *ExHash) ExpireDue(nowMs int64, limit int, fn func(field string)) int {
+	n := 0
+	for len(h.due) > 0 && (limit <= 0 || n < limit) {
+		top := h.due[0]
+		if !engines.Expired(top.at, nowMs) {
+			break
+		}
+		h.popDue()
+		if f := h.m[top.field]; f == nil || f.ExpireAt != top.at {
+			continue // stale
+		}
+		h.Delete(top.field)
+		n++
+		if fn != nil {
+			fn(top.field)
+		}
+	}
+	return n
+}
+
+// NextExpire is a lower bound of the earliest field expiry (unix ms; 0:
+// no field expires), exact after ExpireDue: it may be the time of a field
+// since rewritten or deleted, never later than a field's expiry.
+func (h *ExHash) NextExpire() int64 {
+	if len(h.due) == 0 {
 		return 0
 	}
-	return h.Purge(nowMs)
+	return h.due[0].at
 }
 
 // Delete removes field and reports whether it was there (expired or not).
@@ -87,22 +147,11 @@ func (h *ExHash) Delete(field string) bool {
 	}
 	h.size -= exEntrySize(field, old)
 	delete(h.m, field)
-	return true
-}
-
-// Purge removes the fields expired at nowMs and returns how many.
-func (h *ExHash) Purge(nowMs int64) int {
-	n := 0
-	h.minExp = 0
-	for k, f := range h.m {
-		if f.Expired(nowMs) {
-			h.Delete(k)
-			n++
-		} else if f.ExpireAt != 0 && (h.minExp == 0 || f.ExpireAt < h.minExp) {
-			h.minExp = f.ExpireAt
-		}
+	if old.ExpireAt != 0 {
+		h.expiring--
+		h.compactDue()
 	}
-	return n
+	return true
 }
 
 // Live counts the fields not expired at nowMs.
@@ -182,4 +231,67 @@ func DecodeExHash(b []byte) (*ExHash, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// compactDue rebuilds due from the map when its stale entries outnumber
+// the current ones (a rewrite or a delete leaves one behind), and empties
+// it when no field expires.
+func (h *ExHash) compactDue() {
+	if h.expiring == 0 {
+		clear(h.due)
+		h.due = h.due[:0] // every entry is stale: NextExpire is exact
+		return
+	}
+	if len(h.due) <= 2*h.expiring+32 {
+		return
+	}
+	due := make([]dueEntry, 0, h.expiring)
+	for k, f := range h.m {
+		if f.ExpireAt != 0 {
+			due = append(due, dueEntry{at: f.ExpireAt, field: k})
+		}
+	}
+	h.due = due
+	for i := len(due)/2 - 1; i >= 0; i-- {
+		h.siftDown(i)
+	}
+}
+
+func (h *ExHash) pushDue(at int64, field string) {
+	h.due = append(h.due, dueEntry{at: at, field: field})
+	for i := len(h.due) - 1; i > 0; {
+		p := (i - 1) / 2
+		if h.due[p].at <= h.due[i].at {
+			break
+		}
+		h.due[p], h.due[i] = h.due[i], h.due[p]
+		i = p
+	}
+}
+
+// popDue removes the top of due.
+func (h *ExHash) popDue() {
+	last := len(h.due) - 1
+	h.due[0] = h.due[last]
+	h.due[last] = dueEntry{}
+	h.due = h.due[:last]
+	h.siftDown(0)
+}
+
+func (h *ExHash) siftDown(i int) {
+	n := len(h.due)
+	for {
+		c := 2*i + 1
+		if c >= n {
+			return
+		}
+		if c+1 < n && h.due[c+1].at < h.due[c].at {
+			c++
+		}
+		if h.due[i].at <= h.due[c].at {
+			return
+		}
+		h.due[i], h.due[c] = h.due[c], h.due[i]
+		i = c
+	}
 }

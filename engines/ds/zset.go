@@ -1,6 +1,7 @@
 package ds
 
 import (
+	"math"
 	"math/rand/v2"
 
 	"github.com/tairkv/tair/engines"
@@ -13,7 +14,17 @@ type ZSet struct {
 	m    map[string]float64
 	sl   *skiplist
 	size int
+	// long counts the members longer than listpackMaxValue (see Set).
+	long int
 }
+
+// Redis keeps a sorted set of at most listpackMaxEntries members, none
+// longer than listpackMaxValue bytes, in a listpack
+// (zset-max-listpack-entries and -value), as OBJECT ENCODING reports.
+const (
+	listpackMaxEntries = 128
+	listpackMaxValue   = 64
+)
 
 var _ engines.Object = (*ZSet)(nil)
 
@@ -33,7 +44,55 @@ func (z *ZSet) Score(member string) (float64, bool) {
 }
 
 // Set sets member's score and reports whether the member is new.
+//
+// A score of -0 is stored as 0 when the set is listpack-sized once the
+// member is in, as Redis does: a listpack holds a score as the string
+// d2string writes ("-0"), which it stores as an integer when it parses
+// as one, and "-0" parses as 0; a skiplist keeps the double and its sign.
+// (Redis never converts a skiplist back when it shrinks; like OBJECT
+// ENCODING here, this follows the set's current size.)
 func (z *ZSet) Set(member string, score float64) bool {
+	if score == 0 && math.Signbit(score) {
+		n, long := len(z.m), z.long
+		if _, ok := z.m[member]; !ok {
+			n++
+			if len(member) > listpackMaxValue {
+				long++
+			}
+		}
+		if n <= listpackMaxEntries && long == 0 {
+			score = 0
+		}
+	}
+	return z.set(member, score)
+}
+
+// SetSigned is Set keeping a -0 score whatever the set's size, as
+// Redis's skiplist does: for a set Redis builds as a skiplist, a
+// ZUNION's reply or a ZUNIONSTORE's destination before
+// SettleListpackScores.
+func (z *ZSet) SetSigned(member string, score float64) bool { return z.set(member, score) }
+
+// SettleListpackScores stores each -0 score as 0 when the set is
+// listpack-sized: Redis converting a set it built as a skiplist
+// (ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE) to a listpack once it is
+// complete.
+func (z *ZSet) SettleListpackScores() {
+	if len(z.m) > listpackMaxEntries || z.long > 0 {
+		return
+	}
+	for m, s := range z.m {
+		if s == 0 && math.Signbit(s) {
+			z.sl.delete(s, m)
+			z.sl.insert(0, m)
+			z.m[m] = 0
+		}
+	}
+}
+
+// set is Set without the listpack's -0 rule (a decoded set keeps the
+// scores it was encoded with).
+func (z *ZSet) set(member string, score float64) bool {
 	old, ok := z.m[member]
 	if ok {
 		if old == score {
@@ -42,6 +101,9 @@ func (z *ZSet) Set(member string, score float64) bool {
 		z.sl.delete(old, member)
 	} else {
 		z.size += zsetEntrySize(member)
+		if len(member) > listpackMaxValue {
+			z.long++
+		}
 	}
 	z.sl.insert(score, member)
 	z.m[member] = score
@@ -57,6 +119,9 @@ func (z *ZSet) Remove(member string) bool {
 	z.sl.delete(s, member)
 	delete(z.m, member)
 	z.size -= zsetEntrySize(member)
+	if len(member) > listpackMaxValue {
+		z.long--
+	}
 	return true
 }
 
@@ -334,7 +399,7 @@ func DecodeZSet(b []byte) (*ZSet, error) {
 		m := d.str()
 		s := d.float()
 		if d.err == nil {
-			z.Set(m, s)
+			z.set(m, s)
 		}
 	}
 	if err := d.done(); err != nil {
