@@ -72,7 +72,7 @@ type Server struct {
 	hot *hotkey.Detector
 	// hotCache serves GETs of hot keys (nil: Config.HotCacheTTL is 0).
 	hotCache *hotkey.Cache
-	dyn        dynConfig
+	dyn      dynConfig
 
 	// stallAfter (ns): an event loop without progress this long makes
 	// the proxy unhealthy; unhealthy is why ("" healthy, contain.go).
