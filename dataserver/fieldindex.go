@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/internal/timeheap"
 )
 
 // fieldIndex is this node's index of the TairHash keys that have field
@@ -39,6 +40,8 @@ type dueItem struct {
 	when, at int64
 	k        fieldKey
 }
+
+func (it dueItem) When() int64 { return it.when }
 
 type bucketFields struct {
 	at   map[fieldKey]int64
@@ -198,44 +201,12 @@ func (x *fieldIndex) keys() int {
 	return n
 }
 
-func (bf *bucketFields) push(it dueItem) {
-	bf.heap = append(bf.heap, it)
-	for i := len(bf.heap) - 1; i > 0; {
-		p := (i - 1) / 2
-		if bf.heap[p].when <= bf.heap[i].when {
-			break
-		}
-		bf.heap[p], bf.heap[i] = bf.heap[i], bf.heap[p]
-		i = p
-	}
-}
+func (bf *bucketFields) push(it dueItem) { bf.heap = timeheap.Push(bf.heap, it) }
 
 func (bf *bucketFields) pop() dueItem {
-	top := bf.heap[0]
-	last := len(bf.heap) - 1
-	bf.heap[0] = bf.heap[last]
-	bf.heap[last] = dueItem{}
-	bf.heap = bf.heap[:last]
-	bf.siftDown(0)
+	var top dueItem
+	bf.heap, top = timeheap.Pop(bf.heap)
 	return top
-}
-
-func (bf *bucketFields) siftDown(i int) {
-	n := len(bf.heap)
-	for {
-		c := 2*i + 1
-		if c >= n {
-			return
-		}
-		if c+1 < n && bf.heap[c+1].when < bf.heap[c].when {
-			c++
-		}
-		if bf.heap[i].when <= bf.heap[c].when {
-			return
-		}
-		bf.heap[i], bf.heap[c] = bf.heap[c], bf.heap[i]
-		i = c
-	}
 }
 
 // rebuild drops the stale items (one per key, at its recorded at: a
@@ -245,8 +216,6 @@ func (bf *bucketFields) rebuild() {
 	for k, at := range bf.at {
 		h = append(h, dueItem{when: at, at: at, k: k})
 	}
+	timeheap.Init(h)
 	bf.heap = h
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		bf.siftDown(i)
-	}
 }

@@ -20,45 +20,14 @@ func BenchmarkReplicatedSet(b *testing.B) {
 	for _, copies := range []int{1, 2} {
 		b.Run(fmt.Sprintf("copies=%d", copies), func(b *testing.B) {
 			const q, depth = 64, 16
-			cs := newFakeCS(b)
-			var nodes []*Server
-			var addrs []string
-			for i := 0; i < copies; i++ {
-				n := startNode(b, testConfig(cs.addr()))
-				nodes, addrs = append(nodes, n), append(addrs, n.Addr())
-			}
-			cs.setTable(ringTable(1, q, copies, addrs...))
-			waitVersion(b, 1, nodes...)
+			c := benchNodes(b, q, copies)
 			// Keys of the buckets the first node masters.
-			var batch []byte
+			var cmds [][]string
 			for i := 0; i < depth; i++ {
 				bk := route.BucketID(uint32(i*copies) % q)
-				args := x(1, "SET", keyIn("bench", bk, q, i), "value-of-sixteen")
-				bs := make([][]byte, len(args))
-				for j, a := range args {
-					bs[j] = []byte(a)
-				}
-				batch = resp.AppendCommand(batch, bs...)
+				cmds = append(cmds, x(1, "SET", keyIn("bench", bk, q, i), "value-of-sixteen"))
 			}
-			c, err := dialPeer(nodes[0].Addr(), time.Second)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			rd := bufio.NewReader(c.c)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i += depth {
-				if _, err := c.c.Write(batch); err != nil {
-					b.Fatal(err)
-				}
-				for j := 0; j < depth; j++ {
-					line, err := rd.ReadSlice('\n')
-					if err != nil || string(line) != "+OK\r\n" {
-						b.Fatalf("reply %q, %v", line, err)
-					}
-				}
-			}
+			benchPipeline(b, c, cmds, func(reply []byte) bool { return string(reply) == "+OK\r\n" })
 		})
 	}
 }
@@ -73,52 +42,62 @@ func BenchmarkPipelinedScript(b *testing.B) {
 	for _, cmd := range []string{"INCR", "EVALSHA"} {
 		b.Run(cmd, func(b *testing.B) {
 			const q, depth, copies = 64, 16, 2
-			cs := newFakeCS(b)
-			var nodes []*Server
-			var addrs []string
-			for i := 0; i < copies; i++ {
-				n := startNode(b, testConfig(cs.addr()))
-				nodes, addrs = append(nodes, n), append(addrs, n.Addr())
-			}
-			cs.setTable(ringTable(1, q, copies, addrs...))
-			waitVersion(b, 1, nodes...)
-			c, err := dialPeer(nodes[0].Addr(), time.Second)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
+			c := benchNodes(b, q, copies)
 			load := resp.AppendCommand(nil, []byte("TAIR.SCRIPT"), []byte("0"), []byte("TAIR.X"), []byte("0"), []byte("1"), []byte("2"),
 				[]byte("SCRIPT"), []byte("LOAD"), []byte(incr))
 			if _, err := c.roundTrip(load, 5*time.Second); err != nil {
 				b.Fatal(err)
 			}
-			var batch []byte
+			var cmds [][]string
 			for i := 0; i < depth; i++ {
 				k := keyIn("bench", route.BucketID(uint32(i*copies)%q), q, i)
-				args := x(1, "INCR", k)
 				if cmd == "EVALSHA" {
-					args = x(1, "EVALSHA", sha, "1", k)
-				}
-				bs := make([][]byte, len(args))
-				for j, a := range args {
-					bs[j] = []byte(a)
-				}
-				batch = resp.AppendCommand(batch, bs...)
-			}
-			rd := bufio.NewReader(c.c)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i += depth {
-				if _, err := c.c.Write(batch); err != nil {
-					b.Fatal(err)
-				}
-				for j := 0; j < depth; j++ {
-					line, err := rd.ReadSlice('\n')
-					if err != nil || line[0] != ':' {
-						b.Fatalf("reply %q, %v", line, err)
-					}
+					cmds = append(cmds, x(1, "EVALSHA", sha, "1", k))
+				} else {
+					cmds = append(cmds, x(1, "INCR", k))
 				}
 			}
+			benchPipeline(b, c, cmds, func(reply []byte) bool { return reply[0] == ':' })
 		})
+	}
+}
+
+// benchNodes starts copies nodes under a fake configserver with a ring
+// table of q buckets and connects to the first.
+func benchNodes(b *testing.B, q uint32, copies int) *peerConn {
+	cs := newFakeCS(b)
+	var nodes []*Server
+	var addrs []string
+	for i := 0; i < copies; i++ {
+		n := startNode(b, testConfig(cs.addr()))
+		nodes, addrs = append(nodes, n), append(addrs, n.Addr())
+	}
+	cs.setTable(ringTable(1, q, copies, addrs...))
+	waitVersion(b, 1, nodes...)
+	c, err := dialPeer(nodes[0].Addr(), time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// benchPipeline sends cmds pipelined in one write per round trip until
+// b.N commands ran, checking each one-line reply with ok.
+func benchPipeline(b *testing.B, c *peerConn, cmds [][]string, ok func(reply []byte) bool) {
+	batch := encodeCommands(cmds)
+	rd := bufio.NewReader(c.c)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += len(cmds) {
+		if _, err := c.c.Write(batch); err != nil {
+			b.Fatal(err)
+		}
+		for range cmds {
+			line, err := rd.ReadSlice('\n')
+			if err != nil || !ok(line) {
+				b.Fatalf("reply %q, %v", line, err)
+			}
+		}
 	}
 }

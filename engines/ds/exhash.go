@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/timeheap"
 )
 
 // ExField is one TairHash field: its value, its own version (1 after the
@@ -47,6 +48,8 @@ type dueEntry struct {
 	at    int64
 	field string // shares its bytes with the map's key
 }
+
+func (e dueEntry) When() int64 { return e.at }
 
 // dueEntrySize is what Size counts for an entry of due.
 const dueEntrySize = 24
@@ -251,47 +254,15 @@ func (h *ExHash) compactDue() {
 			due = append(due, dueEntry{at: f.ExpireAt, field: k})
 		}
 	}
+	timeheap.Init(due)
 	h.due = due
-	for i := len(due)/2 - 1; i >= 0; i-- {
-		h.siftDown(i)
-	}
 }
 
 func (h *ExHash) pushDue(at int64, field string) {
-	h.due = append(h.due, dueEntry{at: at, field: field})
-	for i := len(h.due) - 1; i > 0; {
-		p := (i - 1) / 2
-		if h.due[p].at <= h.due[i].at {
-			break
-		}
-		h.due[p], h.due[i] = h.due[i], h.due[p]
-		i = p
-	}
+	h.due = timeheap.Push(h.due, dueEntry{at: at, field: field})
 }
 
 // popDue removes the top of due.
 func (h *ExHash) popDue() {
-	last := len(h.due) - 1
-	h.due[0] = h.due[last]
-	h.due[last] = dueEntry{}
-	h.due = h.due[:last]
-	h.siftDown(0)
-}
-
-func (h *ExHash) siftDown(i int) {
-	n := len(h.due)
-	for {
-		c := 2*i + 1
-		if c >= n {
-			return
-		}
-		if c+1 < n && h.due[c+1].at < h.due[c].at {
-			c++
-		}
-		if h.due[i].at <= h.due[c].at {
-			return
-		}
-		h.due[i], h.due[c] = h.due[c], h.due[i]
-		i = c
-	}
+	h.due, _ = timeheap.Pop(h.due)
 }
