@@ -103,10 +103,11 @@ const (
 	slowFor         = 5 * time.Second
 )
 
-// pipelinable reports whether sc may run on a pipelined connection.
-func (sc *cachedScript) pipelinable(now time.Time) bool {
+// pipelinable reports whether sc may run on a pipelined connection
+// (now is read only for a script once found slow).
+func (sc *cachedScript) pipelinable(now func() time.Time) bool {
 	at := sc.slowAt.Load()
-	return at == 0 || now.UnixNano()-at > int64(slowFor)
+	return at == 0 || now().UnixNano()-at > int64(slowFor)
 }
 
 // ended notes how long a run of sc took.
@@ -396,7 +397,7 @@ func (s *Server) runsPipelined(name string, script []byte, keys [][]byte) bool {
 		sha = strings.ToLower(string(script))
 	}
 	sc := s.scripting().cached(sha)
-	return sc != nil && sc.pipelinable(time.Now())
+	return sc != nil && sc.pipelinable(time.Now)
 }
 
 // evalCmd runs EVAL, EVALSHA, FCALL and their _RO forms; pipelined: it

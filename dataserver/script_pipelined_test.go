@@ -72,7 +72,7 @@ func TestScriptPipelined(t *testing.T) {
 	if v, _ := engineGet(a, k); v != "4" {
 		t.Fatalf("the stopped script wrote: %q", v)
 	}
-	if a.scripting().cached(lateSha).pipelinable(time.Now()) {
+	if a.scripting().cached(lateSha).pipelinable(time.Now) {
 		t.Fatalf("a script stopped %d times in a row is not found slow", slowRuns)
 	}
 	if got := ca.do(x(1, "EVALSHA", lateSha, "1", k)...); got != refused {
@@ -101,21 +101,20 @@ func TestScriptPipelined(t *testing.T) {
 // script off the pipelined connections; slowRuns in a row do.
 func TestScriptFoundSlow(t *testing.T) {
 	sc := &cachedScript{}
-	now := time.Now()
 	for i := 0; i < 10; i++ {
 		sc.ended(2 * pipelinedBudget)
 		sc.ended(pipelinedBudget / 2)
 	}
-	if !sc.pipelinable(now) {
+	if !sc.pipelinable(time.Now) {
 		t.Fatal("alternating slow and quick runs found slow")
 	}
 	for i := 0; i < slowRuns; i++ {
 		sc.ended(2 * pipelinedBudget)
 	}
-	if sc.pipelinable(time.Now()) {
+	if sc.pipelinable(time.Now) {
 		t.Fatal("slowRuns slow runs in a row not found slow")
 	}
-	if !sc.pipelinable(time.Now().Add(slowFor + time.Second)) {
+	if !sc.pipelinable(func() time.Time { return time.Now().Add(slowFor + time.Second) }) {
 		t.Fatal("still found slow after slowFor")
 	}
 }
