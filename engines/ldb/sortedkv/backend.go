@@ -46,10 +46,16 @@ type Op struct {
 // CounterDelta is a change to a (bucket, area)'s persisted counters; the
 // backend adds it to the record at CountersKey inside the same atomic
 // commit (pebble with a merge operator, bbolt by read-modify-write in the
-// transaction).
+// transaction), with AddCounts.
 type CounterDelta struct {
-	Key         []byte // countersKey(bucket, area)
-	Keys, Bytes int64
+	Key []byte // countersKey(bucket, area)
+	// The fields of Counts.
+	Keys, Bytes, Hidden, Expires, ExpireSum int64
+}
+
+// Counts returns the change d makes.
+func (d *CounterDelta) Counts() Counts {
+	return Counts{Keys: d.Keys, Bytes: d.Bytes, Hidden: d.Hidden, Expires: d.Expires, ExpireSum: d.ExpireSum}
 }
 
 // Batch is an atomic group of writes. Ops apply in order, then the
@@ -68,28 +74,71 @@ func (b *Batch) DeleteRange(lo, hi []byte) {
 // Empty reports whether b does nothing.
 func (b *Batch) Empty() bool { return len(b.Ops) == 0 && len(b.Counters) == 0 }
 
-// EncodeCounters is the persisted form of a counters record: keys and
-// bytes, two little-endian int64s. A backend without a merge operator adds
-// deltas with AddCounters.
-func EncodeCounters(keys, bytes int64) []byte {
-	var b [16]byte
-	putI64(b[:8], keys)
-	putI64(b[8:], bytes)
-	return b[:]
+// Counts are a (bucket, area)'s persisted counters: the stored keys (a
+// pkey once) and bytes, and what CountKeys reports besides (see
+// generic.BucketKeys: hidden plain keys, expiring visible plain keys and
+// the sum of their expiry times).
+type Counts struct {
+	Keys, Bytes, Hidden, Expires, ExpireSum int64
 }
 
-// DecodeCounters reverses EncodeCounters; a malformed record reads as zero.
-func DecodeCounters(v []byte) (keys, bytes int64) {
-	if len(v) != 16 {
-		return 0, 0
+// A counters record is its fields as little-endian int64s, in Counts'
+// order: 40 bytes. The first release wrote keys and bytes only (16
+// bytes); Open completes such a record (Store.load) before anything is
+// added to it.
+const (
+	countersLen       = 40
+	legacyCountersLen = 16
+)
+
+// Encode is the persisted form of c.
+func (c Counts) Encode() []byte {
+	b := make([]byte, countersLen)
+	for i, v := range [...]int64{c.Keys, c.Bytes, c.Hidden, c.Expires, c.ExpireSum} {
+		putI64(b[8*i:], v)
 	}
-	return getI64(v[:8]), getI64(v[8:])
+	return b
 }
 
-// AddCounters returns old (possibly nil) with d added.
-func AddCounters(old []byte, keys, bytes int64) []byte {
-	k, b := DecodeCounters(old)
-	return EncodeCounters(k+keys, b+bytes)
+// Add returns c plus d.
+func (c Counts) Add(d Counts) Counts {
+	return Counts{c.Keys + d.Keys, c.Bytes + d.Bytes, c.Hidden + d.Hidden, c.Expires + d.Expires, c.ExpireSum + d.ExpireSum}
+}
+
+// DecodeCounts reverses Encode. complete is false for the first release's
+// record, which has keys and bytes only; a malformed record reads as zero
+// and not complete.
+func DecodeCounts(v []byte) (c Counts, complete bool) {
+	switch len(v) {
+	case countersLen:
+		return Counts{getI64(v), getI64(v[8:]), getI64(v[16:]), getI64(v[24:]), getI64(v[32:])}, true
+	case legacyCountersLen:
+		return Counts{Keys: getI64(v), Bytes: getI64(v[8:])}, false
+	}
+	return Counts{}, false
+}
+
+// EncodeLegacyCounters is the first release's counters record, for a
+// merge of its records alone, which must stay in their form.
+func EncodeLegacyCounters(keys, bytes int64) []byte {
+	b := make([]byte, legacyCountersLen)
+	putI64(b, keys)
+	putI64(b[8:], bytes)
+	return b
+}
+
+// DecodeCounters returns the keys and bytes of a counters record of
+// either form.
+func DecodeCounters(v []byte) (keys, bytes int64) {
+	c, _ := DecodeCounts(v)
+	return c.Keys, c.Bytes
+}
+
+// AddCounts returns the counters record old (possibly nil) with d added,
+// for a backend without a merge operator.
+func AddCounts(old []byte, d Counts) []byte {
+	c, _ := DecodeCounts(old)
+	return c.Add(d).Encode()
 }
 
 func putI64(b []byte, v int64) {
