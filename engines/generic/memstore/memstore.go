@@ -37,8 +37,9 @@
 // every write, expiry, eviction, restore and deletion keeps them exact.
 // CountKeys (DBSIZE, INFO keyspace) reads them under the shared lock. A
 // table holds few buckets (about buckets/Shards), so they are a small
-// slice searched linearly; its header is in the table's charge, its
-// entries (40 bytes each) are not charged.
+// slice searched linearly, allocated with the table and charged with it
+// (tableAlloc) for the first bucket; those of further buckets (40 bytes
+// each) are not charged.
 //
 // # Memory accounting and eviction
 //
@@ -104,7 +105,7 @@ var (
 	itemOverhead  = allocSize(int(unsafe.Sizeof(item{}))) + 36
 	psetOverhead  = allocSize(int(unsafe.Sizeof(pset{}))) + 32 + 64
 	mapOverhead   = int64(48 + 208)
-	tableOverhead = allocSize(int(unsafe.Sizeof(table{}))) + mapOverhead + 32
+	tableOverhead = allocSize(int(unsafe.Sizeof(tableAlloc{}))) + mapOverhead + 32
 )
 
 // sizeClasses are the Go allocator's small size classes
@@ -169,6 +170,20 @@ type shard struct {
 	exp    expHeap
 	minExp atomic.Int64 // exp[0].expireAt, 0 when exp is empty
 	_      [64]byte     // keep hot shards on separate cache lines
+}
+
+// tableAlloc is a table allocated with room for the counters of its first
+// bucket, which every table has: one allocation where two would be, and
+// the first counters charged with the table.
+type tableAlloc struct {
+	table
+	first [1]bucketCounts
+}
+
+func newTable() *table {
+	ta := &tableAlloc{}
+	ta.counts = ta.first[:0:1]
+	return &ta.table
 }
 
 // table holds one area's records within a shard.
@@ -500,7 +515,7 @@ func (s *Store) Update(r generic.Ref, fn generic.RawUpdate) error {
 func (s *Store) insertLocked(sh *shard, tab *table, ps *pset, r *generic.Ref) *item {
 	a := &s.areas[r.Area]
 	if tab == nil {
-		tab = &table{}
+		tab = newTable()
 		sh.tables[r.Area] = tab
 		a.bytes.Add(tableOverhead)
 		s.total.Add(tableOverhead)
