@@ -127,6 +127,10 @@ func testKeyCounts(t *testing.T, open OpenFunc) {
 	f.put(k(b1, 0, "c"), "2", engines.PutOptions{Expire: engines.Expire{Mode: engines.ExpireKeep}}) // kept
 	check("overwrites")
 	want(b1, 0, engines.KeyCounts{Keys: 3, Expires: 2, TTL: 25_000})
+	f.put(k(b1, 0, "c"), "3", engines.PutOptions{Expire: at(30_000)}) // another TTL
+	check("TTL changed")
+	want(b1, 0, engines.KeyCounts{Keys: 3, Expires: 2, TTL: 35_000})
+	f.put(k(b1, 0, "c"), "4", engines.PutOptions{Expire: at(20_000)})
 	// NX on an existing key, and a version mismatch, change nothing.
 	if v, err := e.Put(k(b1, 0, "a"), []byte("x"), engines.PutOptions{Cond: engines.CondIfMissing}); err != nil || v != 0 {
 		t.Fatalf("NX put = %d %v", v, err)

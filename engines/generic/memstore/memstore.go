@@ -5,7 +5,7 @@
 // # Layout
 //
 // A record lives in the shard of its bucket (bucket mod Shards), so that
-// ForEach and DeleteBucket (migration, SCAN, DBSIZE) visit one shard: with
+// ForEach and DeleteBucket (migration, SCAN) visit one shard: with
 // the default 256 shards and 1023 buckets, a bucket scan reads about four
 // buckets' records and filters on the bucket each record carries. Inside a
 // shard, records are grouped by area, so DeleteArea drops whole tables.

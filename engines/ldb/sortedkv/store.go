@@ -90,9 +90,11 @@ func (s *Store) add(p *pair, d Counts) {
 	}
 	p.keys.Add(d.Keys)
 	p.bytes.Add(d.Bytes)
-	p.hidden.Add(d.Hidden)
-	p.expires.Add(d.Expires)
-	p.expireSum.Add(d.ExpireSum)
+	if d.Hidden != 0 || d.Expires != 0 || d.ExpireSum != 0 { // most writes neither hide nor expire
+		p.hidden.Add(d.Hidden)
+		p.expires.Add(d.Expires)
+		p.expireSum.Add(d.ExpireSum)
+	}
 	a := &s.areas[p.area]
 	a.keys.Add(d.Keys)
 	a.bytes.Add(d.Bytes)
