@@ -1,5 +1,7 @@
 package sortedkv
 
+import "encoding/binary"
+
 // Backend is the ordered byte store under an Engine: pebble for ldb, bbolt
 // for kdb. It knows nothing of Tair; the Engine owns the key and value
 // encodings, the locking and the accounting.
@@ -82,22 +84,30 @@ type Counts struct {
 	Keys, Bytes, Hidden, Expires, ExpireSum int64
 }
 
-// A counters record is its fields as little-endian int64s, in Counts'
-// order: 40 bytes. The first release wrote keys and bytes only (16
-// bytes); Open completes such a record (Store.load) before anything is
-// added to it.
+// A counters record is a format byte and its fields as varints (zigzag),
+// in Counts' order: 6 to 51 bytes, most often under 16 (a bbolt page or a
+// pebble merge operand holds one per write, so its size shows in write
+// costs). The first release wrote keys and bytes as two little-endian
+// int64s, 16 bytes; a record of this format is never 16 bytes long (a
+// zero byte pads one that would be), so the two never mix up, and Open
+// completes a first-release record (Store.load) before anything is added
+// to it.
 const (
-	countersLen       = 40
+	countersFormat    = 2
 	legacyCountersLen = 16
 )
 
 // Encode is the persisted form of c.
 func (c Counts) Encode() []byte {
-	b := make([]byte, countersLen)
-	for i, v := range [...]int64{c.Keys, c.Bytes, c.Hidden, c.Expires, c.ExpireSum} {
-		putI64(b[8*i:], v)
+	var buf [1 + 5*binary.MaxVarintLen64 + 1]byte
+	b := append(buf[:0], countersFormat)
+	for _, v := range [...]int64{c.Keys, c.Bytes, c.Hidden, c.Expires, c.ExpireSum} {
+		b = binary.AppendVarint(b, v)
 	}
-	return b
+	if len(b) == legacyCountersLen {
+		b = append(b, 0)
+	}
+	return append([]byte(nil), b...)
 }
 
 // Add returns c plus d.
@@ -109,13 +119,25 @@ func (c Counts) Add(d Counts) Counts {
 // record, which has keys and bytes only; a malformed record reads as zero
 // and not complete.
 func DecodeCounts(v []byte) (c Counts, complete bool) {
-	switch len(v) {
-	case countersLen:
-		return Counts{getI64(v), getI64(v[8:]), getI64(v[16:]), getI64(v[24:]), getI64(v[32:])}, true
-	case legacyCountersLen:
+	if len(v) == legacyCountersLen {
 		return Counts{Keys: getI64(v), Bytes: getI64(v[8:])}, false
 	}
-	return Counts{}, false
+	if len(v) == 0 || v[0] != countersFormat {
+		return Counts{}, false
+	}
+	var f [5]int64
+	p := v[1:]
+	for i := range f {
+		x, n := binary.Varint(p)
+		if n <= 0 {
+			return Counts{}, false
+		}
+		f[i], p = x, p[n:]
+	}
+	if len(p) > 1 || len(p) == 1 && p[0] != 0 {
+		return Counts{}, false
+	}
+	return Counts{f[0], f[1], f[2], f[3], f[4]}, true
 }
 
 // EncodeLegacyCounters is the first release's counters record, for a

@@ -1,6 +1,7 @@
 package sortedkv
 
 import (
+	"math"
 	"testing"
 
 	"github.com/tairkv/tair/engines"
@@ -65,5 +66,39 @@ func TestLegacyCountersCompleted(t *testing.T) {
 	v, _, _ = be.Get(ck)
 	if got, complete := DecodeCounts(v); !complete || got != c {
 		t.Fatalf("the record after open: %+v (complete %v), want %+v written whole", got, complete, c)
+	}
+}
+
+// TestCountsEncoding: a record decodes to what was encoded, whatever the
+// values, and is never 16 bytes long, the length that marks a
+// first-release record.
+func TestCountsEncoding(t *testing.T) {
+	vals := []int64{0, 1, -1, 63, -64, 64, 1 << 20, -(1 << 35), 1 << 50, 1_764_000_000_000, math.MaxInt64, math.MinInt64}
+	padded := 0
+	for i, a := range vals {
+		for j, b := range vals {
+			c := Counts{Keys: a, Bytes: b, Hidden: vals[(i+j)%len(vals)], Expires: vals[(i*j)%len(vals)], ExpireSum: vals[(i+2*j)%len(vals)]}
+			v := c.Encode()
+			if len(v) == legacyCountersLen {
+				t.Fatalf("%+v encodes to %d bytes, a first-release record's length", c, len(v))
+			}
+			if len(v) == legacyCountersLen+1 && v[len(v)-1] == 0 {
+				padded++
+			}
+			if got, complete := DecodeCounts(v); !complete || got != c {
+				t.Fatalf("%+v encodes to %x, which decodes to %+v (complete %v)", c, v, got, complete)
+			}
+		}
+	}
+	if padded == 0 {
+		t.Fatal("no value set needed the pad: the case is not covered")
+	}
+	if c, complete := DecodeCounts(EncodeLegacyCounters(7, 700)); complete || c != (Counts{Keys: 7, Bytes: 700}) {
+		t.Fatalf("a first-release record decodes to %+v (complete %v)", c, complete)
+	}
+	for _, bad := range [][]byte{nil, {countersFormat}, {countersFormat, 2, 2, 2, 2}, {countersFormat, 0, 0, 0, 0, 0, 1}, {1, 0, 0, 0, 0, 0}} {
+		if c, complete := DecodeCounts(bad); complete || c != (Counts{}) {
+			t.Fatalf("malformed %x decodes to %+v (complete %v)", bad, c, complete)
+		}
 	}
 }
