@@ -431,25 +431,33 @@ func (s *Server) forward(out []byte, to string, b route.BucketID, env envelope.H
 	return append(out, raw...)
 }
 
-// dbsize counts the area's visible keys in the buckets this node masters.
+// dbsize counts the area's visible keys in the buckets this node masters,
+// from the engine's counters (engines.KeyCounts: hidden keys left out).
 func (s *Server) dbsize(out []byte, env envelope.Header) []byte {
+	var n int64
+	s.eng.CountKeys(s.masterBuckets(), func(area uint16, c engines.KeyCounts) {
+		if area == env.Area {
+			n = c.Keys
+		}
+	})
+	return resp.AppendInt(out, n)
+}
+
+// masterBuckets lists the buckets this node masters in its table (none
+// without a table), the buckets whose keys it counts: summed over the
+// nodes, each key once.
+func (s *Server) masterBuckets() []uint32 {
 	t := s.Table()
 	if t == nil {
-		return resp.AppendInt(out, 0)
+		return nil
 	}
-	var n int64
+	var out []uint32
 	for b := range route.BucketID(t.Buckets) {
-		if !t.IsMaster(b, s.addr) {
-			continue
+		if t.IsMaster(b, s.addr) {
+			out = append(out, uint32(b))
 		}
-		_ = s.eng.ForEach(uint32(b), func(r *engines.Record) error {
-			if r.Area == env.Area && !r.Entry.Hidden {
-				n++
-			}
-			return nil
-		})
 	}
-	return resp.AppendInt(out, n)
+	return out
 }
 
 // scanBucket: SCANBUCKET <bucket> <cursor> [MATCH p] [COUNT n] [TYPE t]
@@ -524,19 +532,18 @@ func (s *Server) flush(out []byte, env envelope.Header, all bool) []byte {
 		}
 		return resp.AppendOK(out)
 	}
-	// Every area with data here: those with counters, and those seen in
-	// the buckets (records restored by a migration, say).
+	// Every area with data here: those with counters, and those with keys
+	// in the table's buckets (records restored by a migration, say).
 	areas := map[uint16]bool{0: true}
 	for a := range s.eng.AllStats() {
 		areas[a] = true
 	}
 	if t := s.Table(); t != nil {
-		for b := range route.BucketID(t.Buckets) {
-			_ = s.eng.ForEach(uint32(b), func(r *engines.Record) error {
-				areas[r.Area] = true
-				return nil
-			})
+		all := make([]uint32, t.Buckets)
+		for b := range all {
+			all[b] = uint32(b)
 		}
+		s.eng.CountKeys(all, func(area uint16, _ engines.KeyCounts) { areas[area] = true })
 	}
 	for a := range areas {
 		if _, err := s.eng.DeleteArea(a); err != nil {

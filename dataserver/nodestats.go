@@ -3,10 +3,8 @@ package dataserver
 import (
 	"sort"
 	"strconv"
-	"time"
 
 	"github.com/tairkv/tair/engines"
-	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
 
@@ -20,8 +18,9 @@ import (
 // With KEYSPACE, for each area holding keys in the buckets this node
 // masters (so that summing over the nodes counts each key once):
 // db<area>_keys, db<area>_expires (those with a TTL) and db<area>_ttl_ms
-// (their remaining TTLs summed, for avg_ttl). Hidden keys are left out,
-// as DBSIZE leaves them out.
+// (their remaining TTLs summed, for avg_ttl: exact, where Redis samples).
+// Hidden keys are left out, as DBSIZE leaves them out. All three come from
+// the engine's counters (engines.KeyCounts), without visiting a record.
 func (s *Server) nodeStats(out []byte, args [][]byte) []byte {
 	keyspace := false
 	switch {
@@ -47,34 +46,12 @@ func (s *Server) nodeStats(out []byte, args [][]byte) []byte {
 	fields := []kv{{"keyspace_hits", hits}, {"keyspace_misses", misses}, {"expired_keys", expired},
 		{"evicted_keys", evicted}, {"used_memory", used}, {"maxmemory", s.cfg.MemoryLimit}}
 	if keyspace {
-		type areaKeys struct{ keys, expires, ttl int64 }
-		areas := map[uint16]*areaKeys{}
-		now := time.Now().UnixMilli()
-		if t := s.Table(); t != nil {
-			for b := range route.BucketID(t.Buckets) {
-				if !t.IsMaster(b, s.addr) {
-					continue
-				}
-				_ = s.eng.ForEach(uint32(b), func(r *engines.Record) error {
-					if r.Entry.Hidden {
-						return nil
-					}
-					a := areas[r.Area]
-					if a == nil {
-						a = &areaKeys{}
-						areas[r.Area] = a
-					}
-					a.keys++
-					if at := r.Entry.ExpireAt; at != 0 {
-						a.expires++
-						if at > now {
-							a.ttl += at - now
-						}
-					}
-					return nil
-				})
+		areas := map[uint16]engines.KeyCounts{}
+		s.eng.CountKeys(s.masterBuckets(), func(area uint16, c engines.KeyCounts) {
+			if c.Keys > 0 { // an area of hidden keys only is not listed
+				areas[area] = c
 			}
-		}
+		})
 		ids := make([]int, 0, len(areas))
 		for a := range areas {
 			ids = append(ids, int(a))
@@ -82,7 +59,7 @@ func (s *Server) nodeStats(out []byte, args [][]byte) []byte {
 		sort.Ints(ids)
 		for _, id := range ids {
 			a, p := areas[uint16(id)], "db"+strconv.Itoa(id)
-			fields = append(fields, kv{p + "_keys", a.keys}, kv{p + "_expires", a.expires}, kv{p + "_ttl_ms", a.ttl})
+			fields = append(fields, kv{p + "_keys", a.Keys}, kv{p + "_expires", a.Expires}, kv{p + "_ttl_ms", a.TTL})
 		}
 	}
 	out = resp.AppendArray(out, 2*len(fields))

@@ -280,6 +280,24 @@ type AreaStats struct {
 	Evictions int64
 }
 
+// KeyCounts are the key counts of an area in a set of buckets, as DBSIZE
+// and INFO keyspace report them. Engines keep them as counters per (bucket,
+// area), changed by every write, expiry, eviction and bucket or area
+// deletion, so reading them visits no record.
+type KeyCounts struct {
+	// Keys are the keys a Redis client sees: plain keys that are not
+	// hidden, and pkeys (once each, whatever their skeys' hidden bits or
+	// expiry: a pkey itself is neither hidden nor expiring).
+	Keys int64
+	// Hidden are the hidden plain keys, which Keys leaves out.
+	Hidden int64
+	// Expires are the keys of Keys that have an expiry.
+	Expires int64
+	// TTL is the remaining time to live of those keys, in milliseconds,
+	// summed (the mean is INFO keyspace's avg_ttl).
+	TTL int64
+}
+
 // Engine is the storage interface every engine implements.
 type Engine interface {
 	// Name is the registered name ("mdb", "rdb", "ldb", "kdb").
@@ -344,6 +362,13 @@ type Engine interface {
 	DeleteArea(area uint16) (int64, error)
 	// Count returns the number of live keys in area (pkeys count once).
 	Count(area uint16) int64
+	// CountKeys calls fn, once per area that holds keys (hidden ones
+	// included) in any of buckets, with that area's KeyCounts summed over
+	// them, in no particular order. The counts are exact at the time of
+	// the call (expired records are reclaimed first), as a ForEach of the
+	// buckets would find them, but read from counters: no record is
+	// visited. fn must not call into the engine.
+	CountKeys(buckets []uint32, fn func(area uint16, c KeyCounts))
 
 	// Stats returns area's counters; AllStats every area's.
 	Stats(area uint16) AreaStats

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tairkv/tair/engines"
 )
@@ -72,6 +73,23 @@ func Bench(b *testing.B, open BenchOpenFunc) {
 			}
 		}
 	})
+	b.Run("PutRemove", func(b *testing.B) {
+		// A new key and its deletion: the writes that change the key
+		// counters (an overwrite of the same hiding and expiry does not).
+		e := benchOpen(b, open)
+		keys, val := benchKeys(BenchKeys)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			k := keys[i%len(keys)]
+			if _, err := e.Put(k, val, engines.PutOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			if err := e.Remove(k, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("Get", func(b *testing.B) {
 		e, keys := benchFilled(b, open)
 		b.ReportAllocs()
@@ -132,6 +150,11 @@ func Bench(b *testing.B, open BenchOpenFunc) {
 			}
 		}
 		b.ReportMetric(float64(n)/float64(b.N), "records/op")
+	})
+	b.Run("DBSize1M", func(b *testing.B) {
+		e := benchOpen(b, open)
+		FillDBSize(b, e, DBSizeKeys)
+		BenchDBSize(b, e)
 	})
 	b.Run("BytesPerKey", func(b *testing.B) {
 		// A measurement, not a timing: it loads the data set once per call
@@ -198,5 +221,74 @@ func BenchPrefixRange(b *testing.B, e engines.Engine) {
 		if err != nil || len(kvs) != PrefixRangeLen {
 			b.Fatalf("%d skeys, %v", len(kvs), err)
 		}
+	}
+}
+
+// DBSizeKeys is the key count of the DBSIZE benchmark.
+const DBSizeKeys = 1_000_000
+
+// FillDBSize puts n keys of area 0 over 1023 buckets into e, as DBSIZE
+// finds them on a node: one in ten with a TTL, one in a hundred hidden.
+func FillDBSize(b *testing.B, e engines.Engine, n int) {
+	b.Helper()
+	val := []byte("0123456789abcdef0123456789abcdef")
+	exp := engines.Expire{Mode: engines.ExpireAt, At: time.Now().Add(time.Hour).UnixMilli()}
+	for i := 0; i < n; i++ {
+		k := []byte(fmt.Sprintf("key:%012d", i))
+		key := engines.Key{Bucket: BucketOf(k), Key: k}
+		o := engines.PutOptions{}
+		if i%10 == 0 {
+			o.Expire = exp
+		}
+		if _, err := e.Put(key, val, o); err != nil {
+			b.Fatal(err)
+		}
+		if i%100 == 1 {
+			if err := e.SetHidden(key, true); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchDBSize times one node's DBSIZE of area 0 over the 1023 buckets of
+// e: Walk as the dataserver counted before the engines kept key counters
+// (ForEach of every bucket, hidden keys left out), Counters with
+// CountKeys, which reads them.
+func BenchDBSize(b *testing.B, e engines.Engine) {
+	buckets := make([]uint32, 1023)
+	for i := range buckets {
+		buckets[i] = uint32(i)
+	}
+	var walked, counted int64
+	b.Run("Walk", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			walked = 0
+			for _, bk := range buckets {
+				if err := e.ForEach(bk, func(r *engines.Record) error {
+					if r.Area == 0 && !r.Entry.Hidden {
+						walked++
+					}
+					return nil
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(walked), "keys")
+	})
+	b.Run("Counters", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			e.CountKeys(buckets, func(area uint16, c engines.KeyCounts) {
+				if area == 0 {
+					counted = c.Keys
+				}
+			})
+		}
+		b.ReportMetric(float64(counted), "keys")
+	})
+	if walked != 0 && counted != 0 && walked != counted {
+		b.Fatalf("DBSIZE: a walk counts %d keys, the counters %d", walked, counted)
 	}
 }

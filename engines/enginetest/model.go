@@ -348,6 +348,11 @@ func (r *modelRun) checkAll() {
 			r.fail("Count(%d) = %d, model %d", a, got, want)
 		}
 	}
+	all := make([]uint32, 0, len(buckets))
+	for b := range buckets {
+		all = append(all, b)
+	}
+	CheckKeyCounts(r.t, r.e, all, r.clk.NowMs())
 }
 
 func (r *modelRun) checkEntry(what string, got engines.Entry, err error, want *mrec) {

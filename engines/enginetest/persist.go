@@ -45,6 +45,10 @@ func RunPersistence(t *testing.T, open OpenFunc) {
 	}
 	d7, d8 := dump(t, e, 7), dump(t, e, 8)
 	counts := map[uint16]int64{0: e.Count(0), 3: e.Count(3), 9: e.Count(9)}
+	// CountKeys' counters (hidden and expiring keys, TTLs) survive too.
+	buckets := []uint32{7, 8}
+	CheckKeyCounts(t, e, buckets, clk.NowMs())
+	keyCounts := keyCountsString(countKeys(t, e, buckets))
 	if counts[9] != 0 {
 		t.Fatalf("Count(9) = %d after DeleteArea", counts[9])
 	}
@@ -63,6 +67,10 @@ func RunPersistence(t *testing.T, open OpenFunc) {
 				t.Fatalf("reopen %d: Count(%d) = %d, want %d", round, a, got, n)
 			}
 		}
+		if got := keyCountsString(countKeys(t, e, buckets)); got != keyCounts {
+			t.Fatalf("reopen %d: CountKeys:%s\nwant:%s", round, got, keyCounts)
+		}
+		CheckKeyCounts(t, e, buckets, clk.NowMs())
 	}
 	e = open(t, o)
 	check(e, 1)
@@ -77,6 +85,7 @@ func RunPersistence(t *testing.T, open OpenFunc) {
 	d7 = dump(t, e, 7)
 	d8 = nil
 	counts = map[uint16]int64{0: e.Count(0), 3: e.Count(3), 9: 0}
+	keyCounts = keyCountsString(countKeys(t, e, buckets))
 	must(t, e.Close())
 
 	e = open(t, o)
@@ -99,4 +108,5 @@ func RunPersistence(t *testing.T, open OpenFunc) {
 	if n := len(dump(t, e, 7)); n != len(d7)-6 { // three keys in areas 0 and 3
 		t.Fatalf("bucket 7 has %d records after expiry, want %d", n, len(d7)-6)
 	}
+	CheckKeyCounts(t, e, buckets, clk.NowMs())
 }

@@ -54,6 +54,7 @@ func Run(t *testing.T, open OpenFunc) {
 		{"NotSupported", testNotSupported},
 		{"InvalidOptions", testInvalidOptions},
 		{"RestoreSkeyOrder", testRestoreSkeyOrder},
+		{"KeyCounts", testKeyCounts},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open) })

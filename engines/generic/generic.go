@@ -875,6 +875,13 @@ func (e *Engine) Count(area uint16) int64 {
 	return e.st.Count(area)
 }
 
+func (e *Engine) CountKeys(buckets []uint32, fn func(area uint16, c engines.KeyCounts)) {
+	if e.closed.Load() {
+		return
+	}
+	e.st.CountKeys(buckets, fn)
+}
+
 func (e *Engine) Stats(area uint16) engines.AreaStats {
 	if area > MaxArea {
 		return engines.AreaStats{}

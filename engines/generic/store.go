@@ -91,6 +91,10 @@ type Store interface {
 	// Count returns the exact number of live keys of area (a pkey with at
 	// least one live skey counts once).
 	Count(area uint16) int64
+	// CountKeys is engines.Engine.CountKeys: the store keeps the counts
+	// per (bucket, area) as it keeps Count's, and reclaims the buckets'
+	// expired records before it reads them.
+	CountKeys(buckets []uint32, fn func(area uint16, c engines.KeyCounts))
 	// Usage returns area's accounted bytes and how many records were
 	// evicted from it.
 	Usage(area uint16) (bytes, evictions int64)

@@ -304,7 +304,7 @@ func apply(tx *bolt.Tx, b *sortedkv.Batch) error {
 		if err != nil {
 			return err
 		}
-		if err := bk.Put(inner, sortedkv.AddCounters(bk.Get(inner), c.Keys, c.Bytes)); err != nil {
+		if err := bk.Put(inner, sortedkv.AddCounts(bk.Get(inner), c.Counts())); err != nil {
 			return err
 		}
 	}

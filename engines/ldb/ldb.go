@@ -98,7 +98,12 @@ func OpenFS(o engines.Options, fs vfs.FS) (*generic.Engine, error) {
 
 // countersMerger sums the counter deltas sortedkv writes as merge operands.
 // Addition is associative and commutative, so a partial merge (during a
-// compaction that does not see the base) is as good as a full one.
+// compaction that does not see the base) is as good as a full one. The
+// name stays that of the first release, whose operands held keys and
+// bytes only (pebble refuses to open a store under another merger's
+// name): a merge of such operands alone stays in their form, so that
+// sortedkv's Open still sees the record as one to complete (a compaction
+// may merge them before Open does).
 var countersMerger = &pebble.Merger{
 	Name: "tair.counters.v1",
 	Merge: func(_, value []byte) (pebble.ValueMerger, error) {
@@ -108,18 +113,24 @@ var countersMerger = &pebble.Merger{
 	},
 }
 
-type counterMerge struct{ keys, bytes int64 }
+type counterMerge struct {
+	sum      sortedkv.Counts
+	complete bool // an operand had every field
+}
 
 func (m *counterMerge) add(v []byte) {
-	k, b := sortedkv.DecodeCounters(v)
-	m.keys += k
-	m.bytes += b
+	c, complete := sortedkv.DecodeCounts(v)
+	m.sum = m.sum.Add(c)
+	m.complete = m.complete || complete
 }
 
 func (m *counterMerge) MergeNewer(v []byte) error { m.add(v); return nil }
 func (m *counterMerge) MergeOlder(v []byte) error { m.add(v); return nil }
 func (m *counterMerge) Finish(bool) ([]byte, io.Closer, error) {
-	return sortedkv.EncodeCounters(m.keys, m.bytes), nil, nil
+	if !m.complete {
+		return sortedkv.EncodeLegacyCounters(m.sum.Keys, m.sum.Bytes), nil, nil
+	}
+	return m.sum.Encode(), nil, nil
 }
 
 // quietLogger drops pebble's informational messages; fatal ones still stop
@@ -240,7 +251,7 @@ func (s *store) Commit(b *sortedkv.Batch) error {
 		}
 	}
 	for _, c := range b.Counters {
-		if err := pb.Merge(c.Key, sortedkv.EncodeCounters(c.Keys, c.Bytes), nil); err != nil {
+		if err := pb.Merge(c.Key, c.Counts().Encode(), nil); err != nil {
 			return err
 		}
 	}

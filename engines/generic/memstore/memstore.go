@@ -5,7 +5,7 @@
 // # Layout
 //
 // A record lives in the shard of its bucket (bucket mod Shards), so that
-// ForEach and DeleteBucket (migration, SCAN, DBSIZE) visit one shard: with
+// ForEach and DeleteBucket (migration, SCAN) visit one shard: with
 // the default 256 shards and 1023 buckets, a bucket scan reads about four
 // buckets' records and filters on the bucket each record carries. Inside a
 // shard, records are grouped by area, so DeleteArea drops whole tables.
@@ -25,8 +25,21 @@
 //
 // Every record with an expiry sits in its shard's min-heap by expiry time.
 // Reclaiming pops expired records from the heaps (the background sweep, and
-// before Count and eviction), so Count is exact: after a reclaim at time now
-// every stored record is live at now.
+// before Count, CountKeys and eviction), so Count is exact: after a reclaim
+// at time now every stored record is live at now.
+//
+// # Key counts
+//
+// Besides its area's totals, each table keeps one generic.BucketKeys per
+// bucket it holds records of (stored, hidden and expiring keys), changed
+// under the shard's exclusive lock by the three places a record is
+// inserted, changed or removed (insertLocked, setLocked, removeLocked), so
+// every write, expiry, eviction, restore and deletion keeps them exact.
+// CountKeys (DBSIZE, INFO keyspace) reads them under the shared lock. A
+// table holds few buckets (about buckets/Shards), so they are a small
+// slice searched linearly, allocated with the table and charged with it
+// (tableAlloc) for the first bucket; those of further buckets (40 bytes
+// each) are not charged.
 //
 // # Memory accounting and eviction
 //
@@ -99,7 +112,7 @@ var (
 	itemOverhead  = allocSize(int(unsafe.Sizeof(item{}))) + 36
 	psetOverhead  = allocSize(int(unsafe.Sizeof(pset{}))) + 32 + 64
 	mapOverhead   = int64(48 + 208)
-	tableOverhead = allocSize(int(unsafe.Sizeof(table{}))) + mapOverhead + 32
+	tableOverhead = allocSize(int(unsafe.Sizeof(tableAlloc{}))) + mapOverhead + 32
 )
 
 // sizeClasses are the Go allocator's small size classes
@@ -166,11 +179,66 @@ type shard struct {
 	_      [64]byte     // keep hot shards on separate cache lines
 }
 
+// tableAlloc is a table allocated with room for the counters of its first
+// bucket, which every table has: one allocation where two would be, and
+// the first counters charged with the table.
+type tableAlloc struct {
+	table
+	first [1]bucketCounts
+}
+
+func newTable() *table {
+	ta := &tableAlloc{}
+	ta.counts = ta.first[:0:1]
+	return &ta.table
+}
+
 // table holds one area's records within a shard.
 type table struct {
-	keys  map[string]*item
-	pkeys map[string]*pset
-	lru   lruList
+	keys   map[string]*item
+	pkeys  map[string]*pset
+	lru    lruList
+	counts []bucketCounts // one per bucket with records here
+}
+
+// bucketCounts are one bucket's key counters in a table.
+type bucketCounts struct {
+	bucket uint32
+	generic.BucketKeys
+}
+
+// countsOf returns bucket's counters in tab, adding them when missing. The
+// pointer is valid until the next change of tab.counts.
+func (tab *table) countsOf(bucket uint32) *generic.BucketKeys {
+	for i := range tab.counts {
+		if tab.counts[i].bucket == bucket {
+			return &tab.counts[i].BucketKeys
+		}
+	}
+	tab.counts = append(tab.counts, bucketCounts{bucket: bucket})
+	return &tab.counts[len(tab.counts)-1].BucketKeys
+}
+
+// uncountKey takes a stored key (a plain key, or a pkey whose last skey
+// goes) out of bucket's counters, plain with its hidden bit and expiry,
+// and forgets the counters once they count no key: the bucket has no
+// record left in the table.
+func (tab *table) uncountKey(bucket uint32, plain *item) {
+	for i := range tab.counts {
+		c := &tab.counts[i]
+		if c.bucket != bucket {
+			continue
+		}
+		if plain != nil {
+			c.AddPlain(plain.hidden, plain.expireAt, -1)
+		}
+		if c.Stored--; c.Stored == 0 {
+			last := len(tab.counts) - 1
+			tab.counts[i] = tab.counts[last]
+			tab.counts = tab.counts[:last]
+		}
+		return
+	}
 }
 
 // pset is a pkey: its skeys in byte order.
@@ -495,7 +563,7 @@ func (s *Store) Update(r generic.Ref, fn generic.RawUpdate) error {
 func (s *Store) insertLocked(sh *shard, tab *table, ps *pset, r *generic.Ref) *item {
 	a := &s.areas[r.Area]
 	if tab == nil {
-		tab = &table{}
+		tab = newTable()
 		sh.tables[r.Area] = tab
 		a.bytes.Add(tableOverhead)
 		s.total.Add(tableOverhead)
@@ -508,6 +576,7 @@ func (s *Store) insertLocked(sh *shard, tab *table, ps *pset, r *generic.Ref) *i
 		it.key = string(r.Key.Key)
 		tab.keys[it.key] = it
 		a.keys.Add(1)
+		tab.countsOf(r.Bucket).Stored++ // not hidden, no expiry yet: setLocked counts those
 	} else {
 		if ps == nil {
 			if tab.pkeys == nil {
@@ -518,6 +587,7 @@ func (s *Store) insertLocked(sh *shard, tab *table, ps *pset, r *generic.Ref) *i
 			ps = &pset{name: string(r.Key.Key), tree: btree.NewG(16, itemLess), bucket: r.Bucket}
 			tab.pkeys[ps.name] = ps
 			a.keys.Add(1)
+			tab.countsOf(r.Bucket).Stored++
 			n := psetOverhead + allocSize(len(ps.name))
 			a.bytes.Add(n)
 			s.total.Add(n)
@@ -538,6 +608,12 @@ func (s *Store) setLocked(sh *shard, it *item, e *engines.Entry, size int64) {
 	if len(e.Value) == 0 {
 		it.val = nil
 	}
+	tab := sh.tables[it.area]
+	if it.ps == nil && (it.hidden != e.Hidden || it.expireAt != e.ExpireAt) {
+		c := tab.countsOf(it.bucket)
+		c.AddPlain(it.hidden, it.expireAt, -1)
+		c.AddPlain(e.Hidden, e.ExpireAt, 1)
+	}
 	it.version, it.hidden, it.flags = e.Version, e.Hidden, e.Flags
 	size = min(size, math.MaxUint32)
 	a := &s.areas[it.area]
@@ -551,7 +627,7 @@ func (s *Store) setLocked(sh *shard, it *item, e *engines.Entry, size int64) {
 		sh.exp.set(it)
 		sh.syncMinExp()
 	}
-	sh.tables[it.area].lru.moveToFront(it)
+	tab.lru.moveToFront(it)
 	it.clearRef()
 }
 
@@ -563,11 +639,13 @@ func (s *Store) removeLocked(sh *shard, it *item) {
 	if it.ps == nil {
 		delete(tab.keys, it.key)
 		a.keys.Add(-1)
+		tab.uncountKey(it.bucket, it)
 	} else {
 		it.ps.tree.Delete(it)
 		if it.ps.tree.Len() == 0 {
 			delete(tab.pkeys, it.ps.name)
 			a.keys.Add(-1)
+			tab.uncountKey(it.bucket, nil)
 			n := psetOverhead + allocSize(len(it.ps.name))
 			a.bytes.Add(-n)
 			s.total.Add(-n)
@@ -899,6 +977,30 @@ func (s *Store) Count(area uint16) int64 {
 	return s.areas[area].keys.Load()
 }
 
+// CountKeys reclaims the buckets' expired records, then sums their tables'
+// counters by area: one visit of each table of the buckets' shards.
+func (s *Store) CountKeys(buckets []uint32, fn func(area uint16, c engines.KeyCounts)) {
+	now := s.nowMs()
+	tally := generic.KeyTally{}
+	for _, b := range buckets {
+		_ = s.bucketShards(b, func(sh *shard) error {
+			s.reclaimShard(sh, now)
+			sh.mu.RLock()
+			for area, tab := range sh.tables {
+				for i := range tab.counts {
+					if tab.counts[i].bucket == b {
+						tally.Add(area, tab.counts[i].BucketKeys)
+						break
+					}
+				}
+			}
+			sh.mu.RUnlock()
+			return nil
+		})
+	}
+	tally.Report(now, fn)
+}
+
 // CountAreas implements generic.AreaCounter.
 func (s *Store) CountAreas(counts *[generic.MaxArea + 1]int64) {
 	s.reclaimExpired()
@@ -938,19 +1040,24 @@ func (s *Store) Compact() error {
 func (s *Store) reclaimExpired() {
 	now := s.nowMs()
 	for i := range s.shards {
-		sh := &s.shards[i]
-		if m := sh.minExp.Load(); m == 0 || !engines.Expired(m, now) {
-			continue
-		}
-		sh.mu.Lock()
-		for len(sh.exp) > 0 && engines.Expired(sh.exp[0].expireAt, now) {
-			if it := sh.exp[0]; it.ps == nil {
-				s.expired.Add(1)
-			}
-			s.removeLocked(sh, sh.exp[0])
-		}
-		sh.mu.Unlock()
+		s.reclaimShard(&s.shards[i], now)
 	}
+}
+
+// reclaimShard removes sh's records expired at now, without locking when
+// none is.
+func (s *Store) reclaimShard(sh *shard, now int64) {
+	if m := sh.minExp.Load(); m == 0 || !engines.Expired(m, now) {
+		return
+	}
+	sh.mu.Lock()
+	for len(sh.exp) > 0 && engines.Expired(sh.exp[0].expireAt, now) {
+		if it := sh.exp[0]; it.ps == nil {
+			s.expired.Add(1)
+		}
+		s.removeLocked(sh, sh.exp[0])
+	}
+	sh.mu.Unlock()
 }
 
 // overBudget reports whether area is over its quota or the store over its

@@ -25,13 +25,14 @@ import (
 //
 // Kinds, in key order:
 //
-//	kindCounters  [b][a][0x00]                            -> keys i64, bytes i64
+//	kindCounters  [b][a][0x00]                            -> Counts (backend.go)
 //	kindExpiry    [b][a][0x01][expireAt u64][dataKey...]  -> empty
 //	kindPlain     [b][a][0x02][key]                       -> value
 //	kindPrefix    [b][a][0x03][len(pkey) u16][pkey][skey] -> value
 //
 // The counters record holds the (bucket, area)'s stored key count and byte
-// total (an expired record counts until the sweep reclaims it). It sits inside the bucket's range on purpose: DeleteBucket and
+// total, and its hidden and expiring plain keys (an expired record counts
+// until the sweep reclaims it). It sits inside the bucket's range on purpose: DeleteBucket and
 // DeleteArea remove it in the same range deletion as the data it counts, so
 // counters and data can never disagree, even across a crash.
 //

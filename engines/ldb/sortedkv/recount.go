@@ -14,10 +14,15 @@ type Recount struct {
 	// and pkeys with a stored skey (expired records included until they
 	// are reclaimed), and the bytes of their encoded keys and values.
 	Keys, Bytes int64
+	// Plain counts the plain records' hidden bits and expiries as
+	// CountKeys does (Stored unused).
+	Plain generic.BucketKeys
 	// Expiry is the number of expiry index entries.
 	Expiry int64
-	// PersistedKeys and PersistedBytes sum the area's counters records.
+	// PersistedKeys and PersistedBytes sum the area's counters records,
+	// PersistedPlain their other fields.
 	PersistedKeys, PersistedBytes int64
+	PersistedPlain                generic.BucketKeys
 }
 
 // Recount walks every stored key of area, whatever the in-memory state
@@ -40,14 +45,21 @@ func (s *Store) Recount(area uint16) (Recount, error) {
 		}
 		switch k[bucketAreaLen] {
 		case kindCounters:
-			keys, nbytes := DecodeCounters(v)
-			rc.PersistedKeys += keys
-			rc.PersistedBytes += nbytes
+			c, _ := DecodeCounts(v)
+			rc.PersistedKeys += c.Keys
+			rc.PersistedBytes += c.Bytes
+			rc.PersistedPlain.Add(generic.BucketKeys{Hidden: c.Hidden, Expires: c.Expires, ExpireSum: c.ExpireSum})
 		case kindExpiry:
 			rc.Expiry++
 		case kindPlain:
+			r, err := decodeValue(v)
+			if err != nil {
+				ferr = err
+				return false
+			}
 			rc.Keys++
 			rc.Bytes += int64(len(k) + len(v))
+			rc.Plain.AddPlain(r.hidden, r.expireAt, 1)
 		case kindPrefix:
 			d, err := parseDataKey(k)
 			if err != nil {

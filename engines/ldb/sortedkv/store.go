@@ -21,12 +21,15 @@
 //
 // # Counting
 //
-// Each (bucket, area) has a counters record (keys, bytes) inside its own
+// Each (bucket, area) has a counters record (Counts: keys, bytes, and the
+// hidden and expiring plain keys that CountKeys reports) inside its own
 // key range, changed in the same batch as the data it counts (keys.go), and
 // mirrored in memory; Open rebuilds the memory copy from the records, so
 // counts are exact after a restart or a crash without scanning the data. A
 // pkey counts once while it has at least one stored skey; bytes are the
-// stored keys plus the stored values.
+// stored keys plus the stored values. A write knows what it replaces (it
+// reads the old record for its version anyway), so keeping the counters
+// costs it no read.
 //
 // Stored records include expired ones until they are reclaimed. Count and
 // DeleteArea first reclaim the area's expired records (only in the
@@ -67,16 +70,39 @@ const (
 // ErrClosed is returned by every operation after Close.
 var ErrClosed = errs.New(errs.ServerCanNotWork, "sortedkv: store is closed")
 
-// pair holds one (bucket, area)'s stored keys and bytes and a lower bound
-// of its earliest expiry (0: nothing expires).
+// pair holds one (bucket, area)'s counters (Counts) and a lower bound of
+// its earliest expiry (0: nothing expires).
 type pair struct {
-	bucket      uint32
-	area        uint16
-	keys, bytes atomic.Int64
-	minExp      atomic.Int64 // read lock-free; changed under expMu
+	bucket                     uint32
+	area                       uint16
+	keys, bytes                atomic.Int64
+	hidden, expires, expireSum atomic.Int64
+	minExp                     atomic.Int64 // read lock-free; changed under expMu
 
 	expMu  sync.Mutex
 	expGen uint64 // counts writes that added expiring records
+}
+
+// add adds d to p's counters and the area's totals.
+func (s *Store) add(p *pair, d Counts) {
+	if d == (Counts{}) {
+		return
+	}
+	p.keys.Add(d.Keys)
+	p.bytes.Add(d.Bytes)
+	if d.Hidden != 0 || d.Expires != 0 || d.ExpireSum != 0 { // most writes neither hide nor expire
+		p.hidden.Add(d.Hidden)
+		p.expires.Add(d.Expires)
+		p.expireSum.Add(d.ExpireSum)
+	}
+	a := &s.areas[p.area]
+	a.keys.Add(d.Keys)
+	a.bytes.Add(d.Bytes)
+}
+
+// bucketKeys returns p's counters as CountKeys sums them.
+func (p *pair) bucketKeys() generic.BucketKeys {
+	return generic.BucketKeys{Stored: p.keys.Load(), Hidden: p.hidden.Load(), Expires: p.expires.Load(), ExpireSum: p.expireSum.Load()}
 }
 
 // addExpiry lowers p's earliest expiry to at after a write committed an
@@ -202,13 +228,15 @@ func (s *Store) load() error {
 		}
 		bucket, area := be32(k), be16(k[4:])
 		if k[bucketAreaLen] == kindCounters && len(k) == headerLen && area <= generic.MaxArea {
-			keys, nbytes := DecodeCounters(v)
-			if keys != 0 || nbytes != 0 {
+			c, complete := DecodeCounts(v)
+			if c.Keys != 0 || c.Bytes != 0 {
+				if !complete {
+					if c, err = s.completeCounts(k, c); err != nil {
+						return err
+					}
+				}
 				p := s.pair(bucket, area)
-				p.keys.Add(keys)
-				p.bytes.Add(nbytes)
-				s.areas[area].keys.Add(keys)
-				s.areas[area].bytes.Add(nbytes)
+				s.add(p, c)
 				if err := s.resetMinExp(p); err != nil {
 					return err
 				}
@@ -218,6 +246,34 @@ func (s *Store) load() error {
 			return nil
 		}
 	}
+}
+
+// completeCounts fills in the counts a first-release counters record
+// (keys and bytes only) lacks, from one walk of the pair's plain records,
+// and writes the record whole, so that this walk happens once per pair.
+func (s *Store) completeCounts(countersKey []byte, c Counts) (Counts, error) {
+	lo, hi := kindRange(be32(countersKey), be16(countersKey[4:]), kindPlain)
+	var plain generic.BucketKeys
+	var ferr error
+	err := s.be.Scan(lo, hi, false, func(_, v []byte) bool {
+		r, err := decodeValue(v)
+		if err != nil {
+			ferr = err
+			return false
+		}
+		plain.AddPlain(r.hidden, r.expireAt, 1)
+		return true
+	})
+	if err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return c, err
+	}
+	c.Hidden, c.Expires, c.ExpireSum = plain.Hidden, plain.Expires, plain.ExpireSum
+	var b Batch
+	b.Set(countersKey, c.Encode())
+	return c, s.be.Commit(&b)
 }
 
 // first returns a copy of the first key in [lo, hi) and its value.
@@ -354,15 +410,17 @@ type write struct {
 	noQuota       bool // a replica's copy or a restore: the master decided
 	b             Batch
 	dKeys, dBytes int64
-	minExp        int64 // earliest expiry this write adds (0: none)
+	dPlain        generic.BucketKeys // the change to Hidden, Expires, ExpireSum
+	minExp        int64              // earliest expiry this write adds (0: none)
 }
 
 func (s *Store) newWrite(bucket uint32, area uint16) *write {
 	return &write{s: s, bucket: bucket, area: area}
 }
 
-// set stores r at sl.key, replacing what sl holds. countKey: a new record
-// adds a key (plain records; for skeys the caller counts the pkey).
+// set stores r at sl.key, replacing what sl holds. countKey: the record is
+// a plain key, counted with its hidden bit and expiry, and a new one adds
+// a key (for skeys the caller counts the pkey).
 func (w *write) set(sl *slot, r *record, countKey bool) {
 	v := appendValue(make([]byte, 0, 16+len(r.payload)), r)
 	w.b.Set(sl.key, v)
@@ -372,8 +430,14 @@ func (w *write) set(sl *slot, r *record, countKey bool) {
 		if sl.rec.expireAt != 0 && sl.rec.expireAt != r.expireAt {
 			w.b.Delete(expiryKey(sl.key, sl.rec.expireAt))
 		}
+		if countKey {
+			w.dPlain.AddPlain(sl.rec.hidden, sl.rec.expireAt, -1)
+		}
 	} else if countKey {
 		w.dKeys++
+	}
+	if countKey {
+		w.dPlain.AddPlain(r.hidden, r.expireAt, 1)
 	}
 	if r.expireAt != 0 {
 		if !sl.phys || sl.rec.expireAt != r.expireAt {
@@ -397,6 +461,7 @@ func (w *write) del(sl *slot, countKey bool) {
 	}
 	if countKey {
 		w.dKeys--
+		w.dPlain.AddPlain(sl.rec.hidden, sl.rec.expireAt, -1)
 	}
 }
 
@@ -410,19 +475,16 @@ func (w *write) commit() error {
 	if q := a.quota.Load(); q > 0 && !w.noQuota && w.dBytes > 0 && a.bytes.Load()+w.dBytes > q {
 		return errs.ErrQuota
 	}
-	if w.dKeys != 0 || w.dBytes != 0 {
-		w.b.Counters = append(w.b.Counters, CounterDelta{Key: countersKey(w.bucket, w.area), Keys: w.dKeys, Bytes: w.dBytes})
+	d := Counts{Keys: w.dKeys, Bytes: w.dBytes, Hidden: w.dPlain.Hidden, Expires: w.dPlain.Expires, ExpireSum: w.dPlain.ExpireSum}
+	if d != (Counts{}) {
+		w.b.Counters = append(w.b.Counters, CounterDelta{Key: countersKey(w.bucket, w.area),
+			Keys: d.Keys, Bytes: d.Bytes, Hidden: d.Hidden, Expires: d.Expires, ExpireSum: d.ExpireSum})
 	}
 	if err := s.be.Commit(&w.b); err != nil {
 		return errs.Wrap(errs.Unknown, err)
 	}
 	p := s.pair(w.bucket, w.area)
-	if w.dKeys != 0 || w.dBytes != 0 {
-		p.keys.Add(w.dKeys)
-		p.bytes.Add(w.dBytes)
-		a.keys.Add(w.dKeys)
-		a.bytes.Add(w.dBytes)
-	}
+	s.add(p, d)
 	// After the commit, so that a sweep that did not see the new index
 	// entry sees the new generation (see resetExpiry).
 	if w.minExp != 0 {
@@ -878,6 +940,31 @@ func (s *Store) Count(area uint16) int64 {
 		bl.RUnlock()
 	}
 	return s.areas[area].keys.Load()
+}
+
+// CountKeys sums the buckets' pairs by area, after reclaiming the expired
+// records of those that are due (as Count does).
+func (s *Store) CountKeys(buckets []uint32, fn func(area uint16, c engines.KeyCounts)) {
+	if s.enter() != nil {
+		return
+	}
+	defer s.leave()
+	want := make(map[uint32]bool, len(buckets))
+	for _, b := range buckets {
+		want[b] = true
+	}
+	now := s.nowMs()
+	tally := generic.KeyTally{}
+	for _, p := range s.pairsOf(func(p *pair) bool { return want[p.bucket] }) {
+		if due(p, now) {
+			bl := s.bucketLock(p.bucket)
+			bl.RLock()
+			_ = s.sweepPairLocked(p, now, true)
+			bl.RUnlock()
+		}
+		tally.Add(p.area, p.bucketKeys())
+	}
+	tally.Report(now, fn)
 }
 
 // Usage returns area's stored bytes; a persistent store never evicts.

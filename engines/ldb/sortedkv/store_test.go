@@ -83,7 +83,7 @@ func (m *memBackend) Commit(b *Batch) error {
 	}
 	for _, c := range b.Counters {
 		old, _ := m.t.Get(kv{k: c.Key})
-		m.t.ReplaceOrInsert(kv{bytes.Clone(c.Key), AddCounters(old.v, c.Keys, c.Bytes)})
+		m.t.ReplaceOrInsert(kv{bytes.Clone(c.Key), AddCounts(old.v, c.Counts())})
 	}
 	hook := m.hook
 	m.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/engines/enginetest"
@@ -56,9 +57,11 @@ func RunBenchmarks(b *testing.B, open OpenFunc) {
 		b.Run("Put/"+string(p), func(b *testing.B) { benchPut(b, open, p, false) })
 		b.Run("PutParallel16/"+string(p), func(b *testing.B) { benchPut(b, open, p, true) })
 	}
+	b.Run("PutRemove/none", func(b *testing.B) { benchPutRemove(b, open) })
 	b.Run("Get", func(b *testing.B) { benchGet(b, open) })
 	b.Run("PrefixRange100of10000", func(b *testing.B) { benchPrefixRange(b, open) })
 	b.Run("DiskBytesPerKey", func(b *testing.B) { benchDisk(b, open) })
+	b.Run("DBSize1M", func(b *testing.B) { benchDBSize(b, open) })
 }
 
 func openBench(b *testing.B, open OpenFunc, p engines.SyncPolicy) (engines.Engine, string) {
@@ -96,6 +99,45 @@ func benchPut(b *testing.B, open OpenFunc, p engines.SyncPolicy, parallel bool) 
 			}
 		}
 	})
+}
+
+// benchPutRemove puts a new key and deletes it: the writes that change the
+// key counters, without fsync so that their own cost shows.
+func benchPutRemove(b *testing.B, open OpenFunc) {
+	e, _ := openBench(b, open, engines.SyncNone)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k := benchKey(uint64(i))
+		if _, err := e.Put(k, benchValue(uint64(i)), engines.PutOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		if err := e.Remove(k, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchDBSize loads enginetest's DBSIZE data set, reopens the engine
+// (logging how long reading the counters back, which a restart costs,
+// takes) and times DBSIZE by a walk and by the counters.
+func benchDBSize(b *testing.B, open OpenFunc) {
+	dir := b.TempDir()
+	e, err := open(dir, engines.SyncNone, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	enginetest.FillDBSize(b, e, enginetest.DBSizeKeys)
+	if err := e.Close(); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	if e, err = open(dir, engines.SyncNone, nil); err != nil {
+		b.Fatal(err)
+	}
+	opened := time.Since(start)
+	b.Cleanup(func() { _ = e.Close() })
+	b.Logf("reopen with %d keys: %v", enginetest.DBSizeKeys, opened)
+	enginetest.BenchDBSize(b, e)
 }
 
 // fill writes n benchmark keys with SyncNone-speed batches of writers.

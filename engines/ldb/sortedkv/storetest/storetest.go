@@ -233,6 +233,9 @@ func checkCounts(t *testing.T, e engines.Engine) {
 			t.Errorf("area %d: Stats keys %d bytes %d; the stored data holds %d keys, %d bytes; its counters records say %d keys, %d bytes; ForEach finds %d keys",
 				a, s.Keys, s.Bytes, rc.Keys, rc.Bytes, rc.PersistedKeys, rc.PersistedBytes, keys[a])
 		}
+		if rc.PersistedPlain != rc.Plain {
+			t.Errorf("area %d: the stored plain keys count %+v; the counters records say %+v", a, rc.Plain, rc.PersistedPlain)
+		}
 	}
 }
 
