@@ -31,6 +31,8 @@ import (
 // loop, and a script that runs for seconds holds no loop. bucket is the
 // bucket the proxy routed by: the declared keys' bucket, or for a script
 // without keys the bucket of its sha (the function's name for FCALL).
+// A transaction holding scripts comes the same way, as TAIR.SCRIPT
+// <bucket> ... MULTIEXEC ... (multi.go).
 //
 // A script runs on the bucket's master under the bucket's lock, as
 // MULTIEXEC does: atomically with respect to the bucket's other writes.
@@ -254,6 +256,10 @@ func (s *Server) scriptVerb(out []byte, args [][]byte, p *pending, peer net.Addr
 	switch name {
 	case "eval", "eval_ro", "evalsha", "evalsha_ro", "fcall", "fcall_ro":
 		return s.evalCmd(out, env, route.BucketID(b64), name, cmd, p, peer)
+	case "multiexec":
+		// A transaction holding scripts (multi.go): off the event loops
+		// like any script, on bucket when it names no key.
+		return s.multiExec(out, env, cmd, p, peer, &txScripts{bucket: route.BucketID(b64)})
 	case "script":
 		return s.scriptCmd(out, cmd)
 	case "function":
@@ -278,53 +284,94 @@ func numKeys(cmd [][]byte, fcall bool) (int, string) {
 	return int(n), ""
 }
 
-// evalCmd runs EVAL, EVALSHA, FCALL and their _RO forms.
-func (s *Server) evalCmd(out []byte, env envelope.Header, hint route.BucketID, name string, cmd [][]byte, p *pending, peer net.Addr) []byte {
-	if len(cmd) < 3 {
-		return resp.AppendError(out, "ERR wrong number of arguments for '"+name+"' command")
+// evalCall is an EVAL, EVALSHA, FCALL or _RO form checked and found (its
+// script compiled, or its function loaded), ready to run on its bucket.
+type evalCall struct {
+	name       string // lower case
+	keys, argv [][]byte
+	ro         bool
+	proto      int
+	runName    string              // what error replies name: the sha, or the function
+	sc         *luascript.Script   // EVAL*, else nil
+	fn         *luascript.Function // FCALL*, else nil
+}
+
+// isScriptCall reports whether name (lower case) runs a script.
+func isScriptCall(name string) bool {
+	switch name {
+	case "eval", "eval_ro", "evalsha", "evalsha_ro", "fcall", "fcall_ro":
+		return true
 	}
+	return false
+}
+
+// prepareEval checks cmd (name is its lower-case name) and finds what it
+// runs: the script (compiled, and registered with the configserver when
+// new to this node), or the function. It may call the configserver, so
+// it runs before the bucket's lock is taken. A refusal is its error
+// reply.
+func (s *Server) prepareEval(name string, cmd [][]byte, proto int) (*evalCall, []byte) {
+	fail := func(text string) (*evalCall, []byte) { return nil, resp.AppendError(nil, text) }
+	if len(cmd) < 3 {
+		return fail("ERR wrong number of arguments for '" + name + "' command")
+	}
+	e := &evalCall{name: name, ro: strings.HasSuffix(name, "_ro"), proto: proto}
 	fcall := strings.HasPrefix(name, "fcall")
-	var fn *luascript.Function
 	if fcall {
 		f, errText := s.findFunction(string(cmd[1]))
 		if errText != "" {
-			return resp.AppendError(out, errText)
+			return fail(errText)
 		}
-		fn = f
+		e.fn = f
 	}
 	n, bad := numKeys(cmd, fcall)
 	if bad != "" {
-		return resp.AppendError(out, bad)
+		return fail(bad)
 	}
-	keys, argv := cmd[3:3+n], cmd[3+n:]
-	ro := strings.HasSuffix(name, "_ro")
-	var job func(run *luascript.Run) []byte
-	var runName string
+	e.keys, e.argv = cmd[3:3+n], cmd[3+n:]
 	switch name {
 	case "eval", "eval_ro":
 		sc, err := s.loadScript(cmd[1])
 		if err != nil {
-			return resp.AppendError(out, "ERR "+err.Error())
+			return fail("ERR " + err.Error())
 		}
-		runName = sc.Sha
-		job = func(run *luascript.Run) []byte { return s.sc.env.Run(out, sc, run) }
+		e.sc, e.runName = sc, sc.Sha
 	case "evalsha", "evalsha_ro":
-		sha := strings.ToLower(string(cmd[1]))
-		sc := s.scriptBySha(sha)
+		sc := s.scriptBySha(strings.ToLower(string(cmd[1])))
 		if sc == nil {
-			return resp.AppendError(out, noScriptText)
+			return fail(noScriptText)
 		}
-		runName = sc.Sha
-		job = func(run *luascript.Run) []byte { return s.sc.env.Run(out, sc, run) }
+		e.sc, e.runName = sc, sc.Sha
 	default:
-		f := fn
-		runName = f.Name
-		if f.NoWrites {
-			ro = true
-		} else if ro {
-			return resp.AppendError(out, "ERR Can not execute a script with write flag using *_ro command.")
+		e.runName = e.fn.Name
+		if e.fn.NoWrites {
+			e.ro = true
+		} else if e.ro {
+			return fail("ERR Can not execute a script with write flag using *_ro command.")
 		}
-		job = func(run *luascript.Run) []byte { return s.sc.env.Call(out, f, run) }
+	}
+	for _, k := range e.keys {
+		if len(k) > s.cfg.MaxKeySize {
+			return nil, resp.AppendErr(nil, errs.ErrKeyTooLong)
+		}
+	}
+	return e, nil
+}
+
+// runWith runs e, its commands through c, stopped when ctx is cancelled.
+func (e *evalCall) runWith(ctx context.Context, env *luascript.Env, out []byte, c luascript.Caller) []byte {
+	run := &luascript.Run{Keys: e.keys, Args: e.argv, Proto: e.proto, Caller: c, Ctx: ctx, Name: e.runName, ReadOnly: e.ro}
+	if e.fn != nil {
+		return env.Call(out, e.fn, run)
+	}
+	return env.Run(out, e.sc, run)
+}
+
+// evalCmd runs EVAL, EVALSHA, FCALL and their _RO forms.
+func (s *Server) evalCmd(out []byte, env envelope.Header, hint route.BucketID, name string, cmd [][]byte, p *pending, peer net.Addr) []byte {
+	e, refused := s.prepareEval(name, cmd, env.Proto)
+	if refused != nil {
+		return append(out, refused...)
 	}
 	rt := s.rt.Load()
 	if rt == nil {
@@ -332,10 +379,7 @@ func (s *Server) evalCmd(out []byte, env envelope.Header, hint route.BucketID, n
 	}
 	t := rt.t
 	b := hint
-	for i, k := range keys {
-		if len(k) > s.cfg.MaxKeySize {
-			return resp.AppendErr(out, errs.ErrKeyTooLong)
-		}
+	for i, k := range e.keys {
 		kb := t.Bucket(k)
 		if i == 0 {
 			b = kb
@@ -350,28 +394,25 @@ func (s *Server) evalCmd(out []byte, env envelope.Header, hint route.BucketID, n
 		return resp.AppendErr(out, err)
 	}
 	var key []byte
-	if len(keys) > 0 {
-		key = keys[0]
+	if len(e.keys) > 0 {
+		key = e.keys[0]
 	}
-	r := hookRequest{area: env.Area, cmd: name, write: !ro, key: key, args: cmd, peer: peer}
+	r := hookRequest{area: env.Area, cmd: name, write: !e.ro, key: key, args: cmd, peer: peer}
 	return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte {
-		return s.evalRun(out, env, b, cmd, p, func(c *scriptCaller, sr *scriptRun) []byte {
-			return job(&luascript.Run{Keys: keys, Args: argv, Proto: env.Proto, Caller: c, Ctx: sr.ctx, Name: runName, ReadOnly: ro})
-		})
+		return s.evalRun(out, env, b, cmd, p, e)
 	})
 }
 
 // evalRun runs a script on bucket b under its lock and replicates what
 // it wrote as one item. A panic under the lock is handled as
 // execWrite's (contain.go).
-func (s *Server) evalRun(out []byte, env envelope.Header, b route.BucketID, cmd [][]byte, p *pending, job func(*scriptCaller, *scriptRun) []byte) (res []byte) {
+func (s *Server) evalRun(out []byte, env envelope.Header, b route.BucketID, cmd [][]byte, p *pending, e *evalCall) (res []byte) {
 	if err := s.checkArea(env.Area, true, cmd); err != nil {
 		return resp.AppendErr(out, err)
 	}
 	if msg := s.scriptGate(b); msg != "" {
 		return resp.AppendError(out, msg)
 	}
-	h := s.scripting()
 	bk := s.bucket(b)
 	bk.lock()
 	defer s.unlockWrite(bk, out, cmd, p, &res)
@@ -379,15 +420,26 @@ func (s *Server) evalRun(out []byte, env envelope.Header, b route.BucketID, cmd 
 	if err != nil {
 		return resp.AppendErr(out, err)
 	}
-	sr := h.start(b, s.cfg.BusyReplyThreshold)
-	defer h.end(sr)
-	c := &scriptCaller{x: s.x.Load(), area: env.Area, t: rt.t, bucket: b, run: sr, maxKey: s.cfg.MaxKeySize}
-	out = job(c, sr)
-	if len(c.prop) > 0 {
+	out, prop := s.runScriptLocked(out, env.Area, rt.t, b, e)
+	if len(prop) > 0 {
 		p.write, p.bucket = true, b
-		s.replicateLocked(bk, rt, env.Area, c.prop, p)
+		s.replicateLocked(bk, rt, env.Area, prop, p)
 	}
 	return out
+}
+
+// runScriptLocked runs e on bucket b, whose lock the caller holds (for
+// EVAL alone, or for the transaction e is part of: multi.go), and
+// returns the reply and what the script's commands propagate, for the
+// caller to replicate. While it runs, the bucket's other requests wait
+// or answer BUSY (scriptGate) and SCRIPT KILL may stop it.
+func (s *Server) runScriptLocked(out []byte, area uint16, t *route.Table, b route.BucketID, e *evalCall) ([]byte, [][][]byte) {
+	h := s.scripting()
+	sr := h.start(b, s.cfg.BusyReplyThreshold)
+	defer h.end(sr)
+	c := &scriptCaller{x: s.x.Load(), area: area, t: t, bucket: b, run: sr, maxKey: s.cfg.MaxKeySize}
+	out = e.runWith(sr.ctx, h.env, out, c)
+	return out, c.prop
 }
 
 // scriptCaller runs a script's commands on its bucket.
