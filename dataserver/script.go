@@ -315,6 +315,9 @@ func (s *Server) prepareEval(name string, cmd [][]byte, proto int) (*evalCall, [
 	if len(cmd) < 3 {
 		return fail("ERR wrong number of arguments for '" + name + "' command")
 	}
+	if strings.HasPrefix(name, "evalsha") && len(cmd[1]) != 40 {
+		return fail(noScriptText) // as Redis: before numkeys
+	}
 	e := &evalCall{name: name, ro: strings.HasSuffix(name, "_ro"), proto: proto}
 	fcall := strings.HasPrefix(name, "fcall")
 	if fcall {

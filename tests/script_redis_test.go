@@ -61,6 +61,16 @@ var scriptCompare = [][]string{
 	{"FUNCTION", "LOAD", "#!lua name=other\nredis.register_function('o1', function() return 2 end)"},
 	{"FUNCTION", "RESTORE", "$DUMP"}, {"FUNCTION", "RESTORE", "$DUMP", "REPLACE"}, {"FUNCTION", "RESTORE", "$DUMP", "FLUSH"},
 	{"FCALL", "o1", "0"}, {"SET", "kk", "v"}, {"DUMP", "kk"}, {"FUNCTION", "RESTORE", "$DUMP"},
+	// redis.register_function's errors carry no position
+	{"FUNCTION", "LOAD", "#!lua name=zz\nredis.register_function{function_name='f1', callback=function() return 1 end, flags={'bad'}}"},
+	{"FUNCTION", "LOAD", "#!lua name=zz\nredis.register_function{function_name='f1', callback=function() return 1 end, flags=3}"},
+	{"FUNCTION", "LOAD", "#!lua name=zz\nredis.register_function{function_name='f1', callback=function() return 1 end, foo=3}"},
+	{"FUNCTION", "LOAD", "#!lua name=zz\nredis.register_function('f1')"}, {"FUNCTION", "LOAD", "#!lua name=zz\nredis.register_function(3)"},
+	{"FUNCTION", "LOAD", "#!lua name=zz\nredis.register_function('f1', function() end) redis.register_function('f1', function() end)"},
+	{"FUNCTION", "LOAD", "#!lua name=zz\nredis.register_function{function_name='f1'}"},
+	{"FUNCTION", "LOAD", "#!lua name=zz\nredis.register_function('f1', function() end, 3)"},
+	// EVALSHA of what is not a sha: NOSCRIPT before numkeys
+	{"EVALSHA", "", "x"}, {"EVALSHA_RO", "abc", "-1"}, {"EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "x"},
 }
 
 func TestScriptCommandsAgainstRedis(t *testing.T) {
