@@ -71,6 +71,11 @@ var scriptCompare = [][]string{
 	{"FUNCTION", "LOAD", "#!lua name=zz\nredis.register_function('f1', function() end, 3)"},
 	// EVALSHA of what is not a sha: NOSCRIPT before numkeys
 	{"EVALSHA", "", "x"}, {"EVALSHA_RO", "abc", "-1"}, {"EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "x"},
+	// a read-only script may call a writing container's read-only subcommand
+	{"EVAL_RO", "return redis.pcall('xgroup', 'help')", "0"}, {"EVAL_RO", "return redis.pcall('xgroup', 'destroy', KEYS[1], 'g')", "1", "k"},
+	// FUNCTION LOAD's options: every argument before the code
+	{"FUNCTION", "LOAD", "0", "0", "0"}, {"FUNCTION", "LOAD", "REPLACE", "x", "#!lua name=zz\nredis.register_function('f1', function() return 1 end)"},
+	{"FUNCTION", "LOAD", "REPLACE", "REPLACE", "#!lua name=zz\nredis.register_function('f1', function() return 1 end)"}, {"FUNCTION", "DELETE", "zz"},
 }
 
 func TestScriptCommandsAgainstRedis(t *testing.T) {

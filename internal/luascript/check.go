@@ -45,10 +45,26 @@ func CheckCall(args [][]byte, readOnly bool) (*command.Spec, string) {
 	if noScript[spec.Name] || spec.Info != nil && slices.Contains(spec.Info.Flags, "noscript") {
 		return nil, "ERR This Redis command is not allowed from script"
 	}
-	if readOnly && spec.Has(command.Write) {
+	if readOnly && spec.Has(command.Write) && !readOnlySub(spec, args) {
 		return nil, "ERR Write commands are not allowed from read-only scripts."
 	}
 	return spec, ""
+}
+
+// readOnlySub reports whether args name a subcommand of a writing
+// container that Redis does not flag write (XGROUP HELP): Redis checks
+// the subcommand's flags.
+func readOnlySub(spec *command.Spec, args [][]byte) bool {
+	if spec.Info == nil || len(spec.Info.Subcommands) == 0 || len(args) < 2 {
+		return false
+	}
+	full := spec.Name + "|" + string(lower(args[1]))
+	for _, sub := range spec.Info.Subcommands {
+		if sub.Name == full {
+			return !slices.Contains(sub.Flags, "write")
+		}
+	}
+	return false
 }
 
 func lower(b []byte) []byte {

@@ -203,12 +203,15 @@ func (p *pair) reset() error {
 		if _, err := c.do([]string{"HELLO", "2"}); err != nil { // back to RESP2
 			return err
 		}
-		r, err := c.do([]string{"FLUSHALL"})
-		if err != nil {
-			return err
-		}
-		if r != "+OK\r\n" {
-			return fmt.Errorf("%s: FLUSHALL: %q", c.name, r)
+		// scripts and function libraries outlive FLUSHALL
+		for _, cmd := range [][]string{{"FLUSHALL"}, {"SCRIPT", "FLUSH"}, {"FUNCTION", "FLUSH"}} {
+			r, err := c.do(cmd)
+			if err != nil {
+				return err
+			}
+			if r != "+OK\r\n" {
+				return fmt.Errorf("%s: %s: %q", c.name, strings.Join(cmd, " "), r)
+			}
 		}
 	}
 	return nil

@@ -89,6 +89,20 @@ type rule struct {
 
 var rules = []rule{
 	{
+		reason: "a script's keys are its bucket's (README, Scripting): a key of another bucket inside a script is refused with Redis Cluster's error (the generator keeps a script's keys under one tag; the shrinker may not)",
+		match: func(d seen) bool {
+			return scriptCall(d.cmd[0]) && strings.Contains(d.tair.String(), "Script attempted to access a non local key in a cluster node")
+		},
+		resync: true,
+	},
+	{
+		reason: "a map a script's command returned under redis.setresp(3) is a Lua table when the script returns it, in the order the Lua implementation iterates it (gopher-lua's, not Lua 5.1's): compared with every even-length array as a set of pairs",
+		match: func(d seen) bool {
+			return (d.cmd[0] == "eval" || d.cmd[0] == "eval_ro") && len(d.cmd) > 1 && strings.Contains(d.cmd[1], "setresp(3)") &&
+				pairsCanonical(d.redis).String() == pairsCanonical(d.tair).String()
+		},
+	},
+	{
 		reason: "a blocking timeout beyond a long long of milliseconds (inf, 1e300): Redis 7.0 casts it unchecked and says \"timeout is negative\", tair says Redis 7.2's \"timeout is out of range\"",
 		match: func(d seen) bool {
 			return d.redis.s == "ERR timeout is negative" && d.tair.s == "ERR timeout is out of range"
@@ -127,6 +141,12 @@ var rules = []rule{
 			scores := map[string]bool{}
 			for i := 1; i < len(z.kids); i += 2 {
 				scores[z.kids[i].s] = true
+			}
+			if len(z.kids) > 0 && len(z.kids[0].kids) == 2 { // RESP3: [member, score] pairs
+				clear(scores)
+				for _, p := range z.kids {
+					scores[p.kids[1].s] = true
+				}
 			}
 			return len(scores) > 1
 		},
@@ -294,4 +314,30 @@ func cStr(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// scriptCall: the commands that run a script.
+func scriptCall(name string) bool {
+	switch name {
+	case "eval", "eval_ro", "evalsha", "evalsha_ro", "fcall", "fcall_ro":
+		return true
+	}
+	return false
+}
+
+// pairsCanonical is n with every even-length array, at any depth, sorted
+// as pairs.
+func pairsCanonical(n node) node {
+	if n.kids == nil {
+		return n
+	}
+	c := n
+	c.kids = make([]node, len(n.kids))
+	for i, k := range n.kids {
+		c.kids[i] = pairsCanonical(k)
+	}
+	if len(c.kids)%2 == 0 {
+		return c.sorted(2, false)
+	}
+	return c
 }
