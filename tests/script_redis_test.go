@@ -73,6 +73,11 @@ var scriptCompare = [][]string{
 	{"EVALSHA", "", "x"}, {"EVALSHA_RO", "abc", "-1"}, {"EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "x"},
 	// a read-only script may call a writing container's read-only subcommand
 	{"EVAL_RO", "return redis.pcall('xgroup', 'help')", "0"}, {"EVAL_RO", "return redis.pcall('xgroup', 'destroy', KEYS[1], 'g')", "1", "k"},
+	// containers are checked by their subcommand, as in Redis
+	{"EVAL", "return redis.pcall(unpack(ARGV))", "0", "xinfo", "0"}, {"EVAL", "return redis.pcall(unpack(ARGV))", "0", "xinfo", "stream"},
+	{"EVAL", "return redis.pcall(unpack(ARGV))", "0", "xgroup", "foo"}, {"EVAL", "return redis.pcall(unpack(ARGV))", "0", "object"},
+	{"EVAL", "return redis.pcall(unpack(ARGV))", "0", "object", "encoding"}, {"EVAL", "return redis.pcall(unpack(ARGV))", "0", "config", "get"},
+	{"EVAL", "return redis.pcall(unpack(ARGV))", "0", "client", "list"}, {"EVAL", "return redis.pcall(unpack(ARGV))", "0", "memory", "usage"},
 	// FUNCTION LOAD's options: every argument before the code
 	{"FUNCTION", "LOAD", "0", "0", "0"}, {"FUNCTION", "LOAD", "REPLACE", "x", "#!lua name=zz\nredis.register_function('f1', function() return 1 end)"},
 	{"FUNCTION", "LOAD", "REPLACE", "REPLACE", "#!lua name=zz\nredis.register_function('f1', function() return 1 end)"}, {"FUNCTION", "DELETE", "zz"},

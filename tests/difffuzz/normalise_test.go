@@ -89,6 +89,13 @@ type rule struct {
 
 var rules = []rule{
 	{
+		reason: "README, Scripting: gopher-lua's compiler words syntax errors otherwise than Lua 5.1 (\"parse error near\" for \"'=' expected near\"); both refuse the script",
+		match: func(d seen) bool {
+			const p = "ERR Error compiling script"
+			return strings.HasPrefix(d.redis.s, p) && strings.HasPrefix(d.tair.s, p)
+		},
+	},
+	{
 		reason: "a script's keys are its bucket's (README, Scripting): a key of another bucket inside a script is refused with Redis Cluster's error (the generator keeps a script's keys under one tag; the shrinker may not)",
 		match: func(d seen) bool {
 			return scriptCall(d.cmd[0]) && strings.Contains(d.tair.String(), "Script attempted to access a non local key in a cluster node")
