@@ -125,7 +125,7 @@ func (s *Server) functionCmd(out []byte, env envelope.Header, cmd [][]byte) []by
 		replace := false
 		for _, o := range cmd[2 : len(cmd)-1] {
 			if !strings.EqualFold(string(o), "replace") {
-				return resp.AppendError(out, "ERR Unknown option given: "+string(o))
+				return resp.AppendError(out, "ERR Unknown option given: "+errs.Quoted(o, len(o)))
 			}
 			replace = true
 		}
@@ -202,7 +202,8 @@ func (s *Server) functionCmd(out []byte, env envelope.Header, cmd [][]byte) []by
 				pattern = cmd[i+1]
 				i++
 			default:
-				return resp.AppendError(out, "ERR Unknown argument "+string(cmd[i]))
+				// %s in Redis's format: the argument up to a NUL
+				return resp.AppendError(out, "ERR Unknown argument "+errs.Quoted(cmd[i], len(cmd[i])))
 			}
 		}
 		if err := s.refreshLibraries(); err != nil {

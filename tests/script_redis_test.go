@@ -78,8 +78,10 @@ var scriptCompare = [][]string{
 	{"EVAL", "return redis.pcall(unpack(ARGV))", "0", "xgroup", "foo"}, {"EVAL", "return redis.pcall(unpack(ARGV))", "0", "object"},
 	{"EVAL", "return redis.pcall(unpack(ARGV))", "0", "object", "encoding"}, {"EVAL", "return redis.pcall(unpack(ARGV))", "0", "config", "get"},
 	{"EVAL", "return redis.pcall(unpack(ARGV))", "0", "client", "list"}, {"EVAL", "return redis.pcall(unpack(ARGV))", "0", "memory", "usage"},
+	{"EVAL", "return redis.pcall('ping', 'a', 'b')", "0"}, {"EVAL", "return redis.call('ping', 'a', 'b')", "0"}, {"EVAL", "return redis.call('ping', 'a')", "0"},
 	// FUNCTION LOAD's options: every argument before the code
 	{"FUNCTION", "LOAD", "0", "0", "0"}, {"FUNCTION", "LOAD", "REPLACE", "x", "#!lua name=zz\nredis.register_function('f1', function() return 1 end)"},
+	{"FUNCTION", "LIST", "LIBRARYNAME", "0", "\x00\xff\r\n"}, {"FUNCTION", "LIST", "a\x00b"}, {"FUNCTION", "LOAD", "x\x00y", "#!lua name=zz\nreturn 1"},
 	{"FUNCTION", "LOAD", "REPLACE", "REPLACE", "#!lua name=zz\nredis.register_function('f1', function() return 1 end)"}, {"FUNCTION", "DELETE", "zz"},
 }
 
