@@ -248,9 +248,10 @@ func (ss *session) exec(r *request) {
 		tx.reset()
 		ss.info.multi.Store(-1)
 	}()
-	// Keys of every command (SPUBLISH's channel too, as in Redis
-	// Cluster), and of the watch; the commands the dataserver runs.
-	var keys [][]byte
+	// The keys of the commands the dataserver runs and of the watch
+	// route the transaction; SPUBLISH's channel must share their bucket
+	// too (as in Redis Cluster) but routes nothing.
+	var keys, channels [][]byte
 	var data []int
 	var scriptRoute []byte // the first script's, for a transaction without keys
 	for i, c := range tx.cmds {
@@ -258,11 +259,14 @@ func (ss *session) exec(r *request) {
 		if spec.Has(command.NoKey) {
 			continue
 		}
+		if runsInProxy(spec.Name) {
+			for _, k := range spec.KeyIndexes(c) {
+				channels = append(channels, c[k])
+			}
+			continue
+		}
 		for _, k := range spec.KeyIndexes(c) {
 			keys = append(keys, c[k])
-		}
-		if runsInProxy(spec.Name) {
-			continue
 		}
 		data = append(data, i)
 		if isScriptCall(spec.Name) && scriptRoute == nil {
@@ -270,7 +274,7 @@ func (ss *session) exec(r *request) {
 		}
 	}
 	keys = append(keys, tx.watched...)
-	if !sameBucket(ss, keys) {
+	if !sameBucket(ss, append(channels, keys...)) {
 		r.setError(crossSlot)
 		return
 	}

@@ -131,6 +131,9 @@ var rules = []rule{
 			if d.cmd[0] == "zscan" { // the pages' union: member, score pairs in any order
 				return sameFloats(d.redis.sorted(2, false), d.tair.sorted(2, false))
 			}
+			if scriptCall(d.cmd[0]) { // a script's ZSCORE, ZINCRBY ...
+				return sameFloats(d.redis, d.tair)
+			}
 			return (strings.HasPrefix(d.cmd[0], "z") || strings.HasPrefix(d.cmd[0], "bz")) && sameFloats(d.redis, d.tair)
 		},
 	},
