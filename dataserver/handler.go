@@ -225,7 +225,7 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []
 		r := hookRequest{area: env.Area, cmd: cmd, write: true, args: args, peer: peer}
 		return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte { return s.flush(out, env, name == "FLUSHALL") })
 	case "MULTIEXEC":
-		return s.multiExec(out, env, args, p, peer)
+		return s.multiExec(out, env, args, p, peer, nil)
 	case "EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO":
 		if enveloped { // a proxy's pipelined script (script.go)
 			return s.evalPipelined(out, env, name, args, p, peer)

@@ -24,7 +24,15 @@ import (
 //
 // The transaction runs inside the hook chain as one write ("multiexec",
 // its first key) when any of its commands writes.
-func (s *Server) multiExec(out []byte, env envelope.Header, args [][]byte, p *pending, peer net.Addr) []byte {
+//
+// A transaction holding scripts (EVAL, EVALSHA, FCALL and their _RO
+// forms) comes as TAIR.SCRIPT (script.go), so that it runs off the event
+// loops, with sc set: each script runs at its place in the transaction,
+// under the same lock, through the same machinery as EVAL alone
+// (runScriptLocked), and what it writes joins the transaction's one
+// replication item. Enveloped (sc nil), a transaction may hold no
+// script.
+func (s *Server) multiExec(out []byte, env envelope.Header, args [][]byte, p *pending, peer net.Addr, sc *txScripts) []byte {
 	if len(args) < 2 {
 		return resp.AppendError(out, "ERR wrong number of arguments for 'multiexec' command")
 	}
@@ -80,7 +88,11 @@ func (s *Server) multiExec(out []byte, env envelope.Header, args [][]byte, p *pe
 		if spec == nil || !spec.ArityOK(len(c)) {
 			continue // exec replies with the error in place
 		}
-		write = write || spec.Has(command.Write)
+		script := isScriptCall(spec.Name)
+		if script && sc == nil {
+			return resp.AppendError(out, "ERR a MULTIEXEC holding scripts must come as TAIR.SCRIPT")
+		}
+		write = write || spec.Has(command.Write) || script && !spec.Has(command.ReadOnly)
 		for _, k := range spec.KeyIndexes(c) {
 			b := t.Bucket(c[k])
 			if have && b != bucket {
@@ -92,28 +104,72 @@ func (s *Server) multiExec(out []byte, env envelope.Header, args [][]byte, p *pe
 			}
 		}
 	}
+	if !have && sc != nil {
+		// Only keyless scripts (and commands without keys): they run on
+		// the bucket the proxy routed by, the first script's as if it
+		// ran alone (see proxy/multi.go).
+		if !t.Contains(sc.bucket) {
+			return resp.AppendError(out, "ERR invalid bucket")
+		}
+		bucket, have = sc.bucket, true
+	}
 	if !have {
 		return resp.AppendError(out, "ERR MULTIEXEC needs at least one key")
 	}
 	if err := s.checkOwner(t, bucket, true, env); err != nil {
-		if to := s.forwardTarget(t, bucket); to != "" && env.Kind != envelope.Forwarded {
+		// A scripted transaction is not forwarded (it would arrive
+		// enveloped): the proxy retries NOTMASTER, as for EVAL.
+		if to := s.forwardTarget(t, bucket); to != "" && env.Kind != envelope.Forwarded && sc == nil {
 			return s.forward(out, to, bucket, env, args)
 		}
 		return resp.AppendErr(out, err)
 	}
 	r := hookRequest{area: env.Area, cmd: "multiexec", write: write, key: key, args: args, peer: peer}
 	return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte {
-		return s.multiExecRun(out, env, args, p, cmds, watch, bucket, write)
+		return s.multiExecRun(out, env, args, p, cmds, watch, bucket, write, sc)
 	})
+}
+
+// txScripts is what a transaction holding scripts needs besides its
+// commands: the bucket to run on when it names no key, and each
+// script's preparation (nil for the other commands).
+type txScripts struct {
+	bucket  route.BucketID
+	calls   []*evalCall
+	refused [][]byte // the script's error reply when it cannot run
+}
+
+// prepare finds every script of cmds before the bucket's lock is taken
+// (it may ask the configserver), in order, so that an EVALSHA finds a
+// body an earlier EVAL of the transaction brought. Like Redis, an EVAL
+// caches its body at EXEC; unlike Redis, also when a WATCH then fails.
+func (sc *txScripts) prepare(s *Server, cmds [][][]byte, proto int) {
+	sc.calls = make([]*evalCall, len(cmds))
+	sc.refused = make([][]byte, len(cmds))
+	for i, c := range cmds {
+		spec := command.Lookup(c[0])
+		if spec == nil || !spec.ArityOK(len(c)) || !isScriptCall(spec.Name) {
+			continue
+		}
+		sc.calls[i], sc.refused[i] = s.prepareEval(spec.Name, c, proto)
+	}
 }
 
 // multiExecRun runs a checked transaction of bucket's keys within the
 // area's limits.
 //
 // A panic under the lock is handled as execWrite's (contain.go).
-func (s *Server) multiExecRun(out []byte, env envelope.Header, args [][]byte, p *pending, cmds [][][]byte, watch [][2][]byte, bucket route.BucketID, write bool) (res []byte) {
+func (s *Server) multiExecRun(out []byte, env envelope.Header, args [][]byte, p *pending, cmds [][][]byte, watch [][2][]byte, bucket route.BucketID, write bool, sc *txScripts) (res []byte) {
 	if err := s.checkArea(env.Area, write, args); err != nil {
 		return resp.AppendErr(out, err)
+	}
+	// A script running on the bucket holds its lock: wait for it, or
+	// answer BUSY past its threshold, as the bucket's other requests.
+	if msg := s.scriptGate(bucket); msg != "" {
+		return resp.AppendError(out, msg)
+	}
+	if sc != nil {
+		sc.prepare(s, cmds, env.Proto)
 	}
 	bk := s.bucket(bucket)
 	bk.lock()
@@ -130,12 +186,19 @@ func (s *Server) multiExecRun(out []byte, env envelope.Header, args [][]byte, p 
 	x := s.x.Load()
 	out = resp.AppendArray(out, len(cmds))
 	var prop [][][]byte
-	for _, c := range cmds {
+	for i, c := range cmds {
 		var pr [][][]byte
-		out, pr = x.ExecRequest(execRequest(env), c, out)
+		switch {
+		case sc != nil && sc.calls[i] != nil:
+			out, pr, _ = s.runScriptLocked(out, env, rt.t, bucket, sc.calls[i], 0)
+		case sc != nil && sc.refused[i] != nil:
+			out = append(out, sc.refused[i]...)
+		default:
+			out, pr = x.ExecRequest(execRequest(env), c, out)
+		}
 		prop = append(prop, pr...)
 	}
-	if write {
+	if write || len(prop) > 0 {
 		p.write, p.bucket = true, bucket
 	}
 	if len(prop) > 0 {

@@ -31,6 +31,8 @@ import (
 // loop, and a script that runs for seconds holds no loop. bucket is the
 // bucket the proxy routed by: the declared keys' bucket, or for a script
 // without keys the bucket of its sha (the function's name for FCALL).
+// A transaction holding scripts comes the same way, as TAIR.SCRIPT
+// <bucket> ... MULTIEXEC ... (multi.go).
 //
 // A script runs on the bucket's master under the bucket's lock, as
 // MULTIEXEC does: atomically with respect to the bucket's other writes.
@@ -351,6 +353,10 @@ func (s *Server) scriptVerb(out []byte, args [][]byte, p *pending, peer net.Addr
 	switch name {
 	case "eval", "eval_ro", "evalsha", "evalsha_ro", "fcall", "fcall_ro":
 		return s.evalCmd(out, env, route.BucketID(b64), name, cmd, p, peer, false)
+	case "multiexec":
+		// A transaction holding scripts (multi.go): off the event loops
+		// like any script, on bucket when it names no key.
+		return s.multiExec(out, env, cmd, p, peer, &txScripts{bucket: route.BucketID(b64)})
 	case "script":
 		return s.scriptCmd(out, cmd)
 	case "function":
@@ -375,6 +381,96 @@ func numKeys(cmd [][]byte, fcall bool) (int, string) {
 	return int(n), ""
 }
 
+// evalCall is an EVAL, EVALSHA, FCALL or _RO form checked and found (its
+// script compiled, or its function loaded), ready to run on its bucket.
+type evalCall struct {
+	name       string // lower case
+	keys, argv [][]byte
+	ro         bool
+	proto      int
+	runName    string              // what error replies name: the sha, or the function
+	sc         *cachedScript       // EVAL*, else nil
+	fn         *luascript.Function // FCALL*, else nil
+}
+
+// isScriptCall reports whether name (lower case) runs a script.
+func isScriptCall(name string) bool {
+	switch name {
+	case "eval", "eval_ro", "evalsha", "evalsha_ro", "fcall", "fcall_ro":
+		return true
+	}
+	return false
+}
+
+// prepareEval checks cmd (name is its lower-case name) and finds what it
+// runs: the script (compiled, and registered with the configserver when
+// new to this node), or the function. It may call the configserver, so
+// it runs before the bucket's lock is taken. A refusal is its error
+// reply.
+func (s *Server) prepareEval(name string, cmd [][]byte, proto int) (*evalCall, []byte) {
+	fail := func(text string) (*evalCall, []byte) { return nil, resp.AppendError(nil, text) }
+	if len(cmd) < 3 {
+		return fail("ERR wrong number of arguments for '" + name + "' command")
+	}
+	if strings.HasPrefix(name, "evalsha") && len(cmd[1]) != 40 {
+		return fail(noScriptText) // as Redis: before numkeys
+	}
+	e := &evalCall{name: name, ro: strings.HasSuffix(name, "_ro"), proto: proto}
+	fcall := strings.HasPrefix(name, "fcall")
+	if fcall {
+		f, errText := s.findFunction(string(cmd[1]))
+		if errText != "" {
+			return fail(errText)
+		}
+		e.fn = f
+	}
+	n, bad := numKeys(cmd, fcall)
+	if bad != "" {
+		return fail(bad)
+	}
+	e.keys, e.argv = cmd[3:3+n], cmd[3+n:]
+	switch name {
+	case "eval", "eval_ro":
+		sc, err := s.loadScript(cmd[1])
+		if err != nil {
+			return fail("ERR " + err.Error())
+		}
+		e.sc, e.runName = sc, sc.Sha
+	case "evalsha", "evalsha_ro":
+		sc := s.scriptBySha(strings.ToLower(string(cmd[1])))
+		if sc == nil {
+			return fail(noScriptText)
+		}
+		e.sc, e.runName = sc, sc.Sha
+	default:
+		e.runName = e.fn.Name
+		if e.fn.NoWrites {
+			e.ro = true
+		} else if e.ro {
+			return fail("ERR Can not execute a script with write flag using *_ro command.")
+		}
+	}
+	for _, k := range e.keys {
+		if len(k) > s.cfg.MaxKeySize {
+			return nil, resp.AppendErr(nil, errs.ErrKeyTooLong)
+		}
+	}
+	return e, nil
+}
+
+// runWith runs e, its commands through c, stopped when ctx is cancelled;
+// a script's run time is noted for the pipelined path.
+func (e *evalCall) runWith(ctx context.Context, env *luascript.Env, out []byte, c luascript.Caller) []byte {
+	run := &luascript.Run{Keys: e.keys, Args: e.argv, Proto: e.proto, Caller: c, Ctx: ctx, Name: e.runName, ReadOnly: e.ro}
+	if e.fn != nil {
+		return env.Call(out, e.fn, run)
+	}
+	start := time.Now()
+	out = env.Run(out, e.sc.Script, run)
+	e.sc.ended(time.Since(start))
+	return out
+}
+
 // evalPipelined runs EVAL, EVALSHA and their _RO forms that came in an
 // envelope (name is special()'s upper case): the script must be cached
 // here, declare a key and be quick (see the package's Scripts).
@@ -382,84 +478,51 @@ func (s *Server) evalPipelined(out []byte, env envelope.Header, name string, cmd
 	return s.evalCmd(out, env, 0, strings.ToLower(name), cmd, p, peer, true)
 }
 
-// runsPipelined reports whether a script (name: eval, evalsha or their
-// _RO forms, lower case; script: its body or sha) may run on a
-// pipelined connection: it declares keys (the proxy routed it by them),
-// it is cached here, and its runs lately were quick.
-func (s *Server) runsPipelined(name string, script []byte, keys [][]byte) bool {
-	if len(keys) == 0 || strings.HasPrefix(name, "fcall") {
-		return false
+// pipelinedRefusal is the refusal of a script that came on a pipelined
+// connection and does not run there (nil: it runs): it declares no key
+// (the proxy routed it by them), is not cached here (fetching it would
+// wait for the configserver), or was found slow. A malformed one runs,
+// to be answered its error as on a script connection.
+func (s *Server) pipelinedRefusal(name string, cmd [][]byte, hint route.BucketID) *envelope.Refusal {
+	if len(cmd) < 3 || strings.HasPrefix(name, "fcall") {
+		return envelope.ScriptConnOf(hint)
+	}
+	n, bad := numKeys(cmd, false)
+	if bad != "" {
+		return nil
+	}
+	if n == 0 {
+		return envelope.ScriptConnOf(hint)
 	}
 	var sha string
 	if name == "eval" || name == "eval_ro" {
-		sha = luascript.Sha1Hex(script)
+		sha = luascript.Sha1Hex(cmd[1])
 	} else {
-		sha = strings.ToLower(string(script))
+		sha = strings.ToLower(string(cmd[1]))
 	}
-	sc := s.scripting().cached(sha)
-	return sc != nil && sc.pipelinable(time.Now)
+	if sc := s.scripting().cached(sha); sc != nil && sc.pipelinable(time.Now) {
+		return nil
+	}
+	b := hint
+	if rt := s.rt.Load(); rt != nil {
+		b = rt.t.Bucket(cmd[3])
+	}
+	return envelope.ScriptConnOf(b)
 }
 
 // evalCmd runs EVAL, EVALSHA, FCALL and their _RO forms; pipelined: it
 // came on a pipelined connection (evalPipelined).
 func (s *Server) evalCmd(out []byte, env envelope.Header, hint route.BucketID, name string, cmd [][]byte, p *pending, peer net.Addr, pipelined bool) []byte {
-	if len(cmd) < 3 {
-		return resp.AppendError(out, "ERR wrong number of arguments for '"+name+"' command")
+	var budget time.Duration
+	if pipelined {
+		if r := s.pipelinedRefusal(name, cmd, hint); r != nil {
+			return resp.AppendErr(out, r.Err()) // a script connection runs it
+		}
+		budget = pipelinedBudget
 	}
-	fcall := strings.HasPrefix(name, "fcall")
-	var fn *luascript.Function
-	if fcall {
-		f, errText := s.findFunction(string(cmd[1]))
-		if errText != "" {
-			return resp.AppendError(out, errText)
-		}
-		fn = f
-	}
-	n, bad := numKeys(cmd, fcall)
-	if bad != "" {
-		return resp.AppendError(out, bad)
-	}
-	keys, argv := cmd[3:3+n], cmd[3+n:]
-	if pipelined && !s.runsPipelined(name, cmd[1], keys) {
-		// A script connection runs it (and answers its errors).
-		b := hint
-		if rt := s.rt.Load(); rt != nil && len(keys) > 0 {
-			b = rt.t.Bucket(keys[0])
-		}
-		return resp.AppendErr(out, envelope.ScriptConnOf(b).Err())
-	}
-	ro := strings.HasSuffix(name, "_ro")
-	var job func(run *luascript.Run) []byte
-	var runName string
-	var sc *cachedScript
-	switch name {
-	case "eval", "eval_ro":
-		var err error
-		if sc, err = s.loadScript(cmd[1]); err != nil {
-			return resp.AppendError(out, "ERR "+err.Error())
-		}
-	case "evalsha", "evalsha_ro":
-		if sc = s.scriptBySha(strings.ToLower(string(cmd[1]))); sc == nil {
-			return resp.AppendError(out, noScriptText)
-		}
-	default:
-		f := fn
-		runName = f.Name
-		if f.NoWrites {
-			ro = true
-		} else if ro {
-			return resp.AppendError(out, "ERR Can not execute a script with write flag using *_ro command.")
-		}
-		job = func(run *luascript.Run) []byte { return s.sc.env.Call(out, f, run) }
-	}
-	if sc != nil {
-		runName = sc.Sha
-		job = func(run *luascript.Run) []byte {
-			start := time.Now()
-			res := s.sc.env.Run(out, sc.Script, run)
-			sc.ended(time.Since(start))
-			return res
-		}
+	e, refused := s.prepareEval(name, cmd, env.Proto)
+	if refused != nil {
+		return append(out, refused...)
 	}
 	rt := s.rt.Load()
 	if rt == nil {
@@ -467,10 +530,7 @@ func (s *Server) evalCmd(out []byte, env envelope.Header, hint route.BucketID, n
 	}
 	t := rt.t
 	b := hint
-	for i, k := range keys {
-		if len(k) > s.cfg.MaxKeySize {
-			return resp.AppendErr(out, errs.ErrKeyTooLong)
-		}
+	for i, k := range e.keys {
 		kb := t.Bucket(k)
 		if i == 0 {
 			b = kb
@@ -485,18 +545,12 @@ func (s *Server) evalCmd(out []byte, env envelope.Header, hint route.BucketID, n
 		return resp.AppendErr(out, err)
 	}
 	var key []byte
-	if len(keys) > 0 {
-		key = keys[0]
+	if len(e.keys) > 0 {
+		key = e.keys[0]
 	}
-	var budget time.Duration
-	if pipelined {
-		budget = pipelinedBudget
-	}
-	r := hookRequest{area: env.Area, cmd: name, write: !ro, key: key, args: cmd, peer: peer}
+	r := hookRequest{area: env.Area, cmd: name, write: !e.ro, key: key, args: cmd, peer: peer}
 	return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte {
-		return s.evalRun(out, env, b, cmd, p, budget, func(c *scriptCaller, sr *scriptRun) []byte {
-			return job(&luascript.Run{Keys: keys, Args: argv, Proto: env.Proto, Caller: c, Ctx: sr.ctx, Name: runName, ReadOnly: ro})
-		})
+		return s.evalRun(out, env, b, cmd, p, e, budget)
 	})
 }
 
@@ -505,14 +559,13 @@ func (s *Server) evalCmd(out []byte, env envelope.Header, hint route.BucketID, n
 // budget wrote nothing: its reply is the refusal that sends it to a
 // script connection. A panic under the lock is handled as execWrite's
 // (contain.go).
-func (s *Server) evalRun(out []byte, env envelope.Header, b route.BucketID, cmd [][]byte, p *pending, budget time.Duration, job func(*scriptCaller, *scriptRun) []byte) (res []byte) {
+func (s *Server) evalRun(out []byte, env envelope.Header, b route.BucketID, cmd [][]byte, p *pending, e *evalCall, budget time.Duration) (res []byte) {
 	if err := s.checkArea(env.Area, true, cmd); err != nil {
 		return resp.AppendErr(out, err)
 	}
 	if msg := s.scriptGate(b); msg != "" {
 		return resp.AppendError(out, msg)
 	}
-	h := s.scripting()
 	bk := s.bucket(b)
 	bk.lock()
 	defer s.unlockWrite(bk, out, cmd, p, &res)
@@ -520,19 +573,32 @@ func (s *Server) evalRun(out []byte, env envelope.Header, b route.BucketID, cmd 
 	if err != nil {
 		return resp.AppendErr(out, err)
 	}
-	sr := h.start(b, s.cfg.BusyReplyThreshold, budget)
-	defer h.end(sr)
-	c := &scriptCaller{x: s.x.Load(), area: env.Area, t: rt.t, bucket: b, run: sr, maxKey: s.cfg.MaxKeySize, noTouch: env.NoTouch}
 	start := len(out)
-	out = job(c, sr)
-	if sr.stopped() && !sr.killed.Load() {
+	out, prop, stopped := s.runScriptLocked(out, env, rt.t, b, e, budget)
+	if stopped {
 		return resp.AppendErr(out[:start], envelope.ScriptConnOf(b).Err())
 	}
-	if len(c.prop) > 0 {
+	if len(prop) > 0 {
 		p.write, p.bucket = true, b
-		s.replicateLocked(bk, rt, env.Area, c.prop, p)
+		s.replicateLocked(bk, rt, env.Area, prop, p)
 	}
 	return out
+}
+
+// runScriptLocked runs e on bucket b, whose lock the caller holds (for
+// EVAL alone, or for the transaction e is part of: multi.go), and
+// returns the reply and what the script's commands propagate, for the
+// caller to replicate. While it runs, the bucket's other requests wait
+// or answer BUSY (scriptGate) and SCRIPT KILL may stop it. A budget
+// (a pipelined run) stops it at that time unless it wrote by then:
+// stopped, it wrote nothing and its reply is to be dropped.
+func (s *Server) runScriptLocked(out []byte, env envelope.Header, t *route.Table, b route.BucketID, e *evalCall, budget time.Duration) (_ []byte, prop [][][]byte, stopped bool) {
+	h := s.scripting()
+	sr := h.start(b, s.cfg.BusyReplyThreshold, budget)
+	defer h.end(sr)
+	c := &scriptCaller{x: s.x.Load(), area: env.Area, t: t, bucket: b, run: sr, maxKey: s.cfg.MaxKeySize, noTouch: env.NoTouch}
+	out = e.runWith(sr.ctx, h.env, out, c)
+	return out, c.prop, sr.stopped() && !sr.killed.Load()
 }
 
 // scriptCaller runs a script's commands on its bucket.

@@ -117,13 +117,15 @@ func (s *Server) functionCmd(out []byte, env envelope.Header, cmd [][]byte) []by
 	csErr := func(err error) []byte { return appendLibrariesErr(out, err) }
 	switch sub {
 	case "load":
-		if len(cmd) != 3 && len(cmd) != 4 {
+		if len(cmd) < 3 {
 			return bad()
 		}
+		// Redis reads every argument before the code as an option
+		// (REPLACE, any number of times).
 		replace := false
-		if len(cmd) == 4 {
-			if !strings.EqualFold(string(cmd[2]), "replace") {
-				return resp.AppendError(out, "ERR Unknown option given: "+string(cmd[2]))
+		for _, o := range cmd[2 : len(cmd)-1] {
+			if !strings.EqualFold(string(o), "replace") {
+				return resp.AppendError(out, "ERR Unknown option given: "+errs.Quoted(o, len(o)))
 			}
 			replace = true
 		}
@@ -200,7 +202,8 @@ func (s *Server) functionCmd(out []byte, env envelope.Header, cmd [][]byte) []by
 				pattern = cmd[i+1]
 				i++
 			default:
-				return resp.AppendError(out, "ERR Unknown argument "+string(cmd[i]))
+				// %s in Redis's format: the argument up to a NUL
+				return resp.AppendError(out, "ERR Unknown argument "+errs.Quoted(cmd[i], len(cmd[i])))
 			}
 		}
 		if err := s.refreshLibraries(); err != nil {

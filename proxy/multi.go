@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/tairkv/tair/internal/command"
+	"github.com/tairkv/tair/internal/luascript"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
 )
@@ -43,16 +44,43 @@ func txControl(name string) bool {
 	return false
 }
 
-// queue adds a command to the transaction (MULTI is active).
-func (tx *txState) queue(ss *session, r *request, args [][]byte) {
-	if h := localHandlers[r.spec.Name]; h != nil && r.spec.Name != "ping" && r.spec.Name != "echo" && r.spec.Name != "time" {
-		tx.dirty = true
-		r.setError("ERR " + r.spec.Name + " is not supported inside MULTI by this cluster")
-		return
+// runsInProxy: the proxy's own commands a transaction may hold; EXEC
+// runs them in the proxy, in their place among the dataserver's replies,
+// once the dataserver's part has run (so PUBLISH publishes only when the
+// transaction ran, and answers its receivers, as in Redis).
+func runsInProxy(name string) bool {
+	switch name {
+	case "ping", "echo", "time", "publish", "spublish":
+		return true
 	}
-	if r.spec.Has(command.NoKey) && r.spec.Name != "ping" && r.spec.Name != "echo" && r.spec.Name != "time" {
+	return false
+}
+
+// isScriptCall: the commands that run a script. Inside MULTI they run on
+// the transaction's dataserver, at their place (dataserver/multi.go).
+func isScriptCall(name string) bool {
+	switch name {
+	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
+		return true
+	}
+	return false
+}
+
+// queue adds a command to the transaction (MULTI is active).
+//
+// Refused here (README, "MULTI"): the proxy's other own commands and the
+// keyless ones, which act on every node, on the connection or on the
+// proxy (SELECT, KEYS, SCAN, DBSIZE, FLUSHDB, SCRIPT, FUNCTION, CLIENT
+// ...), so that one bucket's master cannot run them atomically with the
+// rest; and SUBSCRIBE and the like, which Redis 7 runs inside MULTI but
+// answers with one EXEC element per channel under an array header that
+// counts commands (a reply clients cannot read) before the connection
+// turns subscriber.
+func (tx *txState) queue(ss *session, r *request, args [][]byte) {
+	name := r.spec.Name
+	if !runsInProxy(name) && !isScriptCall(name) && (localHandlers[name] != nil || r.spec.Has(command.NoKey)) {
 		tx.dirty = true
-		r.setError("ERR " + r.spec.Name + " is not supported inside MULTI by this cluster")
+		r.setError("ERR " + name + " is not supported inside MULTI by this cluster")
 		return
 	}
 	// The transaction runs on one bucket's master: a key of another
@@ -166,6 +194,19 @@ func (ss *session) watch(r *request) {
 	r.ok()
 }
 
+// txScriptRoute is what a script call routes by when it names no key,
+// as outside MULTI (proxy/script.go cmdEval): the body's sha for EVAL,
+// the sha for EVALSHA, the function's name for FCALL.
+func txScriptRoute(name string, c [][]byte) []byte {
+	switch name {
+	case "eval", "eval_ro":
+		return []byte(luascript.Sha1Hex(c[1]))
+	case "evalsha", "evalsha_ro":
+		return bytes.ToLower(c[1])
+	}
+	return c[1]
+}
+
 func (ss *session) bucketOf(key []byte) route.BucketID {
 	q := uint32(route.DefaultBuckets)
 	if rt := ss.srv.r.load(); rt != nil {
@@ -207,27 +248,43 @@ func (ss *session) exec(r *request) {
 		tx.reset()
 		ss.info.multi.Store(-1)
 	}()
-	// Keys of every data command, and of the watch.
-	var keys [][]byte
+	// The keys of the commands the dataserver runs and of the watch
+	// route the transaction; SPUBLISH's channel must share their bucket
+	// too (as in Redis Cluster) but routes nothing.
+	var keys, channels [][]byte
 	var data []int
+	var scriptRoute []byte // the first script's, for a transaction without keys
 	for i, c := range tx.cmds {
 		spec := command.Lookup(c[0])
 		if spec.Has(command.NoKey) {
 			continue
 		}
-		data = append(data, i)
+		if runsInProxy(spec.Name) {
+			for _, k := range spec.KeyIndexes(c) {
+				channels = append(channels, c[k])
+			}
+			continue
+		}
 		for _, k := range spec.KeyIndexes(c) {
 			keys = append(keys, c[k])
 		}
+		data = append(data, i)
+		if isScriptCall(spec.Name) && scriptRoute == nil {
+			scriptRoute = txScriptRoute(spec.Name, c)
+		}
 	}
 	keys = append(keys, tx.watched...)
-	if !sameBucket(ss, keys) {
+	if !sameBucket(ss, append(channels, keys...)) {
 		r.setError(crossSlot)
 		return
 	}
+	// A watch is checked on the dataserver even when no command goes
+	// there (MULTIEXEC 0 WATCH ...): a transaction of PINGs and
+	// PUBLISHes must not run when a watched key changed either.
+	watchOnly := len(data) == 0 && tx.watchOK && len(tx.watched) > 0
 	var sub []byte // the MULTIEXEC reply
 	var subElems [][]byte
-	if len(data) > 0 && len(keys) == 0 {
+	if len(data) > 0 && len(keys) == 0 && scriptRoute == nil {
 		// Data commands that name no key (ZDIFF 0 ...: each fails its
 		// own way) and no watch: nothing to run atomically, and
 		// MULTIEXEC needs a key to route by (keys[0] panicked here).
@@ -238,7 +295,7 @@ func (ss *session) exec(r *request) {
 			ss.anyNode(q)
 			subElems = append(subElems, q.reply)
 		}
-	} else if len(data) > 0 {
+	} else if len(data) > 0 || watchOnly {
 		args := [][]byte{[]byte("MULTIEXEC"), strconv.AppendInt(nil, int64(len(data)), 10)}
 		for _, i := range data {
 			c := tx.cmds[i]
@@ -251,13 +308,27 @@ func (ss *session) exec(r *request) {
 				args = append(args, k, tx.vers[i])
 			}
 		}
-		p := ss.part(r, args)
-		p.bucket = ss.bucketOf(keys[0])
-		p.write = true
-		ss.send(p)
-		ss.finish(p)
-		ss.account(p)
-		sub = p.reply
+		if scriptRoute != nil {
+			// Scripts run off the dataserver's event loops: the
+			// transaction goes as a script does, to its keys' bucket,
+			// or with none to the bucket the first script would run on
+			// alone. (Redis Cluster runs a keyless script of a
+			// transaction on the node of the transaction's keys; with
+			// no key anywhere, any node: here the script's own.)
+			b := ss.bucketOf(scriptRoute)
+			if len(keys) > 0 {
+				b = ss.bucketOf(keys[0])
+			}
+			sub = ss.sendScript(r, b, args, true)
+		} else {
+			p := ss.part(r, args)
+			p.bucket = ss.bucketOf(keys[0])
+			p.write = true
+			ss.send(p)
+			ss.finish(p)
+			ss.account(p)
+			sub = p.reply
+		}
 		if len(sub) > 0 && (sub[0] == '-' || bytes.Equal(sub, []byte("*-1\r\n")) || bytes.Equal(sub, []byte("_\r\n"))) {
 			r.raw(sub)
 			return
@@ -269,7 +340,7 @@ func (ss *session) exec(r *request) {
 			return
 		}
 	}
-	// Splice the proxy's own replies (PING, ECHO, TIME) in place.
+	// Splice the proxy's own replies (PING, ECHO, TIME, PUBLISH) in place.
 	b := resp.AppendArray(r.reply[:0], len(tx.cmds))
 	di := 0
 	for i, c := range tx.cmds {

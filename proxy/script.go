@@ -271,6 +271,11 @@ func cmdEval(ss *session, r *request) {
 	case "eval", "eval_ro":
 		route = []byte(luascript.Sha1Hex(r.args[1]))
 	case "evalsha", "evalsha_ro":
+		if len(r.args[1]) != 40 {
+			// not a sha: Redis answers so before reading numkeys
+			r.setError("NOSCRIPT No matching script. Please use EVAL.")
+			return
+		}
 		route = []byte(strings.ToLower(string(r.args[1])))
 	default:
 		route = r.args[1]

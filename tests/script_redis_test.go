@@ -61,6 +61,28 @@ var scriptCompare = [][]string{
 	{"FUNCTION", "LOAD", "#!lua name=other\nredis.register_function('o1', function() return 2 end)"},
 	{"FUNCTION", "RESTORE", "$DUMP"}, {"FUNCTION", "RESTORE", "$DUMP", "REPLACE"}, {"FUNCTION", "RESTORE", "$DUMP", "FLUSH"},
 	{"FCALL", "o1", "0"}, {"SET", "kk", "v"}, {"DUMP", "kk"}, {"FUNCTION", "RESTORE", "$DUMP"},
+	// redis.register_function's errors carry no position
+	{"FUNCTION", "LOAD", "#!lua name=zz\nredis.register_function{function_name='f1', callback=function() return 1 end, flags={'bad'}}"},
+	{"FUNCTION", "LOAD", "#!lua name=zz\nredis.register_function{function_name='f1', callback=function() return 1 end, flags=3}"},
+	{"FUNCTION", "LOAD", "#!lua name=zz\nredis.register_function{function_name='f1', callback=function() return 1 end, foo=3}"},
+	{"FUNCTION", "LOAD", "#!lua name=zz\nredis.register_function('f1')"}, {"FUNCTION", "LOAD", "#!lua name=zz\nredis.register_function(3)"},
+	{"FUNCTION", "LOAD", "#!lua name=zz\nredis.register_function('f1', function() end) redis.register_function('f1', function() end)"},
+	{"FUNCTION", "LOAD", "#!lua name=zz\nredis.register_function{function_name='f1'}"},
+	{"FUNCTION", "LOAD", "#!lua name=zz\nredis.register_function('f1', function() end, 3)"},
+	// EVALSHA of what is not a sha: NOSCRIPT before numkeys
+	{"EVALSHA", "", "x"}, {"EVALSHA_RO", "abc", "-1"}, {"EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "x"},
+	// a read-only script may call a writing container's read-only subcommand
+	{"EVAL_RO", "return redis.pcall('xgroup', 'help')", "0"}, {"EVAL_RO", "return redis.pcall('xgroup', 'destroy', KEYS[1], 'g')", "1", "k"},
+	// containers are checked by their subcommand, as in Redis
+	{"EVAL", "return redis.pcall(unpack(ARGV))", "0", "xinfo", "0"}, {"EVAL", "return redis.pcall(unpack(ARGV))", "0", "xinfo", "stream"},
+	{"EVAL", "return redis.pcall(unpack(ARGV))", "0", "xgroup", "foo"}, {"EVAL", "return redis.pcall(unpack(ARGV))", "0", "object"},
+	{"EVAL", "return redis.pcall(unpack(ARGV))", "0", "object", "encoding"}, {"EVAL", "return redis.pcall(unpack(ARGV))", "0", "config", "get"},
+	{"EVAL", "return redis.pcall(unpack(ARGV))", "0", "client", "list"}, {"EVAL", "return redis.pcall(unpack(ARGV))", "0", "memory", "usage"},
+	{"EVAL", "return redis.pcall('ping', 'a', 'b')", "0"}, {"EVAL", "return redis.call('ping', 'a', 'b')", "0"}, {"EVAL", "return redis.call('ping', 'a')", "0"},
+	// FUNCTION LOAD's options: every argument before the code
+	{"FUNCTION", "LOAD", "0", "0", "0"}, {"FUNCTION", "LOAD", "REPLACE", "x", "#!lua name=zz\nredis.register_function('f1', function() return 1 end)"},
+	{"FUNCTION", "LIST", "LIBRARYNAME", "0", "\x00\xff\r\n"}, {"FUNCTION", "LIST", "a\x00b"}, {"FUNCTION", "LOAD", "x\x00y", "#!lua name=zz\nreturn 1"},
+	{"FUNCTION", "LOAD", "REPLACE", "REPLACE", "#!lua name=zz\nredis.register_function('f1', function() return 1 end)"}, {"FUNCTION", "DELETE", "zz"},
 }
 
 func TestScriptCommandsAgainstRedis(t *testing.T) {

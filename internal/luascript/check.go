@@ -39,16 +39,47 @@ func CheckCall(args [][]byte, readOnly bool) (*command.Spec, string) {
 		}
 		return nil, "ERR Unknown Redis command called from script"
 	}
-	if !spec.ArityOK(len(args)) {
+	// A container (XINFO, XGROUP, OBJECT ...) is checked as Redis
+	// does, by its subcommand: unknown, arity, flags.
+	sub, unknown := subcommandOf(spec, args)
+	if unknown {
+		return nil, "ERR Unknown Redis command called from script"
+	}
+	if !spec.ArityOK(len(args)) || sub != nil && !arityOK(sub.Arity, len(args)) {
 		return nil, "ERR Wrong number of args calling Redis command from script"
 	}
-	if noScript[spec.Name] || spec.Info != nil && slices.Contains(spec.Info.Flags, "noscript") {
+	if noScript[spec.Name] || spec.Info != nil && slices.Contains(spec.Info.Flags, "noscript") ||
+		sub != nil && slices.Contains(sub.Flags, "noscript") {
 		return nil, "ERR This Redis command is not allowed from script"
 	}
-	if readOnly && spec.Has(command.Write) {
+	write := spec.Has(command.Write)
+	if sub != nil {
+		write = slices.Contains(sub.Flags, "write") // XGROUP HELP reads
+	}
+	if readOnly && write {
 		return nil, "ERR Write commands are not allowed from read-only scripts."
 	}
 	return spec, ""
+}
+
+// subcommandOf is the subcommand args name when spec is a container;
+// unknown when it names none of them.
+func subcommandOf(spec *command.Spec, args [][]byte) (sub *command.Sub, unknown bool) {
+	if spec.Info == nil || len(spec.Info.Subcommands) == 0 || len(args) < 2 {
+		return nil, false
+	}
+	full := spec.Name + "|" + string(lower(args[1]))
+	for _, s := range spec.Info.Subcommands {
+		if s.Name == full {
+			return s, false
+		}
+	}
+	return nil, true
+}
+
+// arityOK is Redis's arity rule: exactly n arguments, or at least -n.
+func arityOK(arity, n int) bool {
+	return arity >= 0 && n == arity || arity < 0 && n >= -arity
 }
 
 func lower(b []byte) []byte {

@@ -102,6 +102,9 @@ func (st *state) register(lib *Library) (map[string]*lua.LFunction, error) {
 	cbs := map[string]*lua.LFunction{}
 	loading := st.loading
 	st.onRegister = func(L *lua.LState) int {
+		// Redis raises these without the caller's position
+		// ("user_function:2: "), unlike L.RaiseError.
+		raise := func(msg string) { L.Error(lua.LString(msg), 0) }
 		var name, desc string
 		var cb *lua.LFunction
 		var flags []string
@@ -109,7 +112,7 @@ func (st *state) register(lib *Library) (map[string]*lua.LFunction, error) {
 		case 1:
 			t, ok := L.Get(1).(*lua.LTable)
 			if !ok {
-				L.RaiseError("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).")
+				raise("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).")
 			}
 			var bad string
 			t.ForEach(func(k, v lua.LValue) {
@@ -138,25 +141,25 @@ func (st *state) register(lib *Library) (map[string]*lua.LFunction, error) {
 				}
 			})
 			if bad != "" {
-				L.RaiseError("%s", bad)
+				raise(bad)
 			}
 		case 2:
 			name = lua.LVAsString(L.Get(1))
 			cb, _ = L.Get(2).(*lua.LFunction)
 		default:
-			L.RaiseError("wrong number of arguments to redis.register_function")
+			raise("wrong number of arguments to redis.register_function")
 		}
 		if name == "" {
-			L.RaiseError("redis.register_function must get a function name argument")
+			raise("redis.register_function must get a function name argument")
 		}
 		if cb == nil {
-			L.RaiseError("redis.register_function must get a callback argument")
+			raise("redis.register_function must get a callback argument")
 		}
 		if !validName(name) {
-			L.RaiseError("Function names can only contain letters, numbers, or underscores(_) and must be at least one character long")
+			raise("Function names can only contain letters, numbers, or underscores(_) and must be at least one character long")
 		}
 		if _, dup := cbs[name]; dup {
-			L.RaiseError("Function already exists in the library")
+			raise("Function already exists in the library")
 		}
 		cbs[name] = cb
 		if loading {

@@ -236,10 +236,14 @@ func (st *state) aclCheck(L *lua.LState) int {
 func Builtin(args [][]byte) ([]byte, bool) {
 	switch strings.ToLower(string(args[0])) {
 	case "ping":
-		if len(args) == 1 {
+		switch len(args) {
+		case 1:
 			return []byte("+PONG\r\n"), true
+		case 2:
+			return resp.AppendBulk(nil, args[1]), true
 		}
-		return resp.AppendBulk(nil, args[1]), true
+		// PING's arity (-1) lets more through: its own check refuses them
+		return resp.AppendError(nil, "ERR wrong number of arguments for 'ping' command"), true
 	case "echo":
 		return resp.AppendBulk(nil, args[1]), true
 	case "time":
