@@ -11,8 +11,6 @@ import (
 	"github.com/tairkv/tair/engines"
 	_ "github.com/tairkv/tair/engines/ldb"
 	_ "github.com/tairkv/tair/engines/mdb"
-	"github.com/tairkv/tair/internal/route"
-	"github.com/tairkv/tair/internal/testutil"
 )
 
 // Every engine replicates and migrates every kind of record unchanged:
@@ -23,14 +21,7 @@ func TestEnginesReplicateAndMove(t *testing.T) {
 	for _, eng := range []string{"rdb", "mdb", "ldb"} {
 		t.Run(eng, func(t *testing.T) {
 			cs := newFakeCS(t)
-			var nodes []*Server
-			for i := 0; i < 3; i++ {
-				c := testConfig(cs.addr())
-				c.Engine = eng
-				c.Dir = t.TempDir()
-				c.ReplicationMode = ReplicationStrict
-				nodes = append(nodes, startNode(t, c))
-			}
+			nodes := startEngineNodes(t, cs, eng, 3)
 			a, b, c := nodes[0], nodes[1], nodes[2]
 			t1 := ringTable(1, q, 2, a.Addr(), b.Addr())
 			cs.setTable(t1)
@@ -87,15 +78,7 @@ func TestEnginesReplicateAndMove(t *testing.T) {
 				}
 			}
 			// Move bucket 0 from a to c.
-			cs.autoSwitch.Store(true)
-			t2 := t1.Clone()
-			t2.Version = 2
-			t2.Migrating = []route.Move{{Bucket: 0, From: a.Addr(), To: c.Addr()}}
-			cs.setTable(t2)
-			testutil.Eventually(t, 10*time.Second, func() bool {
-				tb := cs.getTable()
-				return tb.Master(0) == c.Addr() && c.TableVersion() == tb.Version
-			}, "move did not complete")
+			moveBucket(t, cs, t1, 0, a, c, c)
 			v := cs.getTable().Version
 			// The old master forwards to the new one during the grace
 			// period (a proxy still on table 1).

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/testutil"
 )
 
@@ -185,15 +184,7 @@ func TestFieldExpiryFollowsMoves(t *testing.T) {
 			t.Fatalf("%v: %q", w, got)
 		}
 	}
-	cs.autoSwitch.Store(true)
-	t2 := t1.Clone()
-	t2.Version = 2
-	t2.Migrating = []route.Move{{Bucket: 0, From: a.Addr(), To: c.Addr()}}
-	cs.setTable(t2)
-	testutil.Eventually(t, 10*time.Second, func() bool {
-		tb := cs.getTable()
-		return tb.Master(0) == c.Addr() && c.TableVersion() == tb.Version && b.TableVersion() == tb.Version
-	}, "move did not complete")
+	moveBucket(t, cs, t1, 0, a, c, b, c)
 	if c.fx.keys() != 1 {
 		t.Fatalf("the new master indexes %d keys, want 1", c.fx.keys())
 	}

@@ -403,3 +403,40 @@ func shortLease(_ int, c *Config) {
 	c.HeartbeatInterval = 200 * time.Millisecond
 	c.LeaseTimeout = 700 * time.Millisecond
 }
+
+// startEngineNodes starts n nodes of engine eng under cs, each with a
+// data directory of its own and strict replication.
+func startEngineNodes(t *testing.T, cs *fakeCS, eng string, n int) []*Server {
+	t.Helper()
+	var nodes []*Server
+	for range n {
+		c := testConfig(cs.addr())
+		c.Engine = eng
+		c.Dir = t.TempDir()
+		c.ReplicationMode = ReplicationStrict
+		nodes = append(nodes, startNode(t, c))
+	}
+	return nodes
+}
+
+// startMove sets the table after from that moves bucket b from one node
+// to another; the fake configserver completes the move.
+func startMove(cs *fakeCS, from *route.Table, b route.BucketID, src, dst string) {
+	cs.autoSwitch.Store(true)
+	next := from.Clone()
+	next.Version = from.Version + 1
+	next.Migrating = []route.Move{{Bucket: b, From: src, To: dst}}
+	cs.setTable(next)
+}
+
+// moveBucket moves bucket b from src to dst and waits until the move
+// has ended and every node of nodes applied the table that ends it.
+func moveBucket(t *testing.T, cs *fakeCS, from *route.Table, b route.BucketID, src, dst *Server, nodes ...*Server) {
+	t.Helper()
+	startMove(cs, from, b, src.Addr(), dst.Addr())
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		tb := cs.getTable()
+		return tb.Master(b) == dst.Addr() && len(tb.Migrating) == 0
+	}, "move did not complete")
+	waitVersion(t, cs.getTable().Version, nodes...)
+}

@@ -105,14 +105,7 @@ func TestKeyCountsFollowMigration(t *testing.T) {
 	for _, eng := range []string{"rdb", "mdb", "ldb", "kdb"} {
 		t.Run(eng, func(t *testing.T) {
 			cs := newFakeCS(t)
-			var nodes []*Server
-			for i := 0; i < 3; i++ {
-				c := testConfig(cs.addr())
-				c.Engine = eng
-				c.Dir = t.TempDir()
-				c.ReplicationMode = ReplicationStrict
-				nodes = append(nodes, startNode(t, c))
-			}
+			nodes := startEngineNodes(t, cs, eng, 3)
 			a, b, c := nodes[0], nodes[1], nodes[2]
 			t1 := ringTable(1, q, 2, a.Addr(), b.Addr()) // even buckets: master a; odd: b
 			cs.setTable(t1)
@@ -153,16 +146,7 @@ func TestKeyCountsFollowMigration(t *testing.T) {
 			}
 
 			// Move bucket 0 from a to c.
-			cs.autoSwitch.Store(true)
-			t2 := t1.Clone()
-			t2.Version = 2
-			t2.Migrating = []route.Move{{Bucket: 0, From: a.Addr(), To: c.Addr()}}
-			cs.setTable(t2)
-			testutil.Eventually(t, 10*time.Second, func() bool {
-				tb := cs.getTable()
-				return tb.Master(0) == c.Addr() && len(tb.Migrating) == 0
-			}, "move did not complete")
-			waitVersion(t, cs.getTable().Version, nodes...)
+			moveBucket(t, cs, t1, 0, a, c, nodes...)
 			checkCounts(t, a, areas, 6)
 			checkCounts(t, b, areas, 6)
 			checkCounts(t, c, areas, 6)
@@ -193,14 +177,7 @@ func TestKeyCountsAfterExpirySweep(t *testing.T) {
 	for _, eng := range []string{"rdb", "ldb"} {
 		t.Run(eng, func(t *testing.T) {
 			cs := newFakeCS(t)
-			var nodes []*Server
-			for i := 0; i < 2; i++ {
-				c := testConfig(cs.addr())
-				c.Engine = eng
-				c.Dir = t.TempDir()
-				c.ReplicationMode = ReplicationStrict
-				nodes = append(nodes, startNode(t, c))
-			}
+			nodes := startEngineNodes(t, cs, eng, 2)
 			a, b := nodes[0], nodes[1]
 			cs.setTable(ringTable(1, q, 2, a.Addr(), b.Addr()))
 			waitVersion(t, 1, nodes...)

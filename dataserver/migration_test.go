@@ -234,11 +234,7 @@ func runMove(t *testing.T, tc moveCase) {
 	})
 
 	time.Sleep(200 * time.Millisecond)
-	cs.autoSwitch.Store(true)
-	t2 := t1.Clone()
-	t2.Version = 2
-	t2.Migrating = []route.Move{{Bucket: bucket, From: addrs[tc.from], To: addrs[tc.to]}}
-	cs.setTable(t2)
+	startMove(cs, t1, bucket, addrs[tc.from], addrs[tc.to])
 	if tc.fault != nil {
 		tc.fault(t, nodes, restart)
 	}
@@ -401,12 +397,8 @@ func TestMigrationRateCap(t *testing.T) {
 			t.Fatalf("preload %d: %q", i, r)
 		}
 	}
-	cs.autoSwitch.Store(true)
-	t2 := cs.getTable().Clone()
-	t2.Version = 2
-	t2.Migrating = []route.Move{{Bucket: bucket, From: addrs[1], To: addrs[2]}}
 	start := time.Now()
-	cs.setTable(t2)
+	startMove(cs, cs.getTable(), bucket, addrs[1], addrs[2])
 	testutil.Eventually(t, 30*time.Second, func() bool {
 		return len(cs.getTable().Migrating) == 0
 	}, "the move did not complete")
@@ -446,11 +438,7 @@ func TestMoveWaitsForSlavesBeforeDone(t *testing.T) {
 	// The write is applied on a and waits for b.
 	reply := incrWaiting(t, a, key)
 
-	cs.autoSwitch.Store(true)
-	t2 := t1.Clone()
-	t2.Version = 2
-	t2.Migrating = []route.Move{{Bucket: bucket, From: a.Addr(), To: c.Addr()}}
-	cs.setTable(t2)
+	startMove(cs, t1, bucket, a.Addr(), c.Addr())
 	// Give the move time to copy, freeze and (wrongly) report Done.
 	deadline := time.Now().Add(1500 * time.Millisecond)
 	for time.Now().Before(deadline) && b.TableVersion() < 3 {
