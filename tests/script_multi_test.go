@@ -160,27 +160,7 @@ func TestScriptInsideMultiSurvivesFailover(t *testing.T) {
 		before[k] = cl.Get(ctx, k).Val()
 	}
 	list := fmt.Sprint(cl.LRange(ctx, "{t}l", 0, -1).Val())
-	tb, err := c.Cluster.Table(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	master := tb.Master(route.BucketOf([]byte("{t}s"), 16))
-	for i, ds := range c.DataServers {
-		if ds != nil && ds.Addr() == master {
-			if err := c.StopDataServer(i); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if _, err := cl.Get(ctx, "{t}a").Result(); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("no failover: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	stopMasterAndWait(t, c, cl, "{t}a")
 	for k, v := range before {
 		if got := cl.Get(ctx, k).Val(); got != v {
 			t.Fatalf("%s after failover: %q, before %q", k, got, v)

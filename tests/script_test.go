@@ -258,32 +258,7 @@ func TestScriptWritesSurviveFailover(t *testing.T) {
 		before[k] = cl.Get(ctx, k).Val()
 	}
 	list := cl.LRange(ctx, "{t}l", 0, -1).Val()
-	tb, err := c.Cluster.Table(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	master := tb.Master(route.BucketOf([]byte("{t}s"), 16))
-	for i, ds := range c.DataServers {
-		if ds != nil && ds.Addr() == master {
-			if err := c.StopDataServer(i); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		v, err := cl.Get(ctx, "{t}s1").Result()
-		if err == nil {
-			if v != before["{t}s1"] {
-				t.Fatalf("after failover: %q, before %q", v, before["{t}s1"])
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no failover: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	stopMasterAndWait(t, c, cl, "{t}s1")
 	for k, v := range before {
 		if got := cl.Get(ctx, k).Val(); got != v {
 			t.Fatalf("%s after failover: %q, before %q", k, got, v)
@@ -294,5 +269,36 @@ func TestScriptWritesSurviveFailover(t *testing.T) {
 	}
 	if ttl := cl.TTL(ctx, "{t}sttl").Val(); ttl <= 0 || ttl > 1000*time.Second {
 		t.Fatalf("TTL after failover: %v", ttl)
+	}
+}
+
+// stopMasterAndWait stops the dataserver that masters key's bucket and
+// waits, up to a minute, until key is served again (by the slave
+// promoted in its place); the caller compares the values.
+func stopMasterAndWait(t *testing.T, c *testcluster.Cluster, cl *redis.Client, key string) {
+	t.Helper()
+	ctx := context.Background()
+	tb, err := c.Cluster.Table(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	master := tb.Master(route.BucketOf([]byte(key), tb.Buckets))
+	for i, ds := range c.DataServers {
+		if ds != nil && ds.Addr() == master {
+			if err := c.StopDataServer(i); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := cl.Get(ctx, key).Result()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no failover: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
