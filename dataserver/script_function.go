@@ -129,12 +129,24 @@ func (s *Server) functionCmd(out []byte, env envelope.Header, cmd [][]byte) []by
 			}
 			replace = true
 		}
-		lib, err := luascript.LoadLibrary(h.env, cmd[len(cmd)-1])
+		// Redis looks for a library of that name before it runs the
+		// code: "already exists" comes before the code's own errors.
+		name, err := luascript.LibraryName(cmd[len(cmd)-1])
 		if err != nil {
 			return resp.AppendError(out, err.Error())
 		}
 		if err := s.refreshLibraries(); err != nil {
 			return csErr(err)
+		}
+		h.mu.Lock()
+		exists := h.libs.byName[name] != nil
+		h.mu.Unlock()
+		if exists && !replace {
+			return resp.AppendError(out, "ERR Library '"+name+"' already exists")
+		}
+		lib, err := luascript.LoadLibrary(h.env, cmd[len(cmd)-1])
+		if err != nil {
+			return resp.AppendError(out, err.Error())
 		}
 		h.mu.Lock()
 		old := h.libs.byName[lib.Name]

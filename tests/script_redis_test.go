@@ -82,6 +82,9 @@ var scriptCompare = [][]string{
 	// FUNCTION LOAD's options: every argument before the code
 	{"FUNCTION", "LOAD", "0", "0", "0"}, {"FUNCTION", "LOAD", "REPLACE", "x", "#!lua name=zz\nredis.register_function('f1', function() return 1 end)"},
 	{"FUNCTION", "LIST", "LIBRARYNAME", "0", "\x00\xff\r\n"}, {"FUNCTION", "LIST", "a\x00b"}, {"FUNCTION", "LOAD", "x\x00y", "#!lua name=zz\nreturn 1"},
+	{"FUNCTION", "LOAD", "#!lua name=zz\nredis.register_function('f1', function() return 1 end)"},
+	{"FUNCTION", "LOAD", "#!lua name=zz\nredis.register_function{function_name='f3', callback=function() return 1 end, flags={'bad-flag'}}"},
+	{"FUNCTION", "LOAD", "#!lua name=zz\nreturn ("}, {"FUNCTION", "DELETE", "zz"},
 	{"FUNCTION", "LOAD", "REPLACE", "REPLACE", "#!lua name=zz\nredis.register_function('f1', function() return 1 end)"}, {"FUNCTION", "DELETE", "zz"},
 }
 

@@ -49,35 +49,48 @@ func validName(s string) bool {
 	return true
 }
 
-// LoadLibrary parses and runs a library's code; the error is the reply's
-// text with its code ("ERR ...").
-func LoadLibrary(e *Env, code []byte) (*Library, error) {
+// LibraryName reads the library's name from code's metadata line,
+// checked as Redis checks it before it looks for a library of that name
+// (and so before the code is compiled and run).
+func LibraryName(code []byte) (string, error) {
 	s := string(code)
 	if !strings.HasPrefix(s, "#!") {
-		return nil, errors.New("ERR Missing library metadata")
+		return "", errors.New("ERR Missing library metadata")
 	}
-	first, rest, _ := strings.Cut(s, "\n")
+	first, _, _ := strings.Cut(s, "\n")
 	fields := strings.Fields(first[2:])
 	if len(fields) == 0 {
-		return nil, errors.New("ERR Missing library metadata")
+		return "", errors.New("ERR Missing library metadata")
 	}
 	if !strings.EqualFold(fields[0], "lua") {
-		return nil, fmt.Errorf("ERR Engine '%s' not found", fields[0])
+		return "", fmt.Errorf("ERR Engine '%s' not found", fields[0])
 	}
-	lib := &Library{Code: append([]byte(nil), code...)}
+	var name string
 	for _, f := range fields[1:] {
 		v, ok := strings.CutPrefix(f, "name=")
 		if !ok {
-			return nil, fmt.Errorf("ERR Invalid metadata value given: %s", f)
+			return "", fmt.Errorf("ERR Invalid metadata value given: %s", f)
 		}
-		lib.Name = v
+		name = v
 	}
-	if lib.Name == "" {
-		return nil, errors.New("ERR Library name was not given")
+	if name == "" {
+		return "", errors.New("ERR Library name was not given")
 	}
-	if !validName(lib.Name) {
-		return nil, errors.New("ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long")
+	if !validName(name) {
+		return "", errors.New("ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long")
 	}
+	return name, nil
+}
+
+// LoadLibrary parses and runs a library's code; the error is the reply's
+// text with its code ("ERR ...").
+func LoadLibrary(e *Env, code []byte) (*Library, error) {
+	name, err := LibraryName(code)
+	if err != nil {
+		return nil, err
+	}
+	_, rest, _ := strings.Cut(string(code), "\n")
+	lib := &Library{Code: append([]byte(nil), code...), Name: name}
 	p, err := compile([]byte("\n"+rest), functionChunk)
 	if err != nil {
 		return nil, fmt.Errorf("ERR Error compiling function: %s", err)

@@ -284,8 +284,8 @@ func (p *pair) run(seq [][]string) (*diff, error) {
 		}
 		var pre node
 		lc := append([]string{strings.ToLower(cmd[0])}, cmd[1:]...)
-		if len(cmd) > 1 && lexCommand(lc) && !inMulti {
-			raw, err := p.redis.do([]string{"ZRANGE", lexKey(lc), "0", "-1", "WITHSCORES"})
+		if lx := lexOf(lc); lx != nil && !inMulti {
+			raw, err := p.redis.do([]string{"ZRANGE", lexKey(lx), "0", "-1", "WITHSCORES"})
 			if err != nil {
 				return nil, fmt.Errorf("redis-server: %v", err)
 			}

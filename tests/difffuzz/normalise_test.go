@@ -155,7 +155,7 @@ var rules = []rule{
 	{
 		reason: "Redis leaves a lex range over members of different scores unspecified (ZRANGEBYLEX and friends walk its skiplist or listpack assuming one score); compared only when the key's scores are all equal",
 		match: func(d seen) bool {
-			if !lexCommand(d.cmd) || len(d.cmd) < 2 {
+			if lexOf(d.cmd) == nil {
 				return false
 			}
 			z := d.pre // the sorted set before the command ran
@@ -374,4 +374,16 @@ func scriptInner(cmd []string) []string {
 		return nil
 	}
 	return cmd[3+n:]
+}
+
+// lexOf is the lex-range command cmd (name lower-cased) runs, itself or
+// a script's wrapped command, or nil.
+func lexOf(cmd []string) []string {
+	if in := scriptInner(cmd); len(in) > 1 {
+		cmd = append([]string{strings.ToLower(in[0])}, in[1:]...)
+	}
+	if len(cmd) > 1 && lexCommand(cmd) {
+		return cmd
+	}
+	return nil
 }
