@@ -151,7 +151,7 @@ func (sc *txScripts) prepare(s *Server, cmds [][][]byte, proto int) {
 		if spec == nil || !spec.ArityOK(len(c)) || !isScriptCall(spec.Name) {
 			continue
 		}
-		sc.calls[i], sc.refused[i] = s.prepareEval(spec.Name, c, proto)
+		sc.calls[i], sc.refused[i] = s.prepareEval(spec.Name, c, proto, nil)
 	}
 }
 

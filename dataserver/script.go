@@ -403,11 +403,11 @@ func isScriptCall(name string) bool {
 }
 
 // prepareEval checks cmd (name is its lower-case name) and finds what it
-// runs: the script (compiled, and registered with the configserver when
-// new to this node), or the function. It may call the configserver, so
-// it runs before the bucket's lock is taken. A refusal is its error
-// reply.
-func (s *Server) prepareEval(name string, cmd [][]byte, proto int) (*evalCall, []byte) {
+// runs: found (the script already looked up, or nil), the script
+// (compiled, and registered with the configserver when new to this
+// node), or the function. It may call the configserver, so it runs
+// before the bucket's lock is taken. A refusal is its error reply.
+func (s *Server) prepareEval(name string, cmd [][]byte, proto int, found *cachedScript) (*evalCall, []byte) {
 	fail := func(text string) (*evalCall, []byte) { return nil, resp.AppendError(nil, text) }
 	if len(cmd) < 3 {
 		return fail("ERR wrong number of arguments for '" + name + "' command")
@@ -430,16 +430,10 @@ func (s *Server) prepareEval(name string, cmd [][]byte, proto int) (*evalCall, [
 	}
 	e.keys, e.argv = cmd[3:3+n], cmd[3+n:]
 	switch name {
-	case "eval", "eval_ro":
-		sc, err := s.loadScript(cmd[1])
-		if err != nil {
-			return fail("ERR " + err.Error())
-		}
-		e.sc, e.runName = sc, sc.Sha
-	case "evalsha", "evalsha_ro":
-		sc := s.scriptBySha(strings.ToLower(string(cmd[1])))
+	case "eval", "eval_ro", "evalsha", "evalsha_ro":
+		sc, errText := s.scriptFor(name, cmd[1], found)
 		if sc == nil {
-			return fail(noScriptText)
+			return fail(errText)
 		}
 		e.sc, e.runName = sc, sc.Sha
 	default:
@@ -456,6 +450,26 @@ func (s *Server) prepareEval(name string, cmd [][]byte, proto int) (*evalCall, [
 		}
 	}
 	return e, nil
+}
+
+// scriptFor is the script that EVAL's body or EVALSHA's sha names (name
+// tells which): found when the caller looked it up already; nil and the
+// error reply's text when there is none.
+func (s *Server) scriptFor(name string, script []byte, found *cachedScript) (*cachedScript, string) {
+	switch {
+	case found != nil:
+		return found, ""
+	case strings.HasPrefix(name, "evalsha"):
+		if sc := s.scriptBySha(strings.ToLower(string(script))); sc != nil {
+			return sc, ""
+		}
+		return nil, noScriptText
+	}
+	sc, err := s.loadScript(script)
+	if err != nil {
+		return nil, "ERR " + err.Error()
+	}
+	return sc, ""
 }
 
 // runWith runs e, its commands through c, stopped when ctx is cancelled;
@@ -478,21 +492,22 @@ func (s *Server) evalPipelined(out []byte, env envelope.Header, name string, cmd
 	return s.evalCmd(out, env, 0, strings.ToLower(name), cmd, p, peer, true)
 }
 
-// pipelinedRefusal is the refusal of a script that came on a pipelined
-// connection and does not run there (nil: it runs): it declares no key
-// (the proxy routed it by them), is not cached here (fetching it would
-// wait for the configserver), or was found slow. A malformed one runs,
-// to be answered its error as on a script connection.
-func (s *Server) pipelinedRefusal(name string, cmd [][]byte, hint route.BucketID) *envelope.Refusal {
+// pipelinedScript is the cached script a command that came on a
+// pipelined connection runs, or the refusal of one that does not run
+// there (neither: a malformed one, answered its error as on a script
+// connection): it declares no key (the proxy routed it by them), is not
+// cached here (fetching it would wait for the configserver), or was
+// found slow.
+func (s *Server) pipelinedScript(name string, cmd [][]byte, hint route.BucketID) (*cachedScript, *envelope.Refusal) {
 	if len(cmd) < 3 || strings.HasPrefix(name, "fcall") {
-		return envelope.ScriptConnOf(hint)
+		return nil, envelope.ScriptConnOf(hint)
 	}
 	n, bad := numKeys(cmd, false)
 	if bad != "" {
-		return nil
+		return nil, nil
 	}
 	if n == 0 {
-		return envelope.ScriptConnOf(hint)
+		return nil, envelope.ScriptConnOf(hint)
 	}
 	var sha string
 	if name == "eval" || name == "eval_ro" {
@@ -501,26 +516,28 @@ func (s *Server) pipelinedRefusal(name string, cmd [][]byte, hint route.BucketID
 		sha = strings.ToLower(string(cmd[1]))
 	}
 	if sc := s.scripting().cached(sha); sc != nil && sc.pipelinable(time.Now) {
-		return nil
+		return sc, nil
 	}
 	b := hint
 	if rt := s.rt.Load(); rt != nil {
 		b = rt.t.Bucket(cmd[3])
 	}
-	return envelope.ScriptConnOf(b)
+	return nil, envelope.ScriptConnOf(b)
 }
 
 // evalCmd runs EVAL, EVALSHA, FCALL and their _RO forms; pipelined: it
 // came on a pipelined connection (evalPipelined).
 func (s *Server) evalCmd(out []byte, env envelope.Header, hint route.BucketID, name string, cmd [][]byte, p *pending, peer net.Addr, pipelined bool) []byte {
 	var budget time.Duration
+	var found *cachedScript
 	if pipelined {
-		if r := s.pipelinedRefusal(name, cmd, hint); r != nil {
+		var r *envelope.Refusal
+		if found, r = s.pipelinedScript(name, cmd, hint); r != nil {
 			return resp.AppendErr(out, r.Err()) // a script connection runs it
 		}
 		budget = pipelinedBudget
 	}
-	e, refused := s.prepareEval(name, cmd, env.Proto)
+	e, refused := s.prepareEval(name, cmd, env.Proto, found)
 	if refused != nil {
 		return append(out, refused...)
 	}
