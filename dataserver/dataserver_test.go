@@ -349,13 +349,7 @@ func TestAreaConfig(t *testing.T) {
 // Close loses nothing acknowledged: a persistent node reopened on its
 // directory has every write.
 func TestCloseKeepsAcknowledged(t *testing.T) {
-	cs := newFakeCS(t)
-	c := testConfig(cs.addr())
-	c.Engine, c.Dir = "ldb", t.TempDir()
-	c.Listen = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
-	s := startNode(t, c)
-	cs.setTable(ringTable(1, q, 1, s.Addr()))
-	waitVersion(t, 1, s)
+	s, restart := restartableLdbNode(t)
 	cl := dial(t, s.Addr())
 	var cmds [][]string
 	for i := 0; i < 1000; i++ {
@@ -366,11 +360,7 @@ func TestCloseKeepsAcknowledged(t *testing.T) {
 			t.Fatal(r)
 		}
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s2 := startNode(t, c)
-	waitVersion(t, 1, s2)
+	s2 := restart()
 	cl2 := dial(t, s2.Addr())
 	for i := 0; i < 1000; i += 37 {
 		if got := cl2.do(x(1, "GET", fmt.Sprintf("k%d", i))...); got != "$"+strconv.Itoa(len(strconv.Itoa(i)))+"\r\n"+strconv.Itoa(i) {

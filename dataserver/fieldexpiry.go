@@ -62,16 +62,7 @@ func (s *Server) newExecutor(q uint32) *exec.Executor {
 }
 
 func (s *Server) fieldExpiryLoop(done <-chan struct{}) {
-	tick := time.NewTicker(fieldExpiryEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case now := <-tick.C:
-			s.expireFieldsRound(now)
-		}
-	}
+	everyUntil(done, fieldExpiryEvery, func(now time.Time) { s.expireFieldsRound(now) })
 }
 
 // expireFieldsRound is one round of the active expiry at now; it returns

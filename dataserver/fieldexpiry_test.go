@@ -137,13 +137,7 @@ func TestTairHashActiveExpiryUnderLoad(t *testing.T) {
 // before a restart has its fields expired actively after it (the node
 // scans the bucket it masters once, as no write reported them).
 func TestFieldExpiryAfterRestart(t *testing.T) {
-	cs := newFakeCS(t)
-	c := testConfig(cs.addr())
-	c.Engine, c.Dir = "ldb", t.TempDir()
-	c.Listen = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
-	s := startNode(t, c)
-	cs.setTable(ringTable(1, q, 1, s.Addr()))
-	waitVersion(t, 1, s)
+	s, restart := restartableLdbNode(t)
 	k := keyIn("fxr", 3, q, 0)
 	cl := dial(t, s.Addr())
 	for _, w := range [][]string{{"EXHSET", k, "a", "1", "PX", "1500"}, {"EXHSET", k, "keep", "v"}} {
@@ -151,11 +145,7 @@ func TestFieldExpiryAfterRestart(t *testing.T) {
 			t.Fatalf("%v: %q", w, got)
 		}
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s2 := startNode(t, c)
-	waitVersion(t, 1, s2)
+	s2 := restart()
 	cl2 := dial(t, s2.Addr())
 	if got := cl2.do(x(1, "EXHLEN", k)...); got != ":2" {
 		t.Fatalf("EXHLEN after the restart: %q", got)

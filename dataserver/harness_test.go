@@ -440,3 +440,26 @@ func moveBucket(t *testing.T, cs *fakeCS, from *route.Table, b route.BucketID, s
 	}, "move did not complete")
 	waitVersion(t, cs.getTable().Version, nodes...)
 }
+
+// restartableLdbNode starts one ldb node, master of every bucket, on a
+// port and a data directory of its own; restart closes it and starts it
+// again on both.
+func restartableLdbNode(t *testing.T) (s *Server, restart func() *Server) {
+	t.Helper()
+	cs := newFakeCS(t)
+	c := testConfig(cs.addr())
+	c.Engine, c.Dir = "ldb", t.TempDir()
+	c.Listen = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+	s = startNode(t, c)
+	cs.setTable(ringTable(1, q, 1, s.Addr()))
+	waitVersion(t, 1, s)
+	return s, func() *Server {
+		t.Helper()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s2 := startNode(t, c)
+		waitVersion(t, 1, s2)
+		return s2
+	}
+}

@@ -84,17 +84,21 @@ func (s *Server) stallReason() string {
 	return ""
 }
 
-// watchdogLoop samples the stamps until ctx ends.
+// watchdogLoop samples the stamps until done is closed.
 func (s *Server) watchdogLoop(done <-chan struct{}) {
-	every := min(s.cfg.HeartbeatInterval, s.cfg.StallTimeout/4)
-	tick := time.NewTicker(every)
+	everyUntil(done, min(s.cfg.HeartbeatInterval, s.cfg.StallTimeout/4), s.checkStalls)
+}
+
+// everyUntil calls fn with the time every period until done is closed.
+func everyUntil(done <-chan struct{}, period time.Duration, fn func(now time.Time)) {
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
 		select {
 		case <-done:
 			return
 		case now := <-tick.C:
-			s.checkStalls(now)
+			fn(now)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/engines/generic"
 )
 
 // Access tracking: what OBJECT FREQ and OBJECT IDLETIME answer, and the
@@ -168,12 +169,8 @@ func (s *Store) Access(k engines.Key) (freq uint8, idleSeconds int64, ok bool) {
 	sh := s.shardOf(k.Bucket, k.Key)
 	sh.mu.RLock()
 	defer sh.mu.RUnlock()
-	tab := sh.tables[k.Area]
-	if tab == nil {
-		return 0, 0, false
-	}
-	it := tab.keys[string(k.Key)]
-	if it == nil || engines.Expired(it.expireAt, now) {
+	it := sh.liveKeyLocked(k, now)
+	if it == nil {
 		return 0, 0, false
 	}
 	freq, idleSeconds = accessOf(accessWord(it.access.Load()), now)
@@ -186,12 +183,8 @@ func (s *Store) SetAccess(k engines.Key, freq int, idleSeconds int64) bool {
 	sh := s.shardOf(k.Bucket, k.Key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	tab := sh.tables[k.Area]
-	if tab == nil {
-		return false
-	}
-	it := tab.keys[string(k.Key)]
-	if it == nil || engines.Expired(it.expireAt, now) {
+	it := sh.liveKeyLocked(k, now)
+	if it == nil {
 		return false
 	}
 	w := newAccess(now)
@@ -204,4 +197,14 @@ func (s *Store) SetAccess(k engines.Key, freq int, idleSeconds int64) bool {
 	}
 	it.access.Store(uint64(packAccess(c, w.ldt(), lru, accessWord(it.access.Load()).ref())))
 	return true
+}
+
+// liveKeyLocked is the plain key k's record, nil when it is missing or
+// expired at now; the caller holds sh's lock.
+func (sh *shard) liveKeyLocked(k engines.Key, now int64) *item {
+	r := generic.Ref{Key: k}
+	if _, _, it := sh.lookupLocked(&r); it != nil && !engines.Expired(it.expireAt, now) {
+		return it
+	}
+	return nil
 }
