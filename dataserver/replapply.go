@@ -368,15 +368,9 @@ func (s *Server) applyItem(it item, from, session string, ver route.Version, scr
 	case kindRecord:
 		rec, err := engines.DecodeRecord(it.record)
 		if err == nil {
-			err = s.eng.Restore(uint32(it.bucket), rec)
+			err = s.restoreMigrated(it.bucket, rec)
 		}
-		if err == nil {
-			s.restoredRecord(it.bucket, rec)
-		}
-		if err != nil {
-			s.m.replApplyErrors.Inc()
-			s.log.Error("restoring a migrated record", "bucket", it.bucket, "err", err)
-		}
+		s.noteRestoreError(it.bucket, err)
 	case kindRecords:
 		cr := engines.NewChunkReader(it.record)
 		for {
@@ -385,17 +379,11 @@ func (s *Server) applyItem(it item, from, session string, ver route.Version, scr
 				break
 			}
 			if err == nil {
-				err = s.eng.Restore(uint32(it.bucket), rec)
-				if err == nil {
-					s.restoredRecord(it.bucket, rec)
-				}
+				err = s.restoreMigrated(it.bucket, rec)
 			}
-			if err != nil {
-				s.m.replApplyErrors.Inc()
-				s.log.Error("restoring a migrated record", "bucket", it.bucket, "err", err)
-				if rec == nil {
-					break // a malformed chunk: the rest cannot be read
-				}
+			s.noteRestoreError(it.bucket, err)
+			if err != nil && rec == nil {
+				break // a malformed chunk: the rest cannot be read
 			}
 		}
 	case kindCmds:
@@ -420,4 +408,22 @@ func (s *Server) applyItem(it item, from, session string, ver route.Version, scr
 		}
 	}
 	return scratch, nil, nil, true
+}
+
+// restoreMigrated writes one record of an incoming copy.
+func (s *Server) restoreMigrated(b route.BucketID, rec *engines.Record) error {
+	if err := s.eng.Restore(uint32(b), rec); err != nil {
+		return err
+	}
+	s.restoredRecord(b, rec)
+	return nil
+}
+
+// noteRestoreError counts and logs a record of an incoming copy that could
+// not be read or written; the copy goes on with the next one.
+func (s *Server) noteRestoreError(b route.BucketID, err error) {
+	if err != nil {
+		s.m.replApplyErrors.Inc()
+		s.log.Error("restoring a migrated record", "bucket", b, "err", err)
+	}
 }

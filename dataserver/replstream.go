@@ -293,30 +293,23 @@ func (st *stream) progressedLocked() {
 // the stream gives up or stops). Take it before checking what to wait
 // for, so that no acknowledgement is missed in between.
 func (st *stream) progress() <-chan struct{} {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.mu.progress
+	return locked(st, func() chan struct{} { return st.mu.progress })
 }
 
 // lastSeq is the sequence number of the last item pushed.
-func (st *stream) lastSeq() uint64 {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.mu.nextSeq
-}
+func (st *stream) lastSeq() uint64 { return locked(st, func() uint64 { return st.mu.nextSeq }) }
 
 // ackedSeq is the highest sequence number the receiver acknowledged.
-func (st *stream) ackedSeq() uint64 {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.mu.acked
-}
+func (st *stream) ackedSeq() uint64 { return locked(st, func() uint64 { return st.mu.acked }) }
 
 // pending returns the number of unacknowledged items.
-func (st *stream) pending() int {
+func (st *stream) pending() int { return locked(st, func() int { return len(st.mu.q) }) }
+
+// locked reads the stream's state under its lock.
+func locked[T any](st *stream, read func() T) T {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return len(st.mu.q)
+	return read()
 }
 
 // pendingFor reports whether an unacknowledged item of bucket b is queued.

@@ -399,18 +399,11 @@ func cmdScan(ss *session, r *request) {
 		}
 		parts := make([]*request, 0, w)
 		for i := uint64(0); i < w; i++ {
-			b := bucket + i
 			p0 := uint64(0)
 			if i == 0 {
 				p0 = pos
 			}
-			args := [][]byte{[]byte("SCANBUCKET"), strconv.AppendUint(nil, b, 10), strconv.AppendUint(nil, p0, 10)}
-			args = append(args, opts...)
-			p := ss.part(r, args)
-			p.bucket = route.BucketID(b)
-			p.slaveOK = true
-			ss.send(p)
-			parts = append(parts, p)
+			parts = append(parts, ss.sendScanBucket(r, route.BucketID(bucket+i), p0, opts))
 		}
 		for i, p := range parts {
 			ss.finish(p)
@@ -472,6 +465,17 @@ func scanReply(b []byte) (uint64, [][]byte, error) {
 	return next, ks, nil
 }
 
+// sendScanBucket sends SCANBUCKET b pos opts... as a part of r, to any
+// copy of the bucket (a scan may read from a slave).
+func (ss *session) sendScanBucket(r *request, b route.BucketID, pos uint64, opts [][]byte) *request {
+	args := [][]byte{[]byte("SCANBUCKET"), strconv.AppendUint(nil, uint64(b), 10), strconv.AppendUint(nil, pos, 10)}
+	p := ss.part(r, append(args, opts...))
+	p.bucket = b
+	p.slaveOK = true
+	ss.send(p)
+	return p
+}
+
 // walkBuckets asks SCANBUCKET of every bucket from start (wrapping), in
 // windows, calling f with each bucket's keys until f returns false.
 func (ss *session) walkBuckets(r *request, start uint32, opts [][]byte, f func(keys [][]byte) bool) []byte {
@@ -487,14 +491,7 @@ func (ss *session) walkBuckets(r *request, start uint32, opts [][]byte, f func(k
 		}
 		parts := make([]*request, 0, w)
 		for i := uint32(0); i < w; i++ {
-			b := (start + done + i) % q
-			args := [][]byte{[]byte("SCANBUCKET"), strconv.AppendUint(nil, uint64(b), 10), []byte("0")}
-			args = append(args, opts...)
-			p := ss.part(r, args)
-			p.bucket = route.BucketID(b)
-			p.slaveOK = true
-			ss.send(p)
-			parts = append(parts, p)
+			parts = append(parts, ss.sendScanBucket(r, route.BucketID((start+done+i)%q), 0, opts))
 		}
 		stop := false
 		for _, p := range parts {

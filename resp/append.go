@@ -49,16 +49,12 @@ func AppendInt(b []byte, n int64) []byte {
 }
 
 // AppendBulk appends a bulk string.
-func AppendBulk(b []byte, v []byte) []byte {
-	b = append(b, '$')
-	b = strconv.AppendInt(b, int64(len(v)), 10)
-	b = append(b, '\r', '\n')
-	b = append(b, v...)
-	return append(b, '\r', '\n')
-}
+func AppendBulk(b []byte, v []byte) []byte { return appendBulk(b, v) }
 
 // AppendBulkString appends a bulk string.
-func AppendBulkString(b []byte, v string) []byte {
+func AppendBulkString(b []byte, v string) []byte { return appendBulk(b, v) }
+
+func appendBulk[T []byte | string](b []byte, v T) []byte {
 	b = append(b, '$')
 	b = strconv.AppendInt(b, int64(len(v)), 10)
 	b = append(b, '\r', '\n')

@@ -72,25 +72,6 @@ func bitOffsetArg(c *Ctx, i int, hash bool, width int) (uint64, bool) {
 	return uint64(off), true
 }
 
-// bitRead reads args[i] for a bit command that only reads: the string's
-// bytes and whether the key exists. A missing key is found false; another
-// type (or a prefix-stored hash) is WRONGTYPE. ok false: the reply is
-// written.
-func bitRead(c *Ctx, i int) (val []byte, found, ok bool) {
-	e, found, err := c.Lookup(i)
-	switch {
-	case err != nil:
-		c.Fail(err)
-		return nil, false, false
-	case !found:
-		return nil, false, !c.pkeyWrongType(i)
-	case e.Type != engines.TypeString:
-		c.WrongType()
-		return nil, false, false
-	}
-	return e.Value, true, true
-}
-
 // bitWrite runs fn on a copy of the string at args[1] grown with zero
 // bytes to size bytes at least (a missing key is a new, empty string):
 // Redis's lookupStringForBitCommand. fn reports whether it changed a
@@ -159,7 +140,7 @@ func cmdGetBit(c *Ctx) {
 	if !ok {
 		return
 	}
-	v, _, ok := bitRead(c, 1)
+	v, _, ok := c.readString(1)
 	if !ok {
 		return
 	}
@@ -185,7 +166,7 @@ func bitUnit(c *Ctx, i int) (isBit, ok bool) { return parseChoice(c, i, "bit", "
 func cmdBitCount(c *Ctx) {
 	// Redis 7.0 looks the key up first: a missing key counts 0 whatever
 	// the arguments.
-	v, found, ok := bitRead(c, 1)
+	v, found, ok := c.readString(1)
 	if !ok {
 		return
 	}
@@ -261,7 +242,7 @@ func cmdBitPos(c *Ctx) {
 	}
 	// Redis 7.0 looks the key up before the range: a missing key is an
 	// endless run of zeros whatever the range.
-	v, found, ok := bitRead(c, 1)
+	v, found, ok := c.readString(1)
 	if !ok {
 		return
 	}
@@ -361,7 +342,7 @@ func cmdBitOp(c *Ctx) {
 	srcs := make([][]byte, 0, len(c.Args)-3)
 	maxLen := 0
 	for i := 3; i < len(c.Args); i++ {
-		v, _, ok := bitRead(c, i)
+		v, _, ok := c.readString(i)
 		if !ok {
 			return
 		}
@@ -552,7 +533,7 @@ func bitfield(c *Ctx, readOnly bool) {
 	}
 	if !writes {
 		c.NoPropagate()
-		v, _, ok := bitRead(c, 1)
+		v, _, ok := c.readString(1)
 		if !ok {
 			return
 		}

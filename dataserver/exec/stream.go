@@ -1376,6 +1376,16 @@ func cmdXClaim(c *Ctx) {
 		retry, delivery := int64(-1), int64(-1)
 		entriesRead := int64(math.MinInt64)
 		force, justID := false, false
+		// next takes an option's integer value, the next argument, or
+		// answers errText.
+		next := func(errText string) (int64, error) {
+			j++
+			if v, ok := ParseInt(c.Args[j]); ok {
+				return v, nil
+			}
+			return 0, ReplyError(errText)
+		}
+		var err error
 		for ; j < len(c.Args); j++ {
 			more := len(c.Args) - 1 - j
 			opt := c.Args[j]
@@ -1385,34 +1395,24 @@ func cmdXClaim(c *Ctx) {
 			case eqFold(opt, "justid"):
 				justID = true
 			case eqFold(opt, "idle") && more > 0:
-				j++
-				v, ok := ParseInt(c.Args[j])
-				if !ok {
-					return false, ReplyError("ERR Invalid IDLE option argument for XCLAIM")
+				v, err := next("ERR Invalid IDLE option argument for XCLAIM")
+				if err != nil {
+					return false, err
 				}
 				delivery = now - v
 			case eqFold(opt, "time") && more > 0:
-				j++
-				v, ok := ParseInt(c.Args[j])
-				if !ok {
-					return false, ReplyError("ERR Invalid TIME option argument for XCLAIM")
+				if delivery, err = next("ERR Invalid TIME option argument for XCLAIM"); err != nil {
+					return false, err
 				}
-				delivery = v
 			case eqFold(opt, "retrycount") && more > 0:
-				j++
-				v, ok := ParseInt(c.Args[j])
-				if !ok {
-					return false, ReplyError("ERR Invalid RETRYCOUNT option argument for XCLAIM")
+				if retry, err = next("ERR Invalid RETRYCOUNT option argument for XCLAIM"); err != nil {
+					return false, err
 				}
-				retry = v
 			case c.Replica && eqFold(opt, "entriesread") && more > 0:
 				// the master's group read counter (xclaimCmd)
-				j++
-				v, ok := ParseInt(c.Args[j])
-				if !ok {
-					return false, ReplyError(ErrTextNotInt)
+				if entriesRead, err = next(ErrTextNotInt); err != nil {
+					return false, err
 				}
-				entriesRead = v
 			case eqFold(opt, "lastid") && more > 0:
 				j++
 				id, _, ok := parseStreamID(c.Args[j], true, 0, false)

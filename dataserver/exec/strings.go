@@ -48,19 +48,32 @@ var (
 )
 
 func cmdGet(c *Ctx) {
-	e, ok, err := c.Lookup(1)
+	if v, found, ok := c.readString(1); ok {
+		if found {
+			c.Bulk(v)
+		} else {
+			c.Null()
+		}
+	}
+}
+
+// readString reads args[i] for a command that only reads a string: its
+// bytes and whether the key exists. A missing key is found false; another
+// type (or a prefix-stored hash) is WRONGTYPE. ok false: the reply is
+// written.
+func (c *Ctx) readString(i int) (val []byte, found, ok bool) {
+	e, found, err := c.Lookup(i)
 	switch {
 	case err != nil:
 		c.Fail(err)
-	case !ok:
-		if !c.pkeyWrongType(1) {
-			c.Null()
-		}
+		return nil, false, false
+	case !found:
+		return nil, false, !c.pkeyWrongType(i)
 	case e.Type != engines.TypeString:
 		c.WrongType()
-	default:
-		c.Bulk(e.Value)
+		return nil, false, false
 	}
+	return e.Value, true, true
 }
 
 // String option flags (Redis's OBJ_* flags of parseExtendedStringArguments).
@@ -653,18 +666,8 @@ func cmdAppend(c *Ctx) {
 }
 
 func cmdStrlen(c *Ctx) {
-	e, ok, err := c.Lookup(1)
-	switch {
-	case err != nil:
-		c.Fail(err)
-	case !ok:
-		if !c.pkeyWrongType(1) {
-			c.Int(0)
-		}
-	case e.Type != engines.TypeString:
-		c.WrongType()
-	default:
-		c.Int(int64(len(e.Value)))
+	if v, _, ok := c.readString(1); ok {
+		c.Int(int64(len(v)))
 	}
 }
 
@@ -673,21 +676,9 @@ func cmdGetRange(c *Ctx) {
 	if !ok {
 		return
 	}
-	e, ok, err := c.Lookup(1)
-	switch {
-	case err != nil:
-		c.Fail(err)
-		return
-	case !ok:
-		if !c.pkeyWrongType(1) {
-			c.BulkString("")
-		}
-		return
-	case e.Type != engines.TypeString:
-		c.WrongType()
-		return
+	if v, _, ok := c.readString(1); ok {
+		c.Bulk(strRange(v, start, end))
 	}
-	c.Bulk(strRange(e.Value, start, end))
 }
 
 // strRange is GETRANGE's index arithmetic.

@@ -451,15 +451,8 @@ func exhIncr(c *Ctx, float bool) {
 		f := h.Get(field, now)
 		var val string
 		if float {
-			cur := new(big.Float)
-			if f != nil {
-				v, ok := ParseLongDouble([]byte(f.Value))
-				if !ok {
-					return false, ReplyError(errTextExNotFloat)
-				}
-				cur = v
-			}
-			if err := o.checkVer(f); err != nil {
+			cur, err := exCurrent(f, &o, ParseLongDouble, new(big.Float), errTextExNotFloat)
+			if err != nil {
 				return false, err
 			}
 			sum := AddLongDouble(cur, incrF)
@@ -468,15 +461,8 @@ func exhIncr(c *Ctx, float bool) {
 			}
 			val = string(FormatLongDouble(sum))
 		} else {
-			var cur int64
-			if f != nil {
-				v, ok := ParseInt([]byte(f.Value))
-				if !ok {
-					return false, ReplyError(errTextExNotInt)
-				}
-				cur = v
-			}
-			if err := o.checkVer(f); err != nil {
+			cur, err := exCurrent(f, &o, ParseInt, 0, errTextExNotInt)
+			if err != nil {
 				return false, err
 			}
 			if (incrI < 0 && cur < 0 && incrI < -1<<63-cur) || (incrI > 0 && cur > 0 && incrI > 1<<63-1-cur) ||
@@ -500,6 +486,20 @@ func exhIncr(c *Ctx, float bool) {
 	}
 	n, _ := strconv.ParseInt(nf.Value, 10, 64)
 	c.Int(n)
+}
+
+// exCurrent is the number field f holds for an EXHINCRBY(FLOAT), parsed by
+// parse (zero when there is no field), or notNum's error; then o's version
+// check, in Tair's order.
+func exCurrent[T any](f *ds.ExField, o *exOpts, parse func([]byte) (T, bool), zero T, notNum string) (T, error) {
+	if f != nil {
+		v, ok := parse([]byte(f.Value))
+		if !ok {
+			return zero, ReplyError(notNum)
+		}
+		zero = v
+	}
+	return zero, o.checkVer(f)
 }
 
 // exhExpire is EXHEXPIRE (unit 1000, relative), EXHPEXPIRE, EXHEXPIREAT

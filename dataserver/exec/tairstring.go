@@ -87,6 +87,17 @@ func parseTS(c *Ctx, start, allow int) (tsArgs, bool) {
 			next = c.Args[j+1]
 		}
 		hasNext := next != nil
+		// take sets an option's flag and takes its value, the next
+		// argument; false: the option conflicts with one given before.
+		take := func(conflict bool, set int, dst *[]byte) bool {
+			if conflict {
+				return false
+			}
+			fl |= set
+			*dst = next
+			j++
+			return true
+		}
 		switch {
 		case eqFold(arg, "nx"):
 			if fl&tsXX != 0 {
@@ -99,58 +110,40 @@ func parseTS(c *Ctx, start, allow int) (tsArgs, bool) {
 			}
 			fl |= tsXX
 		case expireOption(arg) != 0 && hasNext:
-			if fl&(tsPX|tsEX|tsKeepTTL) != 0 {
-				return a, false
-			}
+			set := tsPX
 			if arg[0] == 'e' || arg[0] == 'E' {
-				fl |= tsEX
-			} else {
-				fl |= tsPX
+				set = tsEX
 			}
 			if len(arg) == 4 {
-				fl |= tsAbsExpire
+				set |= tsAbsExpire
 			}
-			a.expire = next
-			j++
-		case (eqFold(arg, "ver") || eqFold(arg, "abs")) && hasNext:
-			if fl&(tsVer|tsAbsVer) != 0 {
+			if !take(fl&(tsPX|tsEX|tsKeepTTL) != 0, set, &a.expire) {
 				return a, false
 			}
-			if eqFold(arg, "ver") {
-				fl |= tsVer
-			} else {
-				fl |= tsAbsVer
+		case eqFold(arg, "ver") && hasNext:
+			if !take(fl&(tsVer|tsAbsVer) != 0, tsVer, &a.version) {
+				return a, false
 			}
-			a.version = next
-			j++
+		case eqFold(arg, "abs") && hasNext:
+			if !take(fl&(tsVer|tsAbsVer) != 0, tsAbsVer, &a.version) {
+				return a, false
+			}
 		case eqFold(arg, "flags") && hasNext:
-			if fl&tsFlags != 0 {
+			if !take(fl&tsFlags != 0, tsFlags, &a.fl) {
 				return a, false
 			}
-			fl |= tsFlags
-			a.fl = next
-			j++
 		case eqFold(arg, "def") && hasNext:
-			if fl&tsDef != 0 {
+			if !take(fl&tsDef != 0, tsDef, &a.def) {
 				return a, false
 			}
-			fl |= tsDef
-			a.def = next
-			j++
 		case eqFold(arg, "min") && hasNext:
-			if a.min != nil {
+			if !take(a.min != nil, tsBoundary, &a.min) {
 				return a, false
 			}
-			fl |= tsBoundary
-			a.min = next
-			j++
 		case eqFold(arg, "max") && hasNext:
-			if a.max != nil {
+			if !take(a.max != nil, tsBoundary, &a.max) {
 				return a, false
 			}
-			fl |= tsBoundary
-			a.max = next
-			j++
 		case eqFold(arg, "nonegative"):
 			fl |= tsNonNeg
 		case eqFold(arg, "withversion"):

@@ -28,6 +28,7 @@
 package hll
 
 import (
+	"encoding/binary"
 	"math"
 	"math/bits"
 )
@@ -107,36 +108,17 @@ func MurmurHash64A(key []byte, seed uint64) uint64 {
 	h := seed ^ uint64(len(key))*m
 	n := len(key) &^ 7
 	for i := 0; i < n; i += 8 {
-		k := uint64(key[i]) | uint64(key[i+1])<<8 | uint64(key[i+2])<<16 | uint64(key[i+3])<<24 |
-			uint64(key[i+4])<<32 | uint64(key[i+5])<<40 | uint64(key[i+6])<<48 | uint64(key[i+7])<<56
+		k := binary.LittleEndian.Uint64(key[i:])
 		k *= m
 		k ^= k >> r
 		k *= m
 		h ^= k
 		h *= m
 	}
-	tail := key[n:]
-	switch len(tail) {
-	case 7:
-		h ^= uint64(tail[6]) << 48
-		fallthrough
-	case 6:
-		h ^= uint64(tail[5]) << 40
-		fallthrough
-	case 5:
-		h ^= uint64(tail[4]) << 32
-		fallthrough
-	case 4:
-		h ^= uint64(tail[3]) << 24
-		fallthrough
-	case 3:
-		h ^= uint64(tail[2]) << 16
-		fallthrough
-	case 2:
-		h ^= uint64(tail[1]) << 8
-		fallthrough
-	case 1:
-		h ^= uint64(tail[0])
+	if tail := key[n:]; len(tail) > 0 {
+		for i, c := range tail { // the last 1-7 bytes, little endian
+			h ^= uint64(c) << (8 * i)
+		}
 		h *= m
 	}
 	h ^= h >> r
