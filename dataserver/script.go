@@ -81,7 +81,10 @@ type scriptHost struct {
 	// running: the script holding each bucket's lock.
 	running map[route.BucketID]*scriptRun
 	n       atomic.Int32 // len(running), read without mu
-	libs    libraries
+	// watching: the watcher goroutine runs (watch).
+	watching bool
+	runs     sync.Pool // of *scriptRun
+	libs     libraries
 }
 
 // cachedScript is a compiled script with how long its runs take here.
@@ -124,23 +127,71 @@ func (sc *cachedScript) ended(took time.Duration) {
 	}
 }
 
-// scriptRun is one running script.
+// scriptRun is one running script. It is the run's context (stopped by
+// SCRIPT KILL or the pipelined budget) and is pooled: a pipelined
+// script costs what a command does, and a context, two channels and a
+// timer or two per run were a tenth of it.
 type scriptRun struct {
-	bucket route.BucketID
-	ctx    context.Context
-	cancel context.CancelFunc
-	wrote  atomic.Bool
-	killed atomic.Bool
+	bucket    route.BucketID
+	started   time.Time
+	budget    time.Duration // 0: none (not pipelined)
+	threshold time.Duration
+	wrote     atomic.Bool
+	killed    atomic.Bool
 	// stage orders the first write against the pipelined budget's
 	// stop: a run either writes or is stopped for the budget, never
 	// both (runClean, runWriting, runStopped).
 	stage atomic.Int32
-	done  chan struct{}
-	busy  chan struct{} // closed once it runs past the threshold
-	timer *time.Timer
-	// later is the busy threshold's timer of a pipelined run that
-	// wrote before its budget ran out.
-	later atomic.Pointer[time.Timer]
+	// cancelled: stop is closed (the context's Err).
+	cancelled atomic.Bool
+	stop      chan struct{}
+	// Under scriptHost.mu: busy (past the threshold), and the channels
+	// that a request waiting behind the run (scriptGate) makes: done,
+	// closed when it ends; busyCh, closed when it passes the threshold.
+	busy   bool
+	done   chan struct{}
+	busyCh chan struct{}
+	// what the run passes to the Lua VM, kept here so that it is not
+	// allocated per run
+	caller scriptCaller
+	lua    luascript.Run
+}
+
+// scriptRun is the context of the script's Lua run.
+var _ context.Context = (*scriptRun)(nil)
+
+func (r *scriptRun) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (r *scriptRun) Done() <-chan struct{}       { return r.stop }
+func (r *scriptRun) Value(any) any               { return nil }
+func (r *scriptRun) Err() error {
+	if r.cancelled.Load() {
+		return context.Canceled
+	}
+	return nil
+}
+
+// cancelLocked stops the run's Lua (h.mu held).
+func (r *scriptRun) cancelLocked() {
+	if r.cancelled.CompareAndSwap(false, true) {
+		close(r.stop)
+	}
+}
+
+// checkLocked applies the budget and the busy threshold to r at now
+// (h.mu held): a pipelined run past its budget that has not written is
+// stopped; a run past the threshold makes its bucket's requests BUSY.
+func (r *scriptRun) checkLocked(now time.Time) {
+	took := now.Sub(r.started)
+	if r.budget > 0 && took >= r.budget && r.stage.CompareAndSwap(runClean, runStopped) {
+		r.cancelLocked()
+		return
+	}
+	if took >= r.threshold && !r.busy {
+		r.busy = true
+		if r.busyCh != nil {
+			close(r.busyCh)
+		}
+	}
 }
 
 const (
@@ -188,55 +239,96 @@ func (s *Server) scriptGate(b route.BucketID) string {
 	}
 	h.mu.Lock()
 	r := h.running[b]
-	h.mu.Unlock()
 	if r == nil {
+		h.mu.Unlock()
 		return ""
 	}
+	if r.busy {
+		h.mu.Unlock()
+		return busyText
+	}
+	if r.done == nil {
+		r.done, r.busyCh = make(chan struct{}), make(chan struct{})
+	}
+	done, busy := r.done, r.busyCh
+	h.mu.Unlock()
 	select {
-	case <-r.done:
+	case <-done:
 		return ""
-	case <-r.busy:
+	case <-busy:
 		return busyText
 	}
 }
+
+// scriptWatchTick is how often the watcher (scriptHost.watch) checks the
+// running scripts' budgets and thresholds: a pipelined run is stopped
+// within a tick of its budget.
+const scriptWatchTick = 2 * time.Millisecond
 
 // start registers a run on bucket b. A pipelined run (budget > 0) is
 // stopped at budget unless it wrote by then; the busy threshold counts
 // from the start either way.
 func (h *scriptHost) start(b route.BucketID, threshold, budget time.Duration) *scriptRun {
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &scriptRun{bucket: b, ctx: ctx, cancel: cancel, done: make(chan struct{}), busy: make(chan struct{})}
-	if budget > 0 && budget < threshold {
-		r.timer = time.AfterFunc(budget, func() {
-			if r.stage.CompareAndSwap(runClean, runStopped) {
-				r.cancel()
-				return
-			}
-			r.later.Store(time.AfterFunc(threshold-budget, func() { close(r.busy) }))
-		})
-	} else {
-		r.timer = time.AfterFunc(threshold, func() { close(r.busy) })
+	r, _ := h.runs.Get().(*scriptRun)
+	if r == nil {
+		r = &scriptRun{stop: make(chan struct{})}
 	}
+	r.bucket, r.threshold, r.budget, r.started = b, threshold, budget, time.Now()
 	h.mu.Lock()
 	h.running[b] = r
 	h.n.Store(int32(len(h.running)))
+	if !h.watching {
+		h.watching = true
+		go h.watch()
+	}
 	h.mu.Unlock()
 	return r
 }
 
-func (h *scriptHost) end(r *scriptRun) {
-	r.timer.Stop()
-	if t := r.later.Load(); t != nil {
-		t.Stop()
+// watch checks the running scripts every scriptWatchTick, while there
+// are some (one goroutine for every run instead of timers per run); it
+// ends after a quiet spell, and start starts it again.
+func (h *scriptHost) watch() {
+	t := time.NewTicker(scriptWatchTick)
+	defer t.Stop()
+	const quietTicks = 25
+	quiet := 0
+	for now := range t.C {
+		h.mu.Lock()
+		if len(h.running) == 0 {
+			if quiet++; quiet >= quietTicks {
+				h.watching = false
+				h.mu.Unlock()
+				return
+			}
+		} else {
+			quiet = 0
+		}
+		for _, r := range h.running {
+			r.checkLocked(now)
+		}
+		h.mu.Unlock()
 	}
-	r.cancel()
+}
+
+func (h *scriptHost) end(r *scriptRun) {
 	h.mu.Lock()
 	if h.running[r.bucket] == r {
 		delete(h.running, r.bucket)
 	}
 	h.n.Store(int32(len(h.running)))
+	waited := r.done != nil
+	if waited {
+		close(r.done)
+	}
 	h.mu.Unlock()
-	close(r.done)
+	if waited || r.cancelled.Load() {
+		// A waiter may still hold its channels, or stop is closed:
+		// not reused.
+		return
+	}
+	*r = scriptRun{stop: r.stop}
+	h.runs.Put(r)
 }
 
 // kill stops the node's running scripts that wrote nothing.
@@ -253,7 +345,7 @@ func (h *scriptHost) kill() string {
 	}
 	for _, r := range h.running {
 		r.killed.Store(true)
-		r.cancel()
+		r.cancelLocked()
 	}
 	return "OK"
 }
@@ -473,9 +565,10 @@ func (s *Server) scriptFor(name string, script []byte, found *cachedScript) (*ca
 }
 
 // runWith runs e, its commands through c, stopped when ctx is cancelled;
-// a script's run time is noted for the pipelined path.
-func (e *evalCall) runWith(ctx context.Context, env *luascript.Env, out []byte, c luascript.Caller) []byte {
-	run := &luascript.Run{Keys: e.keys, Args: e.argv, Proto: e.proto, Caller: c, Ctx: ctx, Name: e.runName, ReadOnly: e.ro}
+// run is filled in and passed to the VM; a script's run time is noted for
+// the pipelined path.
+func (e *evalCall) runWith(ctx context.Context, env *luascript.Env, out []byte, c luascript.Caller, run *luascript.Run) []byte {
+	*run = luascript.Run{Keys: e.keys, Args: e.argv, Proto: e.proto, Caller: c, Ctx: ctx, Name: e.runName, ReadOnly: e.ro}
 	if e.fn != nil {
 		return env.Call(out, e.fn, run)
 	}
@@ -613,8 +706,9 @@ func (s *Server) runScriptLocked(out []byte, env envelope.Header, t *route.Table
 	h := s.scripting()
 	sr := h.start(b, s.cfg.BusyReplyThreshold, budget)
 	defer h.end(sr)
-	c := &scriptCaller{x: s.x.Load(), area: env.Area, t: t, bucket: b, run: sr, maxKey: s.cfg.MaxKeySize, noTouch: env.NoTouch}
-	out = e.runWith(sr.ctx, h.env, out, c)
+	c := &sr.caller
+	*c = scriptCaller{x: s.x.Load(), area: env.Area, t: t, bucket: b, run: sr, maxKey: s.cfg.MaxKeySize, noTouch: env.NoTouch}
+	out = e.runWith(sr, h.env, out, c, &sr.lua)
 	return out, c.prop, sr.stopped() && !sr.killed.Load()
 }
 
