@@ -151,7 +151,10 @@ func (sc *txScripts) prepare(s *Server, cmds [][][]byte, proto int) {
 		if spec == nil || !spec.ArityOK(len(c)) || !isScriptCall(spec.Name) {
 			continue
 		}
-		sc.calls[i], sc.refused[i] = s.prepareEval(spec.Name, c, proto, nil)
+		e := &evalCall{}
+		if sc.refused[i] = s.prepareEval(e, spec.Name, c, proto, nil); sc.refused[i] == nil {
+			sc.calls[i] = e
+		}
 	}
 }
 

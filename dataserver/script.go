@@ -365,6 +365,13 @@ func (h *scriptHost) cached(sha string) *cachedScript {
 	return h.cache[sha]
 }
 
+// cachedBytes is cached for a sha in bytes, without copying it.
+func (h *scriptHost) cachedBytes(sha []byte) *cachedScript {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cache[string(sha)]
+}
+
 func (h *scriptHost) put(sc *luascript.Script) *cachedScript {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -498,16 +505,17 @@ func isScriptCall(name string) bool {
 // runs: found (the script already looked up, or nil), the script
 // (compiled, and registered with the configserver when new to this
 // node), or the function. It may call the configserver, so it runs
-// before the bucket's lock is taken. A refusal is its error reply.
-func (s *Server) prepareEval(name string, cmd [][]byte, proto int, found *cachedScript) (*evalCall, []byte) {
-	fail := func(text string) (*evalCall, []byte) { return nil, resp.AppendError(nil, text) }
+// before the bucket's lock is taken. It fills e; a refusal is its
+// error reply.
+func (s *Server) prepareEval(e *evalCall, name string, cmd [][]byte, proto int, found *cachedScript) []byte {
+	fail := func(text string) []byte { return resp.AppendError(nil, text) }
 	if len(cmd) < 3 {
 		return fail("ERR wrong number of arguments for '" + name + "' command")
 	}
 	if strings.HasPrefix(name, "evalsha") && len(cmd[1]) != 40 {
 		return fail(noScriptText) // as Redis: before numkeys
 	}
-	e := &evalCall{name: name, ro: strings.HasSuffix(name, "_ro"), proto: proto}
+	*e = evalCall{name: name, ro: strings.HasSuffix(name, "_ro"), proto: proto}
 	fcall := strings.HasPrefix(name, "fcall")
 	if fcall {
 		f, errText := s.findFunction(string(cmd[1]))
@@ -538,10 +546,10 @@ func (s *Server) prepareEval(name string, cmd [][]byte, proto int, found *cached
 	}
 	for _, k := range e.keys {
 		if len(k) > s.cfg.MaxKeySize {
-			return nil, resp.AppendErr(nil, errs.ErrKeyTooLong)
+			return resp.AppendErr(nil, errs.ErrKeyTooLong)
 		}
 	}
-	return e, nil
+	return nil
 }
 
 // scriptFor is the script that EVAL's body or EVALSHA's sha names (name
@@ -582,7 +590,19 @@ func (e *evalCall) runWith(ctx context.Context, env *luascript.Env, out []byte, 
 // envelope (name is special()'s upper case): the script must be cached
 // here, declare a key and be quick (see the package's Scripts).
 func (s *Server) evalPipelined(out []byte, env envelope.Header, name string, cmd [][]byte, p *pending, peer net.Addr) []byte {
-	return s.evalCmd(out, env, 0, strings.ToLower(name), cmd, p, peer, true)
+	switch name { // the lower-case name, without strings.ToLower's copy
+	case "EVAL":
+		name = "eval"
+	case "EVALSHA":
+		name = "evalsha"
+	case "EVAL_RO":
+		name = "eval_ro"
+	case "EVALSHA_RO":
+		name = "evalsha_ro"
+	default:
+		name = strings.ToLower(name)
+	}
+	return s.evalCmd(out, env, 0, name, cmd, p, peer, true)
 }
 
 // pipelinedScript is the cached script a command that came on a
@@ -602,13 +622,20 @@ func (s *Server) pipelinedScript(name string, cmd [][]byte, hint route.BucketID)
 	if n == 0 {
 		return nil, envelope.ScriptConnOf(hint)
 	}
-	var sha string
+	var sc *cachedScript
 	if name == "eval" || name == "eval_ro" {
-		sha = luascript.Sha1Hex(cmd[1])
-	} else {
-		sha = strings.ToLower(string(cmd[1]))
+		sc = s.scripting().cached(luascript.Sha1Hex(cmd[1]))
+	} else if len(cmd[1]) == 40 {
+		var sha [40]byte
+		for i, c := range cmd[1] {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			sha[i] = c
+		}
+		sc = s.scripting().cachedBytes(sha[:])
 	}
-	if sc := s.scripting().cached(sha); sc != nil && sc.pipelinable(time.Now) {
+	if sc != nil && sc.pipelinable(time.Now) {
 		return sc, nil
 	}
 	b := hint
@@ -630,8 +657,8 @@ func (s *Server) evalCmd(out []byte, env envelope.Header, hint route.BucketID, n
 		}
 		budget = pipelinedBudget
 	}
-	e, refused := s.prepareEval(name, cmd, env.Proto, found)
-	if refused != nil {
+	e := &evalCall{}
+	if refused := s.prepareEval(e, name, cmd, env.Proto, found); refused != nil {
 		return append(out, refused...)
 	}
 	rt := s.rt.Load()
