@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"net/http/httputil"
@@ -134,17 +135,27 @@ func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 	m := s.metaState.Load()
 	reply := wire.HeartbeatReply{Areas: m.Areas, Hooks: m.Hooks}
 	if t := s.Table(); t != nil && t.Version > hb.TableVersion {
-		reply.Table = t
+		if hb.Deltas {
+			reply.TableDelta = s.history.delta(hb.TableVersion, t)
+		}
+		if reply.TableDelta == nil {
+			reply.Table = t
+		}
+		s.metrics.tableSent(reply.TableDelta != nil)
 	}
 	writeJSON(w, http.StatusOK, reply)
 }
 
 // handleTable serves the table, long-polling up to wait ms for a version
-// above after; 304 when none came.
+// above after; 304 when none came. With delta=1 the reply is a
+// wire.TableReply: a fetcher that holds table version after gets the
+// changes since (route.Delta) when this configserver still keeps that
+// version, else the table.
 func (s *Server) handleTable(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	after, _ := strconv.ParseUint(q.Get("after"), 10, 64)
 	waitMS, _ := strconv.ParseInt(q.Get("wait"), 10, 64)
+	deltas := q.Get("delta") == "1" // the fetcher takes a delta against after
 	wait := min(time.Duration(waitMS)*time.Millisecond, maxTableWait)
 	var timer <-chan time.Time
 	if wait > 0 {
@@ -155,13 +166,28 @@ func (s *Server) handleTable(w http.ResponseWriter, r *http.Request) {
 	for {
 		t, changed := s.tableWait()
 		if t != nil && t.Version > route.Version(after) {
-			data, err := s.tableJSON(t)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
-				return
+			var data []byte
+			if deltas {
+				data = s.history.deltaJSON(route.Version(after), t)
 			}
+			field := `{"delta":` // a wire.TableReply
+			if data == nil {
+				var err error
+				if data, err = s.tableJSON(t); err != nil {
+					http.Error(w, err.Error(), http.StatusInternalServerError)
+					return
+				}
+				field = `{"table":`
+			}
+			s.metrics.tableSent(field == `{"delta":`)
 			w.Header().Set("Content-Type", "application/json")
+			if deltas {
+				_, _ = io.WriteString(w, field)
+			}
 			_, _ = w.Write(data)
+			if deltas {
+				_, _ = io.WriteString(w, "}")
+			}
 			return
 		}
 		if timer == nil {

@@ -20,6 +20,9 @@ type metrics struct {
 	movesDone    prometheus.Counter
 	heartbeats   prometheus.Counter
 	buildRefused prometheus.Gauge
+	// tablesSent counts the tables sent to dataservers and proxies, by
+	// form: whole, or delta (the changes since the fetcher's version).
+	tablesSent *prometheus.CounterVec
 
 	underReplicated        prometheus.Gauge
 	underReplicatedSeconds prometheus.Gauge
@@ -76,8 +79,20 @@ func newMetrics() *metrics {
 	m.nodeBuckets = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tair", Subsystem: "configserver", Name: "node_buckets",
 		Help: "Buckets each dataserver holds in the served table, by role (master, slave)."}, []string{"node", "role"})
 	m.reg.MustRegister(m.nodeBuckets)
+	m.tablesSent = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tair", Subsystem: "configserver", Name: "tables_sent_total",
+		Help: "Tables sent to dataservers and proxies (table polls and heartbeat replies), by form: whole, or delta (the changes since the version the fetcher holds)."}, []string{"form"})
+	m.reg.MustRegister(m.tablesSent)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// tableSent counts a table sent whole or as a delta.
+func (m *metrics) tableSent(delta bool) {
+	form := "whole"
+	if delta {
+		form = "delta"
+	}
+	m.tablesSent.WithLabelValues(form).Inc()
 }
 
 // setTable refreshes what the metrics read from the served table.

@@ -89,6 +89,8 @@ type Server struct {
 	// tableEnc is the served table's JSON, encoded once per version for
 	// every dataserver and proxy that fetches it (see tableJSON).
 	tableEnc atomic.Pointer[tableBytes]
+	// history keeps the newest tables, for fetchers that take deltas.
+	history recentTables
 
 	// areas and hooks are what heartbeat replies carry.
 	metaState atomic.Pointer[meta]
@@ -291,6 +293,7 @@ func (s *Server) publish(t *route.Table) {
 		return
 	}
 	s.table.Store(t)
+	s.history.add(t)
 	close(s.tableCh)
 	s.tableCh = make(chan struct{})
 	s.metrics.setTable(t)

@@ -117,6 +117,7 @@ func (s *Server) heartbeat(ctx context.Context) error {
 		Persistent:        s.dataKept,
 		Engine:            s.eng.Name(),
 		TableVersion:      s.TableVersion(),
+		Deltas:            true,
 		Migrations:        s.migrationProgress(),
 		UnreachableSlaves: unreachable,
 		UnreachableEpochs: epochs,
@@ -152,8 +153,14 @@ func (s *Server) heartbeat(ctx context.Context) error {
 		return err
 	}
 	s.csDown.Store(false)
-	if reply.Table != nil {
-		s.applyLazyTable(reply.Table)
+	if reply.Table != nil || reply.TableDelta != nil {
+		if !s.applyTableReply(&wire.TableReply{Table: reply.Table, Delta: reply.TableDelta}) {
+			// A delta from a version this node left meanwhile: the
+			// table is applied before the lease is renewed all the same.
+			if whole, err := s.cs.TableSince(ctx, nil, 0); err == nil {
+				s.applyTableReply(whole)
+			}
+		}
 	}
 	s.applyHooks(reply.Hooks)
 	s.applyAreas(reply.Areas)
@@ -491,34 +498,42 @@ func (s *Server) closeUnusedStreams(rt *routing) {
 	}
 }
 
-// applyLazyTable decodes and applies a table a configserver sent, unless
-// a table of its version or a newer one is applied already (both the
-// table long poll and the heartbeats' replies bring each version). A
-// heartbeat renews the lease only once its reply's table is applied,
-// so it does not skip a version that is still being applied.
-func (s *Server) applyLazyTable(lt *wire.LazyTable) {
-	if v, ok := lt.Version(); ok && v <= s.TableVersion() {
-		return
-	}
-	t, err := lt.Decode()
+// applyTableReply applies a table a configserver sent, whole or as the
+// changes since the table this node holds, unless a table of its
+// version or a newer one is applied already (both the table long poll
+// and the heartbeats' replies bring each version: one that is not newer
+// is not decoded). A heartbeat renews the lease only once its reply's
+// table is applied, so it does not skip a version that is still being
+// applied. false: the reply could not be used (a delta from a version
+// this node no longer holds, a table that does not decode).
+func (s *Server) applyTableReply(r *wire.TableReply) bool {
+	t, err := r.Resolve(s.Table())
 	if err != nil {
-		s.log.Error("ignoring a table that does not decode", "err", err)
-		return
+		s.log.Debug("ignoring a table reply", "err", err)
+		return false
 	}
-	if t.Version > s.TableVersion() {
+	if t != nil && t.Version > s.TableVersion() {
 		s.applyTable(t)
 	}
+	return true
 }
 
 // tableLoop long-polls the configservers for a newer table, so a switch
 // (a finished move, a failover) is applied at once rather than at the next
-// heartbeat. It does not renew the lease: only heartbeats do.
+// heartbeat. It does not renew the lease: only heartbeats do. A table
+// comes as the changes since the one this node holds where it can; when
+// such a reply cannot be used the next fetch is of the whole table.
 func (s *Server) tableLoop(ctx context.Context) {
+	whole := false
 	for ctx.Err() == nil {
-		t, err := s.cs.TableLazy(ctx, s.TableVersion(), 5*time.Second)
+		have := s.Table()
+		if whole {
+			have = nil
+		}
+		r, err := s.cs.TableSince(ctx, have, 5*time.Second)
 		switch {
-		case err == nil && t != nil:
-			s.applyLazyTable(t)
+		case err == nil && r != nil:
+			whole = !s.applyTableReply(r)
 		case err != nil && !errors.Is(err, wire.ErrNotModified):
 			select {
 			case <-ctx.Done():

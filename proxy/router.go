@@ -212,15 +212,28 @@ func (r *router) first(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
-// refreshLoop long-polls the configservers for newer tables.
+// refreshLoop long-polls the configservers for newer tables, each as the
+// changes since the one the proxy holds where the configserver can.
 func (r *router) refreshLoop(ctx context.Context) {
 	defer r.srv.wg.Done()
 	backoff := 100 * time.Millisecond
+	whole := false // the last reply could not be used: fetch the whole table
 	for ctx.Err() == nil {
-		t, err := r.client.Table(ctx, r.version(), r.srv.cfg.TablePoll)
+		var have *route.Table
+		if cur := r.cur.Load(); cur != nil && !whole {
+			have = cur.t
+		}
+		reply, err := r.client.TableSince(ctx, have, r.srv.cfg.TablePoll)
+		var t *route.Table
+		if err == nil {
+			t, err = reply.Resolve(have)
+		}
+		whole = err != nil && !errors.Is(err, wire.ErrNotModified)
 		switch {
 		case err == nil:
-			r.apply(t, false)
+			if t != nil {
+				r.apply(t, false)
+			}
 			backoff = 100 * time.Millisecond
 			continue
 		case errors.Is(err, wire.ErrNotModified):

@@ -303,9 +303,10 @@ func (l *LazyTable) Decode() (*route.Table, error) {
 
 // HeartbeatReplyLazy is a HeartbeatReply whose table is decoded on demand.
 type HeartbeatReplyLazy struct {
-	Table *LazyTable            `json:"table,omitempty"`
-	Areas map[uint16]AreaConfig `json:"areas,omitempty"`
-	Hooks *[]string             `json:"hooks,omitempty"`
+	Table      *LazyTable            `json:"table,omitempty"`
+	TableDelta *route.Delta          `json:"table_delta,omitempty"`
+	Areas      map[uint16]AreaConfig `json:"areas,omitempty"`
+	Hooks      *[]string             `json:"hooks,omitempty"`
 }
 
 // HeartbeatLazy is Heartbeat with the reply's table left undecoded.
@@ -313,12 +314,49 @@ func (c *Client) HeartbeatLazy(ctx context.Context, hb *Heartbeat) (*HeartbeatRe
 	return postLeader[HeartbeatReplyLazy](ctx, c, "/v1/heartbeat", hb)
 }
 
-// TableLazy is Table with the table left undecoded.
-func (c *Client) TableLazy(ctx context.Context, after route.Version, wait time.Duration) (*LazyTable, error) {
-	var t LazyTable
-	path := fmt.Sprintf("/v1/table?after=%d&wait=%d", after, wait.Milliseconds())
-	if err := c.call(ctx, http.MethodGet, path, nil, &t, false); err != nil {
+// TableReply answers GET /v1/table with delta=1: the changes since the
+// version the fetcher holds, or the table when the configserver does not
+// keep that version.
+type TableReply struct {
+	Table *LazyTable   `json:"table,omitempty"`
+	Delta *route.Delta `json:"delta,omitempty"`
+}
+
+// Resolve is the reply's table: the delta applied to have, or the table
+// decoded. A table (or a delta's result) no newer than have is nil, not
+// decoded.
+func (r *TableReply) Resolve(have *route.Table) (*route.Table, error) {
+	var cur route.Version
+	if have != nil {
+		cur = have.Version
+	}
+	switch {
+	case r.Delta != nil && r.Delta.Version <= cur:
+		return nil, nil
+	case r.Delta != nil:
+		return r.Delta.Apply(have)
+	case r.Table == nil:
+		return nil, errors.New("wire: a table reply with neither table nor delta")
+	}
+	if v, ok := r.Table.Version(); ok && v <= cur {
+		return nil, nil
+	}
+	return r.Table.Decode()
+}
+
+// TableSince returns the table when its version is above have's,
+// waiting up to wait for one (long poll), fetched as the changes since
+// have where the configserver can; ErrNotModified when none came. have
+// may be nil (no table yet).
+func (c *Client) TableSince(ctx context.Context, have *route.Table, wait time.Duration) (*TableReply, error) {
+	var after route.Version
+	if have != nil {
+		after = have.Version
+	}
+	var r TableReply
+	path := fmt.Sprintf("/v1/table?after=%d&wait=%d&delta=1", after, wait.Milliseconds())
+	if err := c.call(ctx, http.MethodGet, path, nil, &r, false); err != nil {
 		return nil, err
 	}
-	return &t, nil
+	return &r, nil
 }

@@ -41,6 +41,9 @@ type Heartbeat struct {
 	Engine      string `json:"engine,omitempty"`
 	// TableVersion is the version the dataserver is serving with.
 	TableVersion route.Version `json:"table_version"`
+	// Deltas: a newer table may come as changes since TableVersion
+	// (HeartbeatReply.TableDelta).
+	Deltas bool `json:"deltas,omitempty"`
 	// Migrations reports the moves this node is the source of.
 	Migrations []MigrationProgress `json:"migrations,omitempty"`
 	// UnreachableSlaves lists slaves the node could not replicate to
@@ -118,6 +121,10 @@ type HeartbeatReply struct {
 	// Table is set when the configserver's table is newer than the
 	// heartbeat's TableVersion.
 	Table *route.Table `json:"table,omitempty"`
+	// TableDelta is that table as changes since the heartbeat's
+	// TableVersion, instead of Table, when the heartbeat takes Deltas
+	// and the configserver still keeps that version.
+	TableDelta *route.Delta `json:"table_delta,omitempty"`
 	// Areas is the full area configuration (sent every time; small).
 	Areas map[uint16]AreaConfig `json:"areas,omitempty"`
 	// Hooks names the dataserver's request hooks switched on, in the

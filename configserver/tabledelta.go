@@ -1,0 +1,71 @@
+package configserver
+
+import (
+	"encoding/json"
+	"sync"
+
+	"github.com/tairkv/tair/internal/route"
+)
+
+// recentTablesLen is how many of the newest tables a configserver keeps
+// to answer a fetcher that holds one of them with a delta: a fetcher
+// further behind (one that was away) gets the whole table.
+const recentTablesLen = 64
+
+// recentTables keeps the tables last published and the deltas to the
+// newest one, each encoded once for every fetcher at the same version.
+type recentTables struct {
+	mu     sync.Mutex
+	tables []*route.Table // oldest first, newest last
+	deltas map[route.Version][]byte
+}
+
+// add records t, the newest table (publish's lock held).
+func (h *recentTables) add(t *route.Table) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.tables) == recentTablesLen {
+		h.tables = append(h.tables[:0], h.tables[1:]...)
+	}
+	h.tables = append(h.tables, t)
+	h.deltas = nil
+}
+
+// find is the kept table of version v, or nil (h.mu held).
+func (h *recentTables) find(v route.Version) *route.Table {
+	for i := len(h.tables) - 1; i >= 0; i-- {
+		if h.tables[i].Version == v {
+			return h.tables[i]
+		}
+	}
+	return nil
+}
+
+// delta is the newest table cur as changes since version from, or nil
+// when from is not kept (or cur cannot be given so).
+func (h *recentTables) delta(from route.Version, cur *route.Table) *route.Delta {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return route.Diff(h.find(from), cur)
+}
+
+// deltaJSON is delta encoded, once per from while cur is the newest.
+func (h *recentTables) deltaJSON(from route.Version, cur *route.Table) []byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.tables) == 0 || h.tables[len(h.tables)-1] != cur {
+		return nil // cur was replaced meanwhile: the caller sends it whole
+	}
+	if data, ok := h.deltas[from]; ok {
+		return data
+	}
+	var data []byte
+	if d := route.Diff(h.find(from), cur); d != nil {
+		data, _ = json.Marshal(d) // a Delta always encodes
+	}
+	if h.deltas == nil {
+		h.deltas = map[route.Version][]byte{}
+	}
+	h.deltas[from] = data
+	return data
+}
