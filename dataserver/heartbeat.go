@@ -531,11 +531,11 @@ func (s *Server) tableLoop(ctx context.Context) {
 			have = nil
 		}
 		r, err := s.cs.TableSince(ctx, have, 5*time.Second)
-		switch {
-		case err == nil && r != nil:
+		if err == nil {
 			whole = !s.applyTableReply(r)
-		case err != nil && !errors.Is(err, wire.ErrNotModified):
-			select {
+		}
+		if whole || (err != nil && !errors.Is(err, wire.ErrNotModified)) {
+			select { // not at once: a reply that cannot be used may come again
 			case <-ctx.Done():
 			case <-time.After(s.cfg.HeartbeatInterval):
 			}

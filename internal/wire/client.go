@@ -322,6 +322,19 @@ type TableReply struct {
 	Delta *route.Delta `json:"delta,omitempty"`
 }
 
+// UnmarshalJSON decodes the reply; a bare table (what a configserver
+// that predates deltas sends) is taken as the reply's table.
+func (r *TableReply) UnmarshalJSON(b []byte) error {
+	type plain TableReply
+	if err := json.Unmarshal(b, (*plain)(r)); err != nil {
+		return err
+	}
+	if r.Table == nil && r.Delta == nil {
+		r.Table = &LazyTable{raw: append([]byte(nil), b...)}
+	}
+	return nil
+}
+
 // Resolve is the reply's table: the delta applied to have, or the table
 // decoded. A table (or a delta's result) no newer than have is nil, not
 // decoded.
@@ -336,7 +349,7 @@ func (r *TableReply) Resolve(have *route.Table) (*route.Table, error) {
 	case r.Delta != nil:
 		return r.Delta.Apply(have)
 	case r.Table == nil:
-		return nil, errors.New("wire: a table reply with neither table nor delta")
+		return nil, errors.New("wire: a table reply without a table")
 	}
 	if v, ok := r.Table.Version(); ok && v <= cur {
 		return nil, nil

@@ -46,3 +46,46 @@ func TestLazyTable(t *testing.T) {
 		t.Fatal("a truncated table has a version")
 	}
 }
+
+// A table reply resolves to the table whole or to the delta applied to
+// the one held; a bare table (a configserver before deltas) is the
+// reply's table; what is not newer than the table held is not decoded.
+func TestTableReplyResolve(t *testing.T) {
+	v1 := &route.Table{Version: 10, Buckets: 2, Copies: 2, Serving: [][]string{{"a:1", "b:1"}, {"b:1", "a:1"}}}
+	v2 := v1.Clone()
+	v2.Version = 11
+	v2.Serving[1] = []string{"a:1"}
+	whole, _ := json.Marshal(v2)
+	delta, _ := json.Marshal(route.Diff(v1, v2))
+	for _, c := range []struct {
+		name string
+		body string
+		have *route.Table
+		want *route.Table
+	}{
+		{"whole", `{"table":` + string(whole) + `}`, v1, v2},
+		{"whole, none held", `{"table":` + string(whole) + `}`, nil, v2},
+		{"bare", string(whole), v1, v2},
+		{"delta", `{"delta":` + string(delta) + `}`, v1, v2},
+		{"whole, not newer", `{"table":` + string(whole) + `}`, v2, nil},
+		{"delta, not newer", `{"delta":` + string(delta) + `}`, v2, nil},
+	} {
+		var r TableReply
+		if err := json.Unmarshal([]byte(c.body), &r); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		got, err := r.Resolve(c.have)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Fatalf("%s: Resolve = %+v, %v; want %+v", c.name, got, err, c.want)
+		}
+	}
+	var r TableReply
+	if err := json.Unmarshal([]byte(`{"delta":`+string(delta)+`}`), &r); err != nil {
+		t.Fatal(err)
+	}
+	other := v1.Clone()
+	other.Version = 9
+	if _, err := r.Resolve(other); err == nil {
+		t.Fatal("a delta applied to a version it was not taken from")
+	}
+}
