@@ -363,13 +363,11 @@ func (s *Server) checkOwner(t *route.Table, b route.BucketID, write bool, env en
 // releases the lock and has the bucket's slaves resynced in full: exec
 // may have changed the engine without the change being replicated.
 func (s *Server) execWrite(out []byte, env envelope.Header, b route.BucketID, args [][]byte, p *pending) (res []byte) {
-	bk := s.bucket(b)
-	bk.lock()
-	defer s.unlockWrite(bk, out, args, p, &res)
-	rt, err := s.writableLocked(bk)
+	bk, rt, err := s.lockWritable(b)
 	if err != nil {
 		return resp.AppendErr(out, err)
 	}
+	defer s.unlockWrite(bk, out, args, p, &res)
 	out, prop := s.x.Load().ExecRequest(execRequest(env), args, out)
 	if testHook.Load() != nil {
 		runTestHook("applied", commandName(args))
@@ -380,6 +378,20 @@ func (s *Server) execWrite(out []byte, env envelope.Header, b route.BucketID, ar
 	}
 	s.replicateLocked(bk, rt, env.Area, prop, p)
 	return out
+}
+
+// lockWritable takes bucket b's lock for a write and checks that this
+// node may still write it (writableLocked); a refusal releases the lock
+// again. The caller defers unlockWrite at once after.
+func (s *Server) lockWritable(b route.BucketID) (*bucket, *routing, error) {
+	bk := s.bucket(b)
+	bk.lock()
+	rt, err := s.writableLocked(bk)
+	if err != nil {
+		bk.unlock()
+		return nil, nil, err
+	}
+	return bk, rt, nil
 }
 
 // writableLocked checks, with bk's lock held, that this node may still

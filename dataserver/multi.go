@@ -174,13 +174,11 @@ func (s *Server) multiExecRun(out []byte, env envelope.Header, args [][]byte, p 
 	if sc != nil {
 		sc.prepare(s, cmds, env.Proto)
 	}
-	bk := s.bucket(bucket)
-	bk.lock()
-	defer s.unlockWrite(bk, out, args, p, &res)
-	rt, err := s.writableLocked(bk)
+	bk, rt, err := s.lockWritable(bucket)
 	if err != nil {
 		return resp.AppendErr(out, err)
 	}
+	defer s.unlockWrite(bk, out, args, p, &res)
 	for _, w := range watch {
 		if string(w[1]) != strconv.FormatInt(s.keyVersion(env.Area, bucket, w[0]), 10) {
 			return resp.AppendNullArray(out, env.Proto)

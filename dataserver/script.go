@@ -703,13 +703,11 @@ func (s *Server) evalRun(out []byte, env envelope.Header, b route.BucketID, cmd 
 	if msg := s.scriptGate(b); msg != "" {
 		return resp.AppendError(out, msg)
 	}
-	bk := s.bucket(b)
-	bk.lock()
-	defer s.unlockWrite(bk, out, cmd, p, &res)
-	rt, err := s.writableLocked(bk)
+	bk, rt, err := s.lockWritable(b)
 	if err != nil {
 		return resp.AppendErr(out, err)
 	}
+	defer s.unlockWrite(bk, out, cmd, p, &res)
 	start := len(out)
 	out, prop, stopped := s.runScriptLocked(out, env, rt.t, b, e, budget)
 	if stopped {
