@@ -236,18 +236,17 @@ func (st *state) readOnly(t *lua.LTable, strict bool) *lua.LTable {
 	L := st.L
 	p := L.NewTable()
 	mt := L.NewTable()
+	mt.RawSetString("__index", t)
 	if strict {
-		mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
-			k := L.Get(2)
-			v := t.RawGet(k)
-			if v == lua.LNil {
-				L.RaiseError("Script attempted to access nonexistent global variable '%s'", lua.LVAsString(k))
-			}
-			L.Push(v)
-			return 1
+		// A name t lacks is an error, from t's own metatable: a name it
+		// has is then found table to table, with no Go function called
+		// (and no key boxed) per global a script reads.
+		missing := L.NewTable()
+		missing.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+			L.RaiseError("Script attempted to access nonexistent global variable '%s'", lua.LVAsString(L.Get(2)))
+			return 0
 		}))
-	} else {
-		mt.RawSetString("__index", t)
+		L.SetMetatable(t, missing)
 	}
 	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
 		L.RaiseError("Attempt to modify a readonly table")
