@@ -621,7 +621,9 @@ func (s *Server) markBehind(t, committed *route.Table, view map[string]nodeView,
 				if sv := view[sl]; !sv.heard || sv.hb.TableVersion < since[pair] {
 					continue // the slave has not applied the mark's table yet
 				}
-				s.log.Info("slave caught up with its master", "master", m, "slave", sl)
+				s.log.Info("slave caught up with its master", "master", m, "slave", sl,
+					"master_heard", v.lastSeen.Format("15:04:05.000"), "master_table", v.hb.TableVersion,
+					"master_unreachable", v.hb.UnreachableSlaves, "slave_table", view[sl].hb.TableVersion)
 				t.SetBehind(m, sl, false)
 			}
 			if t.IsBehind(m, sl) {

@@ -287,6 +287,11 @@ func (s *Server) replApply(out []byte, args [][]byte) []byte {
 	ref := "-"
 	if len(refused) > 0 {
 		ref = strings.Join(refused, ",")
+		var have route.Version
+		if t != nil {
+			have = t.Version
+		}
+		s.log.Warn("refused replication items", "from", from, "items", len(refused), "their_table", ver, "table", have, "last", rs.last)
 	}
 	st := "0"
 	if stale {

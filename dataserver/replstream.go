@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -754,10 +755,14 @@ func (st *stream) ackUpTo(last uint64, refused map[uint64]bool) {
 	}
 	i := 0
 	recs := 0
+	var refusedBuckets []route.BucketID
 	for ; i < len(st.mu.q) && st.mu.q[i].seq <= last; i++ {
 		e := st.mu.q[i]
 		recs += e.recs
 		if refused[e.seq] {
+			if !slices.Contains(refusedBuckets, e.bucket) {
+				refusedBuckets = append(refusedBuckets, e.bucket)
+			}
 			e.err = errRefused
 			if e.kind == kindCmds && !st.mig {
 				// Applied here, refused there: this copy may hold a write
@@ -776,10 +781,13 @@ func (st *stream) ackUpTo(last uint64, refused map[uint64]bool) {
 		st.recsAcked.Add(int64(recs))
 		st.progressedLocked()
 	}
-	if len(st.mu.q) == 0 && st.mu.lost == nil {
-		st.setUnreachable(false)
+	if len(st.mu.q) == 0 && st.mu.lost == nil && st.setUnreachable(false) {
+		// What the configserver takes, once heartbeats stop reporting
+		// the slave, for "caught up" (logged for the chaos suite).
+		st.log.Info("slave reachable again, its backlog acknowledged", "slave", st.to, "acked", st.mu.acked, "refused", len(refused))
 	}
 	if len(refused) > 0 {
+		st.log.Warn("slave refused replication items", "slave", st.to, "items", len(refused), "buckets", refusedBuckets)
 		// The receiver has another table: learn it.
 		st.s.kickHeartbeat()
 	}
