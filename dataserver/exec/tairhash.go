@@ -558,16 +558,9 @@ func exhExpire(c *Ctx, unit int64, relative bool) {
 }
 
 func exhTTL(c *Ctx, seconds bool) {
-	f, found, err := exField(c, c.Args[2])
-	if err != nil {
-		c.Fail(err)
-		return
-	}
+	f, ok := exFieldOrCode(c, -2, -3)
 	switch {
-	case !found:
-		c.Int(-2)
-	case f == nil:
-		c.Int(-3)
+	case !ok:
 	case f.ExpireAt == 0:
 		c.Int(-1)
 	default:
@@ -580,19 +573,28 @@ func exhTTL(c *Ctx, seconds bool) {
 }
 
 func cmdExHVer(c *Ctx) {
-	f, found, err := exField(c, c.Args[2])
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	switch {
-	case !found:
-		c.Int(-1)
-	case f == nil:
-		c.Int(-2)
-	default:
+	if f, ok := exFieldOrCode(c, -1, -2); ok {
 		c.Int(f.Version)
 	}
+}
+
+// exFieldOrCode reads the field args[2] of the TairHash args[1] for
+// EXHTTL and EXHVER, which answer a code of their own for a missing key
+// (noKey) or field (noField); ok false: the reply (that code, or an
+// error) is written.
+func exFieldOrCode(c *Ctx, noKey, noField int64) (*ds.ExField, bool) {
+	f, found, err := exField(c, c.Args[2])
+	switch {
+	case err != nil:
+		c.Fail(err)
+	case !found:
+		c.Int(noKey)
+	case f == nil:
+		c.Int(noField)
+	default:
+		return f, true
+	}
+	return nil, false
 }
 
 func cmdExHSetVer(c *Ctx) {

@@ -165,37 +165,45 @@ var _ engines.AccessTracker = (*Store)(nil)
 
 // Access implements engines.AccessTracker for the plain key k.
 func (s *Store) Access(k engines.Key) (freq uint8, idleSeconds int64, ok bool) {
-	now := s.nowMs()
-	sh := s.shardOf(k.Bucket, k.Key)
-	sh.mu.RLock()
-	defer sh.mu.RUnlock()
-	it := sh.liveKeyLocked(k, now)
-	if it == nil {
-		return 0, 0, false
-	}
-	freq, idleSeconds = accessOf(accessWord(it.access.Load()), now)
-	return freq, idleSeconds, true
+	ok = s.withLiveKey(k, false, func(it *item, now int64) {
+		freq, idleSeconds = accessOf(accessWord(it.access.Load()), now)
+	})
+	return freq, idleSeconds, ok
 }
 
 // SetAccess implements engines.AccessTracker for the plain key k.
 func (s *Store) SetAccess(k engines.Key, freq int, idleSeconds int64) bool {
+	return s.withLiveKey(k, true, func(it *item, now int64) {
+		w := newAccess(now)
+		c, lru := w.counter(), w.lru()
+		if freq >= 0 {
+			c = uint8(min(freq, 255))
+		}
+		if idleSeconds > 0 {
+			lru -= uint32(min(idleSeconds, math.MaxInt32)) // mod 2^32, as the clock
+		}
+		it.access.Store(uint64(packAccess(c, w.ldt(), lru, accessWord(it.access.Load()).ref())))
+	})
+}
+
+// withLiveKey runs fn on the plain key k's record under its shard's lock
+// (exclusive with write, as a change of the access word by more than one
+// atomic step needs); false: k is missing or expired.
+func (s *Store) withLiveKey(k engines.Key, write bool, fn func(it *item, now int64)) bool {
 	now := s.nowMs()
 	sh := s.shardOf(k.Bucket, k.Key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
+	if write {
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+	} else {
+		sh.mu.RLock()
+		defer sh.mu.RUnlock()
+	}
 	it := sh.liveKeyLocked(k, now)
 	if it == nil {
 		return false
 	}
-	w := newAccess(now)
-	c, lru := w.counter(), w.lru()
-	if freq >= 0 {
-		c = uint8(min(freq, 255))
-	}
-	if idleSeconds > 0 {
-		lru -= uint32(min(idleSeconds, math.MaxInt32)) // mod 2^32, as the clock
-	}
-	it.access.Store(uint64(packAccess(c, w.ldt(), lru, accessWord(it.access.Load()).ref())))
+	fn(it, now)
 	return true
 }
 
