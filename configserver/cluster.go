@@ -111,6 +111,12 @@ func (c *cluster) heartbeat(hb *wire.Heartbeat, now time.Time, downAfter time.Du
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.mu.nodes[hb.Addr]
+	if st != nil && st.heard && st.hb.Incarnation == hb.Incarnation && hb.Seq != 0 && hb.Seq < st.hb.Seq {
+		// Built before the one taken last (heartbeats overlap): what it
+		// says is older, e.g. a slave reachable that the newer one
+		// reports unreachable.
+		return false
+	}
 	if hb.Unhealthy != "" {
 		if st != nil {
 			st.hb.Health, st.hb.Unhealthy = hb.Health, hb.Unhealthy

@@ -116,6 +116,7 @@ func (s *Server) heartbeat(ctx context.Context) error {
 		Incarnation:       s.incarnation,
 		Persistent:        s.dataKept,
 		Engine:            s.eng.Name(),
+		Seq:               s.hbSeq.Add(1),
 		TableVersion:      s.TableVersion(),
 		Deltas:            true,
 		Migrations:        s.migrationProgress(),

@@ -115,6 +115,7 @@ type Server struct {
 	durable  engines.GroupCommitter
 	fetching atomic.Bool // a table fetch from a peer is running
 	hbKick   chan struct{}
+	hbSeq    atomic.Uint64 // the last heartbeat's wire.Heartbeat.Seq
 	areas    atomic.Pointer[areaTable]
 	hooks    atomic.Pointer[hookChain] // nil: no hook on (hooks.go)
 

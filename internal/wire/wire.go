@@ -39,6 +39,12 @@ type Heartbeat struct {
 	Incarnation int64  `json:"incarnation"`
 	Persistent  bool   `json:"persistent"`
 	Engine      string `json:"engine,omitempty"`
+	// Seq numbers one incarnation's heartbeats in the order they were
+	// built. Up to three are in flight at once and may arrive out of
+	// order: a configserver keeps the newest it received, never one
+	// built before it (a stale one could say a slave is reachable after
+	// a newer one said it is not).
+	Seq uint64 `json:"seq,omitempty"`
 	// TableVersion is the version the dataserver is serving with.
 	TableVersion route.Version `json:"table_version"`
 	// Deltas: a newer table may come as changes since TableVersion
