@@ -627,13 +627,7 @@ func (s *Server) pipelinedScript(name string, cmd [][]byte, hint route.BucketID)
 		sc = s.scripting().cached(luascript.Sha1Hex(cmd[1]))
 	} else if len(cmd[1]) == 40 {
 		var sha [40]byte
-		for i, c := range cmd[1] {
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			sha[i] = c
-		}
-		sc = s.scripting().cachedBytes(sha[:])
+		sc = s.scripting().cachedBytes(resp.AppendLower(sha[:0], cmd[1]))
 	}
 	if sc != nil && sc.pipelinable(time.Now) {
 		return sc, nil

@@ -17,3 +17,15 @@ func EqualFold(b []byte, lower string) bool {
 	}
 	return true
 }
+
+// AppendLower appends b lower-cased (ASCII) to dst: with room in dst, a
+// command name or a sha is lower-cased without allocating.
+func AppendLower(dst, b []byte) []byte {
+	for _, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}

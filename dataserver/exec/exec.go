@@ -86,14 +86,7 @@ func lookup(name []byte) (registered, bool) {
 	if len(name) > len(buf) {
 		return registered{}, false
 	}
-	b := buf[:len(name)]
-	for i, ch := range name {
-		if 'A' <= ch && ch <= 'Z' {
-			ch += 'a' - 'A'
-		}
-		b[i] = ch
-	}
-	r, ok := commands[string(b)]
+	r, ok := commands[string(resp.AppendLower(buf[:0], name))]
 	return r, ok
 }
 

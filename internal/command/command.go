@@ -7,6 +7,8 @@ package command
 import (
 	"strconv"
 	"strings"
+
+	"github.com/tairkv/tair/resp"
 )
 
 // Flag classifies a command.
@@ -124,14 +126,7 @@ func LowerASCII(buf *[32]byte, name []byte) ([]byte, bool) {
 	if len(name) > len(buf) {
 		return name, false
 	}
-	b := buf[:len(name)]
-	for i, c := range name {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		b[i] = c
-	}
-	return b, true
+	return resp.AppendLower(buf[:0], name), true
 }
 
 // All returns every registered spec.

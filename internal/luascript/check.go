@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/tairkv/tair/internal/command"
+	"github.com/tairkv/tair/resp"
 )
 
 // noScript are the commands Redis refuses in scripts that the shared
@@ -82,13 +83,4 @@ func arityOK(arity, n int) bool {
 	return arity >= 0 && n == arity || arity < 0 && n >= -arity
 }
 
-func lower(b []byte) []byte {
-	out := make([]byte, len(b))
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		out[i] = c
-	}
-	return out
-}
+func lower(b []byte) []byte { return resp.AppendLower(make([]byte, 0, len(b)), b) }
