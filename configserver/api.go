@@ -135,13 +135,16 @@ func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 	m := s.metaState.Load()
 	reply := wire.HeartbeatReply{Areas: m.Areas, Hooks: m.Hooks}
 	if t := s.Table(); t != nil && t.Version > hb.TableVersion {
+		var e *encodedDelta
 		if hb.Deltas {
-			reply.TableDelta = s.history.delta(hb.TableVersion, t)
+			e = s.history.delta(hb.TableVersion, t)
 		}
-		if reply.TableDelta == nil {
+		if e != nil {
+			reply.TableDelta = e.d
+		} else {
 			reply.Table = t
 		}
-		s.metrics.tableSent(reply.TableDelta != nil)
+		s.metrics.tableSent(e != nil)
 	}
 	writeJSON(w, http.StatusOK, reply)
 }
@@ -166,20 +169,21 @@ func (s *Server) handleTable(w http.ResponseWriter, r *http.Request) {
 	for {
 		t, changed := s.tableWait()
 		if t != nil && t.Version > route.Version(after) {
-			var data []byte
+			var e *encodedDelta
 			if deltas {
-				data = s.history.deltaJSON(route.Version(after), t)
+				e = s.history.delta(route.Version(after), t)
 			}
-			field := `{"delta":` // a wire.TableReply
-			if data == nil {
+			data, field := []byte(nil), `{"table":` // field: of a wire.TableReply
+			if e != nil {
+				data, field = e.json, `{"delta":`
+			} else {
 				var err error
 				if data, err = s.tableJSON(t); err != nil {
 					http.Error(w, err.Error(), http.StatusInternalServerError)
 					return
 				}
-				field = `{"table":`
 			}
-			s.metrics.tableSent(field == `{"delta":`)
+			s.metrics.tableSent(e != nil)
 			w.Header().Set("Content-Type", "application/json")
 			if deltas {
 				_, _ = io.WriteString(w, field)

@@ -13,11 +13,18 @@ import (
 const recentTablesLen = 64
 
 // recentTables keeps the tables last published and the deltas to the
-// newest one, each encoded once for every fetcher at the same version.
+// newest one, each made and encoded once for every fetcher at the same
+// version (by poll or heartbeat).
 type recentTables struct {
 	mu     sync.Mutex
 	tables []*route.Table // oldest first, newest last
-	deltas map[route.Version][]byte
+	deltas map[route.Version]*encodedDelta
+}
+
+// encodedDelta is a delta and its JSON.
+type encodedDelta struct {
+	d    *route.Delta
+	json []byte
 }
 
 // add records t, the newest table (publish's lock held).
@@ -42,30 +49,25 @@ func (h *recentTables) find(v route.Version) *route.Table {
 }
 
 // delta is the newest table cur as changes since version from, or nil
-// when from is not kept (or cur cannot be given so).
-func (h *recentTables) delta(from route.Version, cur *route.Table) *route.Delta {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return route.Diff(h.find(from), cur)
-}
-
-// deltaJSON is delta encoded, once per from while cur is the newest.
-func (h *recentTables) deltaJSON(from route.Version, cur *route.Table) []byte {
+// when from is not kept, cur cannot be given so, or cur is no longer the
+// newest (the caller sends it whole).
+func (h *recentTables) delta(from route.Version, cur *route.Table) *encodedDelta {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.tables) == 0 || h.tables[len(h.tables)-1] != cur {
-		return nil // cur was replaced meanwhile: the caller sends it whole
+		return nil
 	}
-	if data, ok := h.deltas[from]; ok {
-		return data
+	if e, ok := h.deltas[from]; ok {
+		return e
 	}
-	var data []byte
+	var e *encodedDelta
 	if d := route.Diff(h.find(from), cur); d != nil {
-		data, _ = json.Marshal(d) // a Delta always encodes
+		data, _ := json.Marshal(d) // a Delta always encodes
+		e = &encodedDelta{d: d, json: data}
 	}
 	if h.deltas == nil {
-		h.deltas = map[route.Version][]byte{}
+		h.deltas = map[route.Version]*encodedDelta{}
 	}
-	h.deltas[from] = data
-	return data
+	h.deltas[from] = e
+	return e
 }

@@ -113,7 +113,7 @@ func TestRecentTablesBound(t *testing.T) {
 		t.Fatalf("kept %d tables from version %d", len(h.tables), h.tables[0].Version)
 	}
 	cur := h.tables[len(h.tables)-1]
-	if h.deltaJSON(10, cur) != nil || h.deltaJSON(11, cur) == nil {
+	if h.delta(10, cur) != nil || h.delta(11, cur) == nil {
 		t.Fatal("a delta from a version dropped, or none from the oldest kept")
 	}
 }

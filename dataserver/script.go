@@ -286,7 +286,7 @@ func (h *scriptHost) start(b route.BucketID, threshold, budget time.Duration) *s
 }
 
 // watch checks the running scripts every scriptWatchTick, while there
-// are some (one goroutine for every run instead of timers per run); it
+// are some (one goroutine for all runs instead of timers per run); it
 // ends after a quiet spell, and start starts it again.
 func (h *scriptHost) watch() {
 	t := time.NewTicker(scriptWatchTick)
