@@ -1,6 +1,7 @@
 package memstore_test
 
 import (
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -144,7 +145,12 @@ func TestAccessTracking(t *testing.T) {
 // TestAccessLogarithmic: with Redis's random increments, the counter
 // grows as Redis's table for lfu-log-factor 10 says (100 hits: ~10, 1000
 // hits: ~18).
+//
+// The draws come from a seeded generator: with the process's random source
+// the counter after 1000 hits is itself random (22 turned up in CI, which
+// a fixed bound cannot allow for), and the test checks the curve, not luck.
 func TestAccessLogarithmic(t *testing.T) {
+	defer memstore.SetLFURandom(rand.New(rand.NewPCG(1, 2)).Float64)()
 	e, a, _ := openTracked(t)
 	for i, c := range []struct {
 		hits   int
