@@ -61,6 +61,44 @@ func TestBehindClearsOnlyOnceTheSlaveHasTheMark(t *testing.T) {
 	}
 }
 
+// A master that sends InSyncSlaves must say, from a heartbeat built on a
+// table that carries the mark, that its stream to the slave acknowledged
+// everything: its silence in UnreachableSlaves is not enough (a
+// heartbeat from an older table, in which the slave was not its slave,
+// says nothing of a stream that still holds acknowledged writes).
+func TestBehindClearsOnlyOnTheMastersWord(t *testing.T) {
+	s := &Server{log: testLogger(t)}
+	committed := &route.Table{Version: 8, Buckets: 1, Copies: 2, Serving: [][]string{{"m", "sl"}}}
+	committed.SetBehind("m", "sl", true) // carried since version 8
+	tb := committed.Clone()
+	since := map[[2]string]route.Version{}
+	alive := func(string) bool { return true }
+	away := func(string) bool { return false }
+	view := func(masterVersion route.Version, inSync []string) map[string]nodeView {
+		return heardFrom(wire.Heartbeat{Addr: "m", TableVersion: masterVersion, InSyncReported: true, InSyncSlaves: inSync},
+			wire.Heartbeat{Addr: "sl", TableVersion: 8})
+	}
+	for _, c := range []struct {
+		masterVersion route.Version
+		inSync        []string
+		why           string
+	}{
+		{7, []string{"sl"}, "the master's heartbeat comes from table 7, before the mark"},
+		{7, nil, "the master's heartbeat comes from table 7 and does not list the slave"},
+		{8, nil, "the master does not list the slave in sync"},
+		{8, []string{"other"}, "the master lists another slave in sync"},
+	} {
+		s.markBehind(tb, committed, view(c.masterVersion, c.inSync), alive, away, since)
+		if !tb.IsBehind("m", "sl") {
+			t.Fatalf("cleared although %s", c.why)
+		}
+	}
+	s.markBehind(tb, committed, view(8, []string{"other", "sl"}), alive, away, since)
+	if tb.IsBehind("m", "sl") {
+		t.Fatal("still behind once the master, on table 8, lists the slave in sync")
+	}
+}
+
 // A slave a full copy is on its way to (its master's CopyingSlaves), or
 // whose copy waits for one (its own Diverged), is behind that master
 // until neither is reported, then caught up as any other mark; a

@@ -543,12 +543,21 @@ func (s *Server) settle(t *route.Table, alive func(string) bool) {
 // master's CopyingSlaves) or it waits for one (its own Diverged); such
 // a copy, promoted, would lose writes acknowledged before the copy
 // began. It is caught up again once both are
-// alive, the master's latest heartbeat no longer reports it (the master
-// clears the report only when the slave acknowledged its whole backlog)
-// and the slave's latest heartbeat comes from a table that carries the
-// mark (since, the first version that did; committed is the last
-// committed table). Entries for pairs that no longer share a row are
-// dropped.
+// alive, the master's latest heartbeat no longer reports it and, built
+// on a table that carries the mark (since, the first version that did;
+// committed is the last committed table), lists it among the slaves
+// whose stream acknowledged everything pushed to it (InSyncSlaves; a
+// dataserver too old to send the list is taken at the absence of the
+// report alone), and the slave's latest heartbeat comes from a table
+// that carries the mark. Entries for pairs that no longer share a row
+// are dropped.
+//
+// The positive report matters: a heartbeat built before the mark's table
+// may come from a table in which sl was not this master's slave at all,
+// and so say nothing of it, while the stream holds writes the master
+// acknowledged without sl (one candidate for a chaos run in which a
+// slave was taken for caught up while its master's stream to it still
+// held 737 acknowledged writes).
 //
 // The slave's table matters for a master deposed while cut off: until
 // it learns the table that made it a slave, it refuses the new master's
@@ -620,6 +629,11 @@ func (s *Server) markBehind(t, committed *route.Table, view map[string]nodeView,
 				}
 				if sv := view[sl]; !sv.heard || sv.hb.TableVersion < since[pair] {
 					continue // the slave has not applied the mark's table yet
+				}
+				if v.hb.InSyncReported && (v.hb.TableVersion < since[pair] || !slices.Contains(v.hb.InSyncSlaves, sl)) {
+					// Not yet the master's word, from a table that makes
+					// sl its slave, that sl acknowledged all it was sent.
+					continue
 				}
 				s.log.Info("slave caught up with its master", "master", m, "slave", sl,
 					"master_heard", v.lastSeen.Format("15:04:05.000"), "master_table", v.hb.TableVersion,

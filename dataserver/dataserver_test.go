@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -141,6 +142,10 @@ func TestStrictAndDegraded(t *testing.T) {
 			if got := ca.do(x(1, "SET", k, "1")...); got != "+OK" {
 				t.Fatalf("healthy SET: %q", got)
 			}
+			testutil.Eventually(t, 2*time.Second, func() bool {
+				hb := cs.lastHB(a.Addr())
+				return hb.InSyncReported && slices.Equal(hb.InSyncSlaves, []string{b.Addr()})
+			}, "heartbeat does not report the healthy slave in sync")
 			_ = b.Close() // the slave dies
 			start := time.Now()
 			got := ca.do(x(1, "SET", k, "2")...)
@@ -164,8 +169,8 @@ func TestStrictAndDegraded(t *testing.T) {
 				}
 				testutil.Eventually(t, 2*time.Second, func() bool {
 					hb := cs.lastHB(a.Addr())
-					return len(hb.UnreachableSlaves) == 1 && hb.UnreachableSlaves[0] == b.Addr()
-				}, "heartbeat does not report the unreachable slave")
+					return len(hb.UnreachableSlaves) == 1 && hb.UnreachableSlaves[0] == b.Addr() && len(hb.InSyncSlaves) == 0
+				}, "heartbeat does not report the unreachable slave (and it alone, not in sync)")
 			}
 			if took > 2*time.Second {
 				t.Fatalf("write took %v", took)

@@ -76,3 +76,53 @@ func TestCopyInFlightUntilAcknowledged(t *testing.T) {
 		}
 	}
 }
+
+// A stream is in sync (the heartbeat's InSyncSlaves: the master's word
+// that the slave has every write it acknowledged) only while nothing is
+// queued, no copy is in flight, the receiver is reachable and the stream
+// has not given up: an empty queue alone is not enough.
+func TestInSyncOnlyOnceEverythingAcknowledged(t *testing.T) {
+	st := &stream{s: &Server{cfg: Config{ReplicationBacklog: 1 << 30}}, log: testLogger(t), down: make(chan struct{})}
+	st.mu.progress = make(chan struct{})
+	if !st.inSync() {
+		t.Fatal("a new, empty stream is not in sync")
+	}
+	st.push(1, 0, kindCmds, payload{}) // seq 1
+	st.push(1, 0, kindCmds, payload{}) // seq 2
+	st.setUnreachable(true)
+	if st.inSync() {
+		t.Fatal("in sync with two writes queued")
+	}
+	st.ackUpTo(1, nil)
+	if st.inSync() {
+		t.Fatal("in sync with one write still queued")
+	}
+	st.ackUpTo(2, nil)
+	if !st.inSync() {
+		t.Fatal("not in sync once every write is acknowledged (and the receiver reachable again)")
+	}
+	st.setUnreachable(true)
+	if st.inSync() {
+		t.Fatal("in sync while the receiver is unreachable")
+	}
+	st.setUnreachable(false)
+	st.beginCopy()
+	if st.inSync() {
+		t.Fatal("in sync while a full copy is being queued")
+	}
+	st.push(1, 0, kindBegin, payload{}) // seq 3
+	st.endCopy()
+	if st.inSync() {
+		t.Fatal("in sync before the copy is acknowledged")
+	}
+	st.ackUpTo(3, nil)
+	if !st.inSync() {
+		t.Fatal("not in sync once the copy is acknowledged")
+	}
+	st.mu.Lock()
+	st.mu.lost = errBacklog
+	st.mu.Unlock()
+	if st.inSync() {
+		t.Fatal("in sync after giving the receiver up")
+	}
+}

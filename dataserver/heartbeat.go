@@ -93,7 +93,8 @@ func (s *Server) heartbeatLoop(ctx context.Context) {
 
 func (s *Server) heartbeat(ctx context.Context) error {
 	sent := time.Now()
-	unreachable, epochs, copying := s.slaveStreams()
+	ver := s.TableVersion() // before the streams are read: never newer than the table they follow
+	ss := s.slaveStreams()
 	health := "ok"
 	stalled := s.stallReason()
 	switch {
@@ -101,7 +102,7 @@ func (s *Server) heartbeat(ctx context.Context) error {
 		health = "unhealthy"
 	case s.leaseFrom.Load() != 0 && !s.leaseOK():
 		health = "lease-lapsed"
-	case len(unreachable) > 0:
+	case len(ss.unreachable) > 0:
 		health = "degraded"
 	}
 	var masters, slaves int
@@ -117,12 +118,14 @@ func (s *Server) heartbeat(ctx context.Context) error {
 		Persistent:        s.dataKept,
 		Engine:            s.eng.Name(),
 		Seq:               s.hbSeq.Add(1),
-		TableVersion:      s.TableVersion(),
+		TableVersion:      ver,
 		Deltas:            true,
 		Migrations:        s.migrationProgress(),
-		UnreachableSlaves: unreachable,
-		UnreachableEpochs: epochs,
-		CopyingSlaves:     copying,
+		UnreachableSlaves: ss.unreachable,
+		UnreachableEpochs: ss.epochs,
+		CopyingSlaves:     ss.copying,
+		InSyncSlaves:      ss.inSync,
+		InSyncReported:    true,
 		Diverged:          s.divergedSlaveBuckets(),
 		MasterBuckets:     masters,
 		SlaveBuckets:      slaves,
@@ -212,10 +215,19 @@ func okLabel(err error) string {
 	return "ok"
 }
 
-// slaveStreams lists the slaves this master's streams cannot reach, with
-// the episode of each (wire.Heartbeat.UnreachableEpochs), and those a
-// full copy is on its way to (wire.Heartbeat.CopyingSlaves).
-func (s *Server) slaveStreams() (unreachable []string, epochs map[string]uint64, copying []string) {
+// slaveReport is what a heartbeat says of this master's slave streams.
+type slaveReport struct {
+	unreachable []string          // wire.Heartbeat.UnreachableSlaves
+	epochs      map[string]uint64 // wire.Heartbeat.UnreachableEpochs
+	copying     []string          // wire.Heartbeat.CopyingSlaves
+	inSync      []string          // wire.Heartbeat.InSyncSlaves
+}
+
+// slaveStreams reports on the streams to the slaves of the buckets this
+// node masters in its current table: those it cannot reach (with the
+// episode of each), those a full copy is on its way to, and those that
+// acknowledged everything pushed to them.
+func (s *Server) slaveStreams() slaveReport {
 	slaves := map[string]bool{}
 	if rt := s.rt.Load(); rt != nil {
 		for _, ss := range rt.slaves {
@@ -234,22 +246,27 @@ func (s *Server) slaveStreams() (unreachable []string, epochs map[string]uint64,
 		}
 	}
 	s.mu.Unlock()
+	var r slaveReport
 	for _, st := range streams {
 		node := st.to
 		if st.unreachable.Load() {
-			unreachable = append(unreachable, node)
-			if epochs == nil {
-				epochs = map[string]uint64{}
+			r.unreachable = append(r.unreachable, node)
+			if r.epochs == nil {
+				r.epochs = map[string]uint64{}
 			}
-			epochs[node] = st.episode.Load()
+			r.epochs[node] = st.episode.Load()
 		}
 		if st.copyInFlight() {
-			copying = append(copying, node)
+			r.copying = append(r.copying, node)
+		}
+		if st.inSync() {
+			r.inSync = append(r.inSync, node)
 		}
 	}
-	slices.Sort(unreachable)
-	slices.Sort(copying)
-	return unreachable, epochs, copying
+	slices.Sort(r.unreachable)
+	slices.Sort(r.copying)
+	slices.Sort(r.inSync)
+	return r
 }
 
 // divergedSlaveBuckets lists the buckets this node holds as a slave whose

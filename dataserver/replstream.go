@@ -197,6 +197,20 @@ func (st *stream) copyInFlight() bool {
 	return st.mu.copying > 0 || st.mu.acked < st.mu.copyUntil
 }
 
+// inSync reports whether the receiver acknowledged every item pushed so
+// far and can be reached: nothing queued, no full copy in flight, not
+// given up or stopping (wire.Heartbeat.InSyncSlaves). The unreachable
+// flag is read after the queue: a stream that is empty but still marked
+// unreachable (the flag is cleared with the last acknowledgement) is not
+// reported in sync.
+func (st *stream) inSync() bool {
+	st.mu.Lock()
+	ok := len(st.mu.q) == 0 && st.mu.copying == 0 && st.mu.acked >= st.mu.copyUntil &&
+		st.mu.lost == nil && !st.mu.stopping
+	st.mu.Unlock()
+	return ok && !st.unreachable.Load()
+}
+
 // newStream starts a stream to node to; supersedes names an earlier
 // session to the same node that the receiver must refuse from now on.
 func (s *Server) newStream(to string, mig bool, supersedes string) *stream {

@@ -68,6 +68,19 @@ type Heartbeat struct {
 	// promoted in its place) until both lists leave it out.
 	CopyingSlaves []string         `json:"copying_slaves,omitempty"`
 	Diverged      []route.BucketID `json:"diverged,omitempty"`
+	// InSyncSlaves lists the slaves (of the buckets this node masters in
+	// the table of TableVersion) whose stream had acknowledged every item
+	// pushed to it when the heartbeat was built: reachable, nothing
+	// queued, no full copy in flight, never given up. It is the
+	// master's positive word that a slave has every write it
+	// acknowledged so far, which the configserver needs before it takes
+	// a slave marked behind for caught up (the absence of a slave from
+	// UnreachableSlaves says nothing when the heartbeat was built on a
+	// table that did not make it this node's slave). InSyncReported
+	// says the node sends the list (configservers fall back to the
+	// older rule for dataservers that do not).
+	InSyncSlaves   []string `json:"in_sync_slaves,omitempty"`
+	InSyncReported bool     `json:"in_sync_reported,omitempty"`
 	// MasterBuckets and SlaveBuckets count the bucket copies the node
 	// holds as master and as slave in the table it serves with.
 	MasterBuckets int `json:"master_buckets"`
