@@ -659,3 +659,28 @@ func TestBehindSlaveRefusesSlaveReads(t *testing.T) {
 		t.Fatalf("slave read from a slave marked behind: %q", got)
 	}
 }
+
+// A slave applies its master's replication batches on its event loop:
+// none is copied and handed to a goroutine (batches_off_loop_total stays
+// where the stream's hello left it) and every write is there.
+func TestReplicationAppliedOnTheLoop(t *testing.T) {
+	_, nodes := cluster2(t, func(_ int, c *Config) { c.ReplicationMode = ReplicationStrict })
+	a, b := nodes[0], nodes[1]
+	ca := dial(t, a.Addr())
+	k := keyIn("loop", 0, q, 0)
+	if got := ca.do(x(1, "SET", k, "0")...); got != "+OK" {
+		t.Fatalf("SET: %q", got)
+	}
+	before := counterValue(t, b.m.offLoop)
+	for i := 1; i <= 200; i++ {
+		if got := ca.do(x(1, "SET", k, strconv.Itoa(i))...); got != "+OK" {
+			t.Fatalf("SET %d: %q", i, got)
+		}
+	}
+	if got, _ := engineGet(b, k); got != "200" {
+		t.Fatalf("slave has %q, want 200", got)
+	}
+	if after := counterValue(t, b.m.offLoop); after != before {
+		t.Fatalf("%v replication batches went off the slave's loop, want none", after-before)
+	}
+}

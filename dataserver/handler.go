@@ -28,6 +28,9 @@ type batchOut struct {
 	// client: a batch of proxy requests (what clientLatency measures;
 	// not replication or migration batches, nor admin commands).
 	client bool
+	// rest: the batch stopped short of its last rest commands, the first
+	// of which must run off the loop (0: it ran whole).
+	rest int
 	// group and ticket: the engine's writes committed by the end of the
 	// batch (its own and others') were not all durable then: its replies
 	// wait for group.WaitDurable(ticket), so that no reply tells of a
@@ -72,7 +75,7 @@ func (s *Server) runBatch(cmds []resp.Command, owned bool, peer net.Addr, pr *li
 	} else {
 		b.ps = make([]pending, len(cmds))
 	}
-	b.out, b.quit, b.start = b.out[:0], false, time.Now()
+	b.out, b.quit, b.start, b.rest = b.out[:0], false, time.Now(), 0
 	b.group, b.ticket = nil, 0
 	b.client = len(cmds) > 0 && isEnvelope(cmds[0].Args[0])
 	if s.closing.Load() {
@@ -86,10 +89,21 @@ func (s *Server) runBatch(cmds []resp.Command, owned bool, peer net.Addr, pr *li
 	for i, c := range cmds {
 		args := c.Args
 		if !owned && !isEnvelope(args[0]) {
-			args = resp.CloneArgs(args)
+			// On the loop, args live in the connection's read buffer.
+			// A replication batch is applied from there (the engine
+			// copies what it keeps); other commands keep their own copy.
+			if special(args[0]) == "TAIR.REPL" {
+				b.ps[i].onLoop = true
+			} else {
+				args = resp.CloneArgs(args)
+			}
 		}
 		b.ps[i].start = len(b.out)
 		b.out = s.handleContained(b.out, args, &b.ps[i], peer)
+		if b.ps[i].bailed {
+			b.out, b.ps, b.rest = b.out[:b.ps[i].start], b.ps[:i], len(cmds)-i
+			break
+		}
 		b.ps[i].end = len(b.out)
 		pr.Step()
 		if s.isQuit(args) {
@@ -190,7 +204,7 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []
 	case name == "TAIR.REPLHELLO":
 		return s.replHello(out, args)
 	case name == "TAIR.REPL":
-		return s.replApply(out, args)
+		return s.replApply(out, args, p)
 	case name == "TAIR.TABLE":
 		return s.tableReply(out)
 	case name == "TAIR.RESYNC":

@@ -140,7 +140,13 @@ func (dc *dsConn) process() {
 				dc.runs.Enter()
 				b := dc.s.runBatch(cmds, false, dc.peer, &dc.runs)
 				dc.runs.Leave()
+				rest := b.rest
 				dc.deliver(b)
+				if rest > 0 {
+					// A command that must wait: it and the ones after it
+					// go on off the loop, their replies after these.
+					dc.runOffLoop(cmds[len(cmds)-rest:])
+				}
 			} else {
 				dc.runOffLoop(cmds)
 			}
@@ -164,18 +170,22 @@ func (dc *dsConn) process() {
 }
 
 // onLoop reports whether a batch may run on the loop: it cannot wait.
+// Proxies' requests (envelopes) and replication batches do, unless the
+// engine's writes wait for an fsync or a bucket moved away lately
+// (forwarded requests wait for the new master); a replication batch
+// that reaches an item that may wait stops there (runBatch's rest).
 func (dc *dsConn) onLoop(cmds []resp.Command) bool {
 	s := dc.s
-	if s.writesWait || !allEnvelopes(cmds) {
+	if s.writesWait || !loopCommands(cmds) {
 		return false
 	}
 	until := s.forwardUntil.Load() // 0 until a bucket first moves away
 	return until == 0 || time.Now().UnixNano() >= until
 }
 
-func allEnvelopes(cmds []resp.Command) bool {
+func loopCommands(cmds []resp.Command) bool {
 	for _, c := range cmds {
-		if !isEnvelope(c.Args[0]) {
+		if !isEnvelope(c.Args[0]) && special(c.Args[0]) != "TAIR.REPL" {
 			return false
 		}
 	}
@@ -188,6 +198,7 @@ func (dc *dsConn) runOffLoop(cmds []resp.Command) {
 	for i := range cmds {
 		own[i].Args = resp.CloneArgs(cmds[i].Args)
 	}
+	dc.s.m.offLoop.Inc()
 	if dc.runner == nil {
 		dc.runner = make(chan []resp.Command, 1)
 		dc.s.connWG.Add(1)

@@ -234,6 +234,7 @@ func runMove(t *testing.T, tc moveCase) {
 	})
 
 	time.Sleep(200 * time.Millisecond)
+	offLoopBefore := counterValue(t, nodes[tc.from].m.offLoop)
 	startMove(cs, t1, bucket, addrs[tc.from], addrs[tc.to])
 	if tc.fault != nil {
 		tc.fault(t, nodes, restart)
@@ -289,6 +290,14 @@ func runMove(t *testing.T, tc moveCase) {
 	t.Logf("acknowledged %d INCRs (%d unknown) during the move", total, unknown)
 	if total < 20 {
 		t.Fatalf("too few writes during the move: %d", total)
+	}
+	if tc.name == "slave" {
+		// The source applies its master's writes on its loop until it
+		// must pass them on to the synchronous destination and wait:
+		// those batches go on off the loop (replApply's bail).
+		if n := counterValue(t, byAddr[addrs[tc.from]].m.offLoop) - offLoopBefore; n == 0 {
+			t.Fatal("no replication batch went off the source's loop while it relayed writes to the destination")
+		}
 	}
 	// A node that gave its copy up drops it after the grace period.
 	for _, addr := range addrs {

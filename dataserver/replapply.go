@@ -23,6 +23,11 @@ type recvState struct {
 	// dead: a newer session of the same sender replaced this one; what
 	// is still in flight of it is refused.
 	dead bool
+	// refused carries the refusals of a batch whose apply began on the
+	// event loop and goes on off it (replApply's onLoop): the first
+	// part's items are skipped the second time, so their refusals are
+	// kept here for the acknowledgement the second part sends.
+	refused []string
 }
 
 // recvIdle is how long a session may be idle before it is forgotten
@@ -196,7 +201,14 @@ func parseItem(args [][]byte, i int) (item, int, bool) {
 
 // replApply: TAIR.REPL <table-version> <from> <session> <item>... (see
 // replstream.go) -> +ACK <last> <stale> <refused>.
-func (s *Server) replApply(out []byte, args [][]byte) []byte {
+//
+// On the event loop (p.onLoop) a batch applies its writes there, without
+// copying the batch or handing it to a goroutine, up to the first item
+// that may wait: a copy's records (they take bulkMu) or a write passed
+// on to a synchronous migration's destination. There it stops with
+// p.bailed set and no reply; the connection's runner applies the batch
+// again off the loop, skipping what was applied (by sequence number).
+func (s *Server) replApply(out []byte, args [][]byte, p *pending) []byte {
 	if len(args) < 4 {
 		return resp.AppendError(out, "ERR wrong number of arguments for 'tair.repl' command")
 	}
@@ -207,14 +219,23 @@ func (s *Server) replApply(out []byte, args [][]byte) []byte {
 	ver := route.Version(v)
 	from, session := string(args[2]), string(args[3])
 	rs := s.recvStateFor(session)
-	rs.mu.Lock()
+	if !p.onLoop {
+		rs.mu.Lock()
+	} else if !rs.mu.TryLock() {
+		// A batch of the session is still applied off the loop (one
+		// sent before a reconnect, waiting for a destination): wait for
+		// it there.
+		p.bailed = true
+		return out
+	}
 	defer rs.mu.Unlock()
 	rs.used.Store(time.Now().UnixNano())
 	if rs.dead {
 		return resp.AppendError(out, "ERR replication session superseded")
 	}
 	t := s.Table()
-	var refused []string
+	refused := rs.refused
+	rs.refused = nil
 	var chained []chainWait
 	stale := false
 	var scratch []byte
@@ -233,6 +254,11 @@ func (s *Server) replApply(out []byte, args [][]byte) []byte {
 			stale = true
 			break
 		}
+		if p.onLoop && it.kind != kindCmds {
+			rs.refused = refused
+			p.bailed = true
+			return out
+		}
 		if t == nil || !t.Contains(it.bucket) || !(s.acceptsFrom(t, it.bucket, from) || s.relays(it.bucket, from, ver) || s.continuesMove(t, it, session)) {
 			if t == nil || ver > t.Version {
 				stale = true
@@ -247,8 +273,13 @@ func (s *Server) replApply(out []byte, args [][]byte) []byte {
 		}
 		var e *entry
 		var mig *migration
-		var applied bool
-		scratch, e, mig, applied = s.applyItemContained(it, from, session, ver, scratch)
+		var applied, wait bool
+		scratch, e, mig, applied, wait = s.applyItemContained(it, from, session, ver, scratch, p.onLoop)
+		if wait {
+			rs.refused = refused
+			p.bailed = true
+			return out
+		}
 		if !applied {
 			refused = append(refused, strconv.FormatUint(it.seq, 10))
 			s.m.replRefused.Inc()
@@ -305,7 +336,7 @@ func (s *Server) replApply(out []byte, args [][]byte) []byte {
 // is refused (its write is not acknowledged to the master's client) and
 // the copy is marked diverged, so this slave asks its master for a full
 // copy (contain.go).
-func (s *Server) applyItemContained(it item, from, session string, ver route.Version, scratch []byte) (_ []byte, e *entry, mig *migration, ok bool) {
+func (s *Server) applyItemContained(it item, from, session string, ver route.Version, scratch []byte, onLoop bool) (_ []byte, e *entry, mig *migration, ok, wait bool) {
 	bulk := it.kind != kindCmds
 	if bulk {
 		s.bulkMu.Lock()
@@ -317,14 +348,14 @@ func (s *Server) applyItemContained(it item, from, session string, ver route.Ver
 		}
 		if v != nil {
 			s.panicked("tair.repl", v)
-			e, mig, ok = nil, nil, false
+			e, mig, ok, wait = nil, nil, false, false
 			s.markDiverged(it.bucket)
 		}
 	}()
 	if testHook.Load() != nil {
 		runTestHook("apply", "tair.repl")
 	}
-	return s.applyItem(it, from, session, ver, scratch)
+	return s.applyItem(it, from, session, ver, scratch, onLoop)
 }
 
 type chainWait struct {
@@ -341,7 +372,11 @@ type chainWait struct {
 // Items of a migration stream are refused (ok false) unless their session
 // is the bucket's latest incoming migration: a batch of an abandoned
 // attempt still in flight must not land on the new copy.
-func (s *Server) applyItem(it item, from, session string, ver route.Version, scratch []byte) (_ []byte, _ *entry, _ *migration, ok bool) {
+//
+// onLoop: the caller runs on an event loop and cannot wait; a write
+// that would be passed on to a destination it must wait for is left
+// unapplied (wait true), for the caller to apply off the loop.
+func (s *Server) applyItem(it item, from, session string, ver route.Version, scratch []byte, onLoop bool) (_ []byte, _ *entry, _ *migration, ok, wait bool) {
 	bk := s.bucket(it.bucket)
 	bk.lock()
 	defer bk.unlock()
@@ -353,11 +388,14 @@ func (s *Server) applyItem(it item, from, session string, ver route.Version, scr
 			// The old master's last writes, sent before it learned of
 			// the switch: applied as its slave, as every copy does.
 		} else if rl = bk.relay; rl == nil || it.kind != kindCmds || rl.master != from || ver >= rl.switchVer {
-			return scratch, nil, nil, false
+			return scratch, nil, nil, false, false
 		}
 	}
 	if it.kind != kindBegin && strings.HasPrefix(session, "mig-") && bk.inMig != session {
-		return scratch, nil, nil, false
+		return scratch, nil, nil, false, false
+	}
+	if onLoop && (rl != nil || bk.mig != nil && bk.mig.synced) {
+		return scratch, nil, nil, false, true
 	}
 	switch it.kind {
 	case kindBegin:
@@ -405,14 +443,14 @@ func (s *Server) applyItem(it item, from, session string, ver route.Version, scr
 		if m := bk.mig; m != nil {
 			e := m.st.push(it.bucket, it.area, kindCmds, cmdsPayload(it.cmds))
 			if m.synced {
-				return scratch, e, m, true
+				return scratch, e, m, true, false
 			}
 		}
 		if rl != nil {
-			return scratch, rl.st.push(it.bucket, it.area, kindCmds, cmdsPayload(it.cmds)), nil, true
+			return scratch, rl.st.push(it.bucket, it.area, kindCmds, cmdsPayload(it.cmds)), nil, true, false
 		}
 	}
-	return scratch, nil, nil, true
+	return scratch, nil, nil, true, false
 }
 
 // restoreMigrated writes one record of an incoming copy.

@@ -41,6 +41,10 @@ type pending struct {
 	write      bool // a write served as master: lease checked on release
 	bucket     route.BucketID
 	migrating  bool // the write went to a migration stream too
+	// onLoop: the command runs on an event loop, where it must not wait;
+	// bailed: it stopped for that reason without a reply, and runs again
+	// off the loop (replApply).
+	onLoop, bailed bool
 }
 
 type waiter struct {
