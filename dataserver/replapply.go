@@ -296,12 +296,23 @@ func (s *Server) replApply(out []byte, args [][]byte, p *pending) []byte {
 		// failure as a refusal rather than a timeout.
 		deadline := time.NewTimer(s.cfg.ReplicationTimeout / 2)
 		defer deadline.Stop()
+		expired := false
 		for _, c := range chained {
 			ok := false
-			select {
-			case <-c.e.done:
-				ok = c.e.err == nil
-			case <-deadline.C:
+			for {
+				done, wake := c.e.st.entryDone(c.e)
+				if done {
+					ok = c.e.err == nil
+					break
+				}
+				if expired {
+					break
+				}
+				select {
+				case <-wake:
+				case <-deadline.C:
+					expired = true
+				}
 			}
 			switch {
 			case ok:

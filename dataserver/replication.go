@@ -127,10 +127,9 @@ func (s *Server) await(w waiter, timer **time.Timer) error {
 		}
 		return nil
 	}
-	select {
-	case <-w.e.done:
+	done, wake := w.st.entryDone(w.e)
+	if done {
 		return check()
-	default:
 	}
 	if strict && w.st.unreachable.Load() && !w.strict {
 		return errs.Newf(errs.Timeout, "slave %s is unreachable", w.st.to)
@@ -142,25 +141,30 @@ func (s *Server) await(w waiter, timer **time.Timer) error {
 	if !strict {
 		down = w.st.downSignal()
 	}
-	select {
-	case <-w.e.done:
-		return check()
-	case <-down:
-		// Degraded, and the slave is unreachable already: as after a
-		// timeout, wait only until the table names it behind.
-		return s.awaitBehind(w)
-	case <-(*timer).C:
-		// Later waits of this reply find the timer spent: one more
-		// millisecond each.
-		(*timer).Reset(time.Millisecond)
-		if !w.st.setUnreachable(true) {
-			s.log.Warn("slave unreachable; asking the configserver to mark it behind", "slave", w.st.to)
+	for {
+		select {
+		case <-wake:
+			if done, wake = w.st.entryDone(w.e); done {
+				return check()
+			}
+			continue
+		case <-down:
+			// Degraded, and the slave is unreachable already: as after a
+			// timeout, wait only until the table names it behind.
+			return s.awaitBehind(w)
+		case <-(*timer).C:
+			// Later waits of this reply find the timer spent: one more
+			// millisecond each.
+			(*timer).Reset(time.Millisecond)
+			if !w.st.setUnreachable(true) {
+				s.log.Warn("slave unreachable; asking the configserver to mark it behind", "slave", w.st.to)
+			}
+			s.m.replTimeouts.Inc()
+			if strict {
+				return errs.Newf(errs.Timeout, "slave %s did not apply the write within %v", w.st.to, s.cfg.ReplicationTimeout)
+			}
+			return s.awaitBehind(w)
 		}
-		s.m.replTimeouts.Inc()
-		if strict {
-			return errs.Newf(errs.Timeout, "slave %s did not apply the write within %v", w.st.to, s.cfg.ReplicationTimeout)
-		}
-		return s.awaitBehind(w)
 	}
 }
 
@@ -176,12 +180,11 @@ func (s *Server) awaitBehind(w waiter) error {
 	defer timeout.Stop()
 	expired := false
 	for {
-		select {
-		case <-w.e.done:
+		done, wake := w.st.entryDone(w.e)
+		if done {
 			if ok, err := w.e.answered(); ok {
 				return err
 			}
-		default:
 		}
 		changed := s.tableChange()
 		t := s.Table()
@@ -198,7 +201,7 @@ func (s *Server) awaitBehind(w waiter) error {
 			return envelope.Unsure(fmt.Sprintf("slave %s did not apply the write and the configserver has not marked it behind", w.st.to))
 		}
 		select {
-		case <-w.e.done:
+		case <-wake: // nil once done: a failed entry waits for the table
 		case <-changed:
 		case <-timeout.C:
 			expired = true

@@ -68,6 +68,7 @@ var (
 
 // entry is one item in a stream.
 type entry struct {
+	st      *stream // the stream it was pushed to
 	seq     uint64
 	hdr     []byte // encoded <seq> <bucket> <area> <kind>, in hdrBuf
 	hdrBuf  [64]byte
@@ -77,8 +78,34 @@ type entry struct {
 	kind    byte
 	bucket  route.BucketID
 	at      time.Time
-	done    chan struct{}
-	err     error
+	// fin is set once the receiver applied or refused the item, or the
+	// stream failed it (err says which), under the stream's lock; the
+	// stream's progress channel closes after it (stream.entryDone): one
+	// channel per stream rather than one per write.
+	fin atomic.Bool
+	err error
+}
+
+// finish marks e finished with err (the stream's lock held, or e not yet
+// visible to anyone else); the caller closes the progress channel.
+func (e *entry) finish(err error) {
+	e.err = err
+	e.fin.Store(true)
+}
+
+// entryDone reports whether e is finished and, when it is not, returns
+// the channel that closes at the stream's next progress (an
+// acknowledgement, giving up, stopping): wait on it, then ask again.
+func (st *stream) entryDone(e *entry) (bool, <-chan struct{}) {
+	if e.fin.Load() {
+		return true, nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if e.fin.Load() {
+		return true, nil
+	}
+	return false, st.mu.progress
 }
 
 // payload is an encoded item payload.
@@ -240,18 +267,18 @@ func (s *Server) newStream(to string, mig bool, supersedes string) *stream {
 }
 
 // push appends an item; callers hold the bucket's lock. It returns the
-// entry, whose done channel closes when the receiver applied it (err nil)
-// or refused it.
+// entry, finished (entryDone) when the receiver applied it (err nil) or
+// refused it.
 func (st *stream) push(bucket route.BucketID, area uint16, kind byte, p payload) *entry {
-	e := &entry{payload: p.data, nargs: 4 + p.nargs, recs: p.recs, kind: kind, bucket: bucket, at: time.Now(), done: make(chan struct{})}
+	e := &entry{st: st, payload: p.data, nargs: 4 + p.nargs, recs: p.recs, kind: kind, bucket: bucket, at: time.Now()}
 	st.mu.Lock()
 	if st.mu.lost != nil || st.mu.stopping {
-		e.err = st.mu.lost
-		if e.err == nil {
-			e.err = errStopped
+		err := st.mu.lost
+		if err == nil {
+			err = errStopped
 		}
+		e.finish(err)
 		st.mu.Unlock()
-		close(e.done)
 		return e
 	}
 	st.mu.nextSeq++
@@ -287,8 +314,7 @@ func (st *stream) giveUpLocked(err error) {
 	st.log.Warn("giving up slave", "err", err, "backlog_bytes", st.mu.bytes)
 	st.mu.lost = err
 	for _, e := range st.mu.q {
-		e.err = err
-		close(e.done)
+		e.finish(err)
 	}
 	st.mu.q = nil
 	st.mu.bytes, st.mu.cmdBytes = 0, 0
@@ -362,7 +388,7 @@ func (st *stream) close(drain time.Duration) {
 	<-st.stopped
 	st.mu.Lock()
 	for _, e := range st.mu.q {
-		e.err = errStopped
+		e.finish(errStopped)
 		if e.kind == kindCmds && !st.mig {
 			// Applied here, never acknowledged there: this copy may
 			// hold a write the other lacks (a deposed master cut off
@@ -370,7 +396,6 @@ func (st *stream) close(drain time.Duration) {
 			// rejoined as a slave with them: a version one ahead).
 			st.s.markDiverged(e.bucket)
 		}
-		close(e.done)
 	}
 	st.mu.q = nil
 	st.progressedLocked()
@@ -583,8 +608,10 @@ func (st *stream) runConn(c *peerConn) error {
 	var buf []byte
 	tick := time.NewTicker(st.s.cfg.ReplicationTimeout / 4)
 	defer tick.Stop()
+	var batchBuf []*entry // unsent's result, reused from batch to batch
 	for {
-		batch := st.unsent(sent)
+		batch := st.unsent(sent, batchBuf[:0])
+		batchBuf = batch
 		if len(batch) == 0 {
 			select {
 			case <-st.kick:
@@ -711,21 +738,21 @@ func (st *stream) connect() (*peerConn, error) {
 	return c, nil
 }
 
-// unsent returns the items after seq sent, at most batchMax of them and
-// about 4 MiB.
-func (st *stream) unsent(sent uint64) []*entry {
+// unsent appends to dst the items after seq sent, at most batchMax of
+// them and about 4 MiB.
+func (st *stream) unsent(sent uint64, dst []*entry) []*entry {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	q := st.mu.q
 	if len(q) == 0 {
-		return nil
+		return dst
 	}
 	i := 0
 	if sent >= q[0].seq {
 		i = int(sent - q[0].seq + 1)
 	}
 	if i >= len(q) {
-		return nil
+		return dst
 	}
 	n, size, w := 0, 0, 0
 	bm := int(st.batchMax.Load())
@@ -738,9 +765,7 @@ func (st *stream) unsent(sent uint64) []*entry {
 		}
 		n++
 	}
-	out := make([]*entry, n)
-	copy(out, q[i:i+n])
-	return out
+	return append(dst, q[i:i+n]...)
 }
 
 func (st *stream) encodeBatch(b []byte, batch []*entry) []byte {
@@ -777,7 +802,7 @@ func (st *stream) ackUpTo(last uint64, refused map[uint64]bool) {
 			if !slices.Contains(refusedBuckets, e.bucket) {
 				refusedBuckets = append(refusedBuckets, e.bucket)
 			}
-			e.err = errRefused
+			e.err = errRefused // finish below keeps it
 			if e.kind == kindCmds && !st.mig {
 				// Applied here, refused there: this copy may hold a write
 				// the new master lacks.
@@ -788,10 +813,14 @@ func (st *stream) ackUpTo(last uint64, refused map[uint64]bool) {
 		if e.kind == kindCmds {
 			st.mu.cmdBytes -= int64(len(e.hdr) + len(e.payload))
 		}
-		close(e.done)
+		e.finish(e.err)
 	}
 	if i > 0 {
-		st.mu.q = append(st.mu.q[:0:0], st.mu.q[i:]...)
+		// Shift the rest down in place (no new array per
+		// acknowledgement); the tail is cleared for the collector.
+		n := copy(st.mu.q, st.mu.q[i:])
+		clear(st.mu.q[n:])
+		st.mu.q = st.mu.q[:n]
 		st.recsAcked.Add(int64(recs))
 		st.progressedLocked()
 	}

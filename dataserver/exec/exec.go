@@ -117,7 +117,8 @@ func (x *Executor) Engine() engines.Engine { return x.eng }
 // proto (2 or 3). It appends the reply to out and returns it, with the
 // commands slaves must replay (nil for reads and failed writes).
 // replica is true when the command comes from the master's replication
-// stream: handlers then skip checks that only the master makes.
+// stream: handlers then skip checks that only the master makes, and
+// nothing is propagated (nil).
 func (x *Executor) Exec(area uint16, proto int, replica bool, args [][]byte, out []byte) ([]byte, [][][]byte) {
 	return x.ExecRequest(Request{Area: area, Proto: proto, Replica: replica}, args, out)
 }
@@ -153,7 +154,7 @@ func (x *Executor) ExecRequest(req Request, args [][]byte, out []byte) ([]byte, 
 	c.noTouch = !r.touchesKeys(&req)
 	start := len(out)
 	r.h(c)
-	if spec.Has(command.Write) && !c.propagated && !c.noPropagate && len(c.Out) > start && c.Out[start] != '-' {
+	if spec.Has(command.Write) && !c.propagated && !c.noPropagate && !c.Replica && len(c.Out) > start && c.Out[start] != '-' {
 		c.prop = append(c.prop, args)
 	}
 	out, prop := c.Out, c.prop
@@ -248,6 +249,11 @@ func (c *Ctx) Key(i int) engines.Key {
 // copied (use propagateCmd to hand over a slice built for the purpose).
 func (c *Ctx) Propagate(args ...[]byte) {
 	c.propagated = true
+	if c.Replica {
+		// A slave's commands go no further: what it passes on (to a
+		// move's destination) is its master's commands as they came.
+		return
+	}
 	switch {
 	case c.prop != nil || len(args) > 5: // a second command, or a long one
 		c.prop = append(c.prop, slices.Clone(args))
@@ -280,7 +286,9 @@ type (
 // (the caller does not touch it again): it is kept, not copied.
 func (c *Ctx) propagateCmd(cmd [][]byte) {
 	c.propagated = true
-	c.prop = append(c.prop, cmd)
+	if !c.Replica {
+		c.prop = append(c.prop, cmd)
+	}
 }
 
 // NoPropagate says this write changed nothing (e.g. SETNX on an existing key).
