@@ -120,3 +120,33 @@ start_rdb_cluster() {
   PX_PID=$!
   wait_ping "$PX" || { tail -n 20 "$TMP"/*.log; return 1; }
 }
+
+# aim_ratio FILE TEST P MIN LABEL: from compare.sh's table in FILE, the
+# median A/B ratio of TEST at -P P beside the aim "at least MIN", as a
+# row of an aims table.
+aim_ratio() {
+  awk -F'|' -v t="$2" -v p="$3" -v min="$4" -v label="$5" '
+    { gsub(/ /, "", $2); gsub(/ /, "", $3) }
+    $2 == t && $3 == p {
+      r = $6; gsub(/[* ]/, "", r)
+      verdict = (r ~ /^[0-9.]+$/ && r + 0 >= min) ? "met" : "**missed**"
+      printf "| %s | at least %sx | %s | %s |\n", label, min, r, verdict; found = 1; exit
+    }
+    END { if (!found) printf "| %s | at least %sx | – | not measured |\n", label, min }' "$1"
+}
+
+# aim_p99 FILE TEST P MAX LABEL: A's p99 over B's for TEST at -P P
+# beside the aim "at most MAX times".
+aim_p99() {
+  awk -F'|' -v t="$2" -v p="$3" -v max="$4" -v label="$5" '
+    { gsub(/ /, "", $2); gsub(/ /, "", $3) }
+    $2 == t && $3 == p {
+      split($10, a, "/"); split($11, b, "/")
+      if (b[2] + 0 > 0 && a[2] ~ /[0-9]/) {
+        r = a[2] / b[2]
+        printf "| %s | at most %sx | %.2f (%.2f / %.2f ms) | %s |\n", label, max, r, a[2], b[2], (r <= max ? "met" : "**missed**")
+      } else printf "| %s | at most %sx | – | not measured |\n", label, max
+      found = 1; exit
+    }
+    END { if (!found) printf "| %s | at most %sx | – | not measured |\n", label, max }' "$1"
+}

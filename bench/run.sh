@@ -8,6 +8,8 @@
 #   2. tair up with 1 dataserver, copy count 1 (the proxy's own cost);
 #   3. tair up with 3 dataservers, copy count 2 (the default cluster);
 #   4. bench/anchors/compare.sh for each pair, bench/anchors/rb.sh matrix;
+#      issue 16's replication aims beside their measurements (copy count
+#      2 against 1, the default cluster against twemproxy);
 #   5. Go benchmarks of the engines;
 #   6. bench/recovery.sh: a dataserver of ~1M key copies killed under load,
 #      the time until every bucket has its copies again beside the aim
@@ -162,7 +164,22 @@ PIDS+=($!)
 wait_ping "$TAIR1_PORT" || { cat "$TMP/tair1c.log"; exit 1; }
 {
   echo "## tair 3 dataservers: copy count 2 vs copy count 1"
-  bash bench/anchors/compare.sh "127.0.0.1:$TAIR3_PORT" "127.0.0.1:$TAIR1_PORT" tair-3ds-c2 tair-3ds-c1
+  bash bench/anchors/compare.sh "127.0.0.1:$TAIR3_PORT" "127.0.0.1:$TAIR1_PORT" tair-3ds-c2 tair-3ds-c1 | tee "$TMP/c2c1.md"
+  echo
+  echo "## tair up's default cluster (3 dataservers, copy count 2) vs twemproxy in front of redis-server"
+  bash bench/anchors/compare.sh "127.0.0.1:$TAIR3_PORT" "127.0.0.1:$TWEM_PORT" tair-3ds-c2 twemproxy | tee "$TMP/c2twem.md"
+  echo
+  echo "### issue 16's replication aims, from the two tables above"
+  echo
+  echo "| aim | bound | measured | |"
+  echo "|---|---|---|---|"
+  aim_ratio "$TMP/c2c1.md" SET 1 0.8 "copy count 2 / copy count 1, SET -P1"
+  aim_ratio "$TMP/c2c1.md" SET 16 0.8 "copy count 2 / copy count 1, SET -P16"
+  for p in 1 16; do
+    aim_ratio "$TMP/c2twem.md" SET "$p" 0.8 "default cluster / twemproxy, SET -P$p"
+    aim_ratio "$TMP/c2twem.md" GET "$p" 1.0 "default cluster / twemproxy, GET -P$p"
+    aim_p99 "$TMP/c2twem.md" SET "$p" 1.5 "default cluster / twemproxy, SET p99 -P$p"
+  done
   echo
   echo "## tair 3 dataservers copy count 2 vs plain redis-server"
   bash bench/anchors/compare.sh "127.0.0.1:$TAIR3_PORT" "127.0.0.1:$REDIS_PORT" tair-3ds-c2 redis
