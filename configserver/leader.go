@@ -546,7 +546,8 @@ func (s *Server) settle(t *route.Table, alive func(string) bool) {
 // alive, the master's latest heartbeat no longer reports it and, built
 // on a table that carries the mark (since, the first version that did;
 // committed is the last committed table), lists it among the slaves
-// whose stream acknowledged everything pushed to it (InSyncSlaves; a
+// that acknowledged every write the master acknowledged without them
+// (InSyncSlaves; a
 // dataserver too old to send the list is taken at the absence of the
 // report alone), and the slave's latest heartbeat comes from a table
 // that carries the mark. Entries for pairs that no longer share a row

@@ -78,28 +78,34 @@ func TestCopyInFlightUntilAcknowledged(t *testing.T) {
 }
 
 // A stream is in sync (the heartbeat's InSyncSlaves: the master's word
-// that the slave has every write it acknowledged) only while nothing is
-// queued, no copy is in flight, the receiver is reachable and the stream
-// has not given up: an empty queue alone is not enough.
+// that the slave has every write it acknowledged) once the receiver
+// acknowledged every item whose write was acknowledged without it, while
+// no copy is in flight, the receiver is reachable and the stream has not
+// given up. Writes in flight that wait for it do not count against it.
 func TestInSyncOnlyOnceEverythingAcknowledged(t *testing.T) {
 	st := &stream{s: &Server{cfg: Config{ReplicationBacklog: 1 << 30}}, log: testLogger(t), down: make(chan struct{})}
 	st.mu.progress = make(chan struct{})
 	if !st.inSync() {
 		t.Fatal("a new, empty stream is not in sync")
 	}
-	st.push(1, 0, kindCmds, payload{}) // seq 1
-	st.push(1, 0, kindCmds, payload{}) // seq 2
+	st.push(1, 0, kindCmds, payload{}) // seq 1, waited for
+	if !st.inSync() {
+		t.Fatal("not in sync with a write in flight that its client waits for")
+	}
 	st.setUnreachable(true)
+	st.pushItem(1, 0, kindCmds, payload{}, true) // seq 2, acknowledged without the receiver
+	st.push(1, 0, kindCmds, payload{})           // seq 3
 	if st.inSync() {
-		t.Fatal("in sync with two writes queued")
+		t.Fatal("in sync with an unconfirmed write queued")
 	}
 	st.ackUpTo(1, nil)
+	st.setUnreachable(false)
 	if st.inSync() {
-		t.Fatal("in sync with one write still queued")
+		t.Fatal("in sync before the unconfirmed write (seq 2) is acknowledged")
 	}
 	st.ackUpTo(2, nil)
 	if !st.inSync() {
-		t.Fatal("not in sync once every write is acknowledged (and the receiver reachable again)")
+		t.Fatal("not in sync once the unconfirmed write is acknowledged (seq 3, waited for, still in flight)")
 	}
 	st.setUnreachable(true)
 	if st.inSync() {
@@ -110,12 +116,12 @@ func TestInSyncOnlyOnceEverythingAcknowledged(t *testing.T) {
 	if st.inSync() {
 		t.Fatal("in sync while a full copy is being queued")
 	}
-	st.push(1, 0, kindBegin, payload{}) // seq 3
+	st.push(1, 0, kindBegin, payload{}) // seq 4
 	st.endCopy()
 	if st.inSync() {
 		t.Fatal("in sync before the copy is acknowledged")
 	}
-	st.ackUpTo(3, nil)
+	st.ackUpTo(4, nil)
 	if !st.inSync() {
 		t.Fatal("not in sync once the copy is acknowledged")
 	}

@@ -67,7 +67,7 @@ func (s *Server) replicateLocked(bk *bucket, rt *routing, area uint16, prop [][]
 		// when it is back). One merely unreachable is waited for, until
 		// the configserver has marked it behind (await).
 		skip := degraded && st.unreachable.Load() && s.behindCovers(rt.t, st)
-		e := st.push(bk.id, area, kindCmds, pl)
+		e := st.pushItem(bk.id, area, kindCmds, pl, skip)
 		if skip {
 			continue
 		}

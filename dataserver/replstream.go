@@ -167,6 +167,9 @@ type stream struct {
 		// last item of the latest one pushed (see copyInFlight).
 		copying   int
 		copyUntil uint64
+		// unconfirmed is the last item whose write was acknowledged to
+		// its client without this receiver's acknowledgement (pushItem).
+		unconfirmed uint64
 		lost      error
 		stopping  bool
 		// progress is closed (and replaced) when items are
@@ -224,15 +227,16 @@ func (st *stream) copyInFlight() bool {
 	return st.mu.copying > 0 || st.mu.acked < st.mu.copyUntil
 }
 
-// inSync reports whether the receiver acknowledged every item pushed so
-// far and can be reached: nothing queued, no full copy in flight, not
-// given up or stopping (wire.Heartbeat.InSyncSlaves). The unreachable
-// flag is read after the queue: a stream that is empty but still marked
-// unreachable (the flag is cleared with the last acknowledgement) is not
-// reported in sync.
+// inSync reports whether the receiver has every write this master
+// acknowledged so far (wire.Heartbeat.InSyncSlaves): it acknowledged
+// every item whose write was acknowledged without it (the writes since
+// were, or will be, acknowledged only once it applies them), no full
+// copy is in flight, and the stream can reach it and has not given it
+// up. Items still in flight do not count against it, so that a slave
+// under a steady write load is in sync too.
 func (st *stream) inSync() bool {
 	st.mu.Lock()
-	ok := len(st.mu.q) == 0 && st.mu.copying == 0 && st.mu.acked >= st.mu.copyUntil &&
+	ok := st.mu.acked >= st.mu.unconfirmed && st.mu.copying == 0 && st.mu.acked >= st.mu.copyUntil &&
 		st.mu.lost == nil && !st.mu.stopping
 	st.mu.Unlock()
 	return ok && !st.unreachable.Load()
@@ -270,6 +274,14 @@ func (s *Server) newStream(to string, mig bool, supersedes string) *stream {
 // entry, finished (entryDone) when the receiver applied it (err nil) or
 // refused it.
 func (st *stream) push(bucket route.BucketID, area uint16, kind byte, p payload) *entry {
+	return st.pushItem(bucket, area, kind, p, false)
+}
+
+// pushItem is push; unconfirmed says the write will be acknowledged to
+// its client without waiting for this receiver (the table marks it
+// behind): the receiver is not in sync (inSync) until it acknowledged
+// the item.
+func (st *stream) pushItem(bucket route.BucketID, area uint16, kind byte, p payload, unconfirmed bool) *entry {
 	e := &entry{st: st, payload: p.data, nargs: 4 + p.nargs, recs: p.recs, kind: kind, bucket: bucket, at: time.Now()}
 	st.mu.Lock()
 	if st.mu.lost != nil || st.mu.stopping {
@@ -283,6 +295,9 @@ func (st *stream) push(bucket route.BucketID, area uint16, kind byte, p payload)
 	}
 	st.mu.nextSeq++
 	e.seq = st.mu.nextSeq
+	if unconfirmed {
+		st.mu.unconfirmed = e.seq
+	}
 	// The header lives in the entry (at most 62 bytes: a 20-digit seq, a
 	// 10-digit bucket, a 5-digit area, the kind): one allocation less
 	// per replicated write.

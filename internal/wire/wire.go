@@ -69,9 +69,11 @@ type Heartbeat struct {
 	CopyingSlaves []string         `json:"copying_slaves,omitempty"`
 	Diverged      []route.BucketID `json:"diverged,omitempty"`
 	// InSyncSlaves lists the slaves (of the buckets this node masters in
-	// the table of TableVersion) whose stream had acknowledged every item
-	// pushed to it when the heartbeat was built: reachable, nothing
-	// queued, no full copy in flight, never given up. It is the
+	// the table of TableVersion) that, when the heartbeat was built, had
+	// acknowledged every write this node acknowledged without them
+	// (those it had marked behind), with their stream reachable, no full
+	// copy in flight, never given up; the writes in flight then were
+	// acknowledged, or will be, only once they apply them. It is the
 	// master's positive word that a slave has every write it
 	// acknowledged so far, which the configserver needs before it takes
 	// a slave marked behind for caught up (the absence of a slave from
