@@ -170,8 +170,8 @@ type stream struct {
 		// unconfirmed is the last item whose write was acknowledged to
 		// its client without this receiver's acknowledgement (pushItem).
 		unconfirmed uint64
-		lost      error
-		stopping  bool
+		lost        error
+		stopping    bool
 		// progress is closed (and replaced) when items are
 		// acknowledged, the stream gives up or stops (progressed).
 		progress chan struct{}
