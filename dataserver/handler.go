@@ -71,7 +71,13 @@ func (s *Server) runBatch(cmds []resp.Command, owned bool, peer net.Addr, pr *li
 	b := batchPool.Get().(*batchOut)
 	if cap(b.ps) >= len(cmds) {
 		b.ps = b.ps[:len(cmds)]
-		clear(b.ps)
+		for i := range b.ps {
+			// Keep each reply's waiter slice (one allocation less per
+			// replicated write), dropping what it pointed to.
+			w := b.ps[i].waits
+			clear(w)
+			b.ps[i] = pending{waits: w[:0]}
+		}
 	} else {
 		b.ps = make([]pending, len(cmds))
 	}

@@ -149,9 +149,10 @@ type item struct {
 	record []byte
 }
 
-// parseItem parses one item at args[i:] and returns the index after it.
-func parseItem(args [][]byte, i int) (item, int, bool) {
-	var it item
+// parseItem parses one item at args[i:] and returns the index after it;
+// a commands item appends its commands to cmds (the caller reuses it).
+func parseItem(args [][]byte, i int, cmds [][][]byte) (item, int, bool) {
+	it := item{cmds: cmds}
 	if i+4 > len(args) {
 		return it, 0, false
 	}
@@ -239,8 +240,9 @@ func (s *Server) replApply(out []byte, args [][]byte, p *pending) []byte {
 	var chained []chainWait
 	stale := false
 	var scratch []byte
+	var cmdsBuf [4][][]byte // an item's commands, reused item to item
 	for i := 4; i < len(args); {
-		it, next, ok := parseItem(args, i)
+		it, next, ok := parseItem(args, i, cmdsBuf[:0])
 		if !ok {
 			s.log.Warn("malformed replication item", "from", from, "at", i)
 			return resp.AppendError(out, "ERR malformed TAIR.REPL item")
