@@ -20,7 +20,8 @@
 # Output goes to bench/out/ and to stdout; bench/RESULTS.md records a run.
 #
 # Knobs: ROUNDS (3), TARGET_SECS (3), SKIP_GO=1 to skip Go benchmarks,
-# SKIP_MATRIX=1 to skip the rb.sh matrix, ENGINES_ONLY=1 to run only step 5
+# SKIP_MATRIX=1 to skip the rb.sh matrix, SKIP_ONE=1 to skip the
+# one-dataserver comparisons (steps 2 and its pairs), ENGINES_ONLY=1 to run only step 5
 # with its redis-server memory anchor (no cluster, no twemproxy),
 # BENCHTIME (1s) for the Go benchmarks' -benchtime, SKIP_RECOVERY=1 to
 # skip step 6, RECOVERY_KEYS (1000000) for its size, SKIP_REDIS7=1 to skip
@@ -129,16 +130,17 @@ PIDS+=($!)
 wait_ping "$REDIS_PORT" && wait_ping "$TWEM_PORT" && wait_ping "$TAIR1_PORT" || { cat "$TMP"/*.log; exit 1; }
 
 new_report report
+echo "# make bench, $STAMP, $(nproc) cores" | tee "$REPORT"
+echo | tee -a "$REPORT"
+if [ -z "${SKIP_ONE:-}" ]; then
 {
-  echo "# make bench, $STAMP, $(nproc) cores"
-  echo
   echo "## tair (1 dataserver, copy count 1) vs twemproxy in front of redis-server"
   bash bench/anchors/compare.sh "127.0.0.1:$TAIR1_PORT" "127.0.0.1:$TWEM_PORT" tair-1ds twemproxy
   echo
   echo "## tair (1 dataserver, copy count 1) vs plain redis-server"
   bash bench/anchors/compare.sh "127.0.0.1:$TAIR1_PORT" "127.0.0.1:$REDIS_PORT" tair-1ds redis
   echo
-} | tee "$REPORT"
+} | tee -a "$REPORT"
 
 # The same pair with tair as deployed: configserver, dataserver and proxy
 # as separate processes, GOMAXPROCS=1 for the dataserver and the proxy
@@ -152,6 +154,7 @@ start_tair_split "$TAIRS_PORT" || exit 1
   echo
 } | tee -a "$REPORT"
 kill "${PIDS[-1]}" "${PIDS[-2]}" "${PIDS[-3]}" 2>/dev/null
+fi
 
 # The default cluster: 3 dataservers, copy count 2 (synchronous replication).
 kill "$TAIR1_PID" 2>/dev/null
