@@ -11,6 +11,8 @@
 #      issue 16's replication aims beside their measurements (copy count
 #      2 against 1, the default cluster against twemproxy);
 #   5. Go benchmarks of the engines;
+#   5b. ldb's durable writes: --sync group against --sync none, and
+#      --sync none against rdb, with issue 16's aims beside them;
 #   6. bench/recovery.sh: a dataserver of ~1M key copies killed under load,
 #      the time until every bucket has its copies again beside the aim
 #      (10 s);
@@ -24,7 +26,7 @@
 # one-dataserver comparisons (steps 2 and its pairs), ENGINES_ONLY=1 to run only step 5
 # with its redis-server memory anchor (no cluster, no twemproxy),
 # BENCHTIME (1s) for the Go benchmarks' -benchtime, SKIP_RECOVERY=1 to
-# skip step 6, RECOVERY_KEYS (1000000) for its size, SKIP_REDIS7=1 to skip
+# skip step 6, SKIP_DURABLE=1 to skip step 5b, RECOVERY_KEYS (1000000) for its size, SKIP_REDIS7=1 to skip
 # step 7.
 set -u
 cd "$(dirname "$0")/.."
@@ -195,6 +197,40 @@ wait_ping "$TAIR1_PORT" || { cat "$TMP/tair1c.log"; exit 1; }
   fi
   engines_section
 } | tee -a "$REPORT"
+
+# Durable writes (issue 16): ldb under --sync group against --sync none,
+# and ldb --sync none against rdb, one dataserver, copy count 1 each, on a
+# machine without the clusters above.
+if [ -z "${SKIP_DURABLE:-}" ]; then
+  stop_all
+  declare -A DPORT
+  for shape in rdb ldb-group ldb-none; do
+    DPORT[$shape]=$(free_port)
+    engine=${shape%%-*} sync=${shape#*-}
+    [ "$engine" = rdb ] && sync=group
+    "$BIN" up --port "${DPORT[$shape]}" --dataservers 1 --copies 1 --engine "$engine" --sync "$sync" --log-level warn >"$TMP/$shape.log" 2>&1 &
+    PIDS+=($!)
+  done
+  for shape in rdb ldb-group ldb-none; do
+    wait_ping "${DPORT[$shape]}" || { cat "$TMP/$shape.log"; exit 1; }
+  done
+  {
+    echo
+    echo "## durable writes: ldb --sync group vs --sync none (1 dataserver, copy count 1)"
+    TESTS=SET bash bench/anchors/compare.sh "127.0.0.1:${DPORT[ldb-group]}" "127.0.0.1:${DPORT[ldb-none]}" ldb-group ldb-none | tee "$TMP/group.md"
+    echo
+    echo "## ldb --sync none vs rdb (1 dataserver, copy count 1)"
+    TESTS=SET bash bench/anchors/compare.sh "127.0.0.1:${DPORT[ldb-none]}" "127.0.0.1:${DPORT[rdb]}" ldb-none rdb | tee "$TMP/none.md"
+    echo
+    echo "### issue 16's durable-write aims, from the two tables above"
+    echo
+    echo "| aim | bound | measured | |"
+    echo "|---|---|---|---|"
+    aim_ratio "$TMP/group.md" SET 16 0.5 "ldb --sync group / --sync none, SET -P16"
+    aim_ratio "$TMP/none.md" SET 1 0.6 "ldb --sync none / rdb, SET -P1"
+    aim_ratio "$TMP/none.md" SET 16 0.6 "ldb --sync none / rdb, SET -P16"
+  } | tee -a "$REPORT"
+fi
 
 # A dataserver lost under load (bench/recovery.sh), on a machine without
 # the clusters above.
