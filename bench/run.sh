@@ -13,6 +13,8 @@
 #   5. Go benchmarks of the engines;
 #   5b. ldb's durable writes: --sync group against --sync none, and
 #      --sync none against rdb, with issue 16's aims beside them;
+#   5c. bench/migration.sh: a dataserver joins a loaded cluster, keys
+#      moved per second beside the aim (100k keys/s);
 #   6. bench/recovery.sh: a dataserver of ~1M key copies killed under load,
 #      the time until every bucket has its copies again beside the aim
 #      (10 s);
@@ -26,7 +28,8 @@
 # one-dataserver comparisons (steps 2 and its pairs), ENGINES_ONLY=1 to run only step 5
 # with its redis-server memory anchor (no cluster, no twemproxy),
 # BENCHTIME (1s) for the Go benchmarks' -benchtime, SKIP_RECOVERY=1 to
-# skip step 6, SKIP_DURABLE=1 to skip step 5b, RECOVERY_KEYS (1000000) for its size, SKIP_REDIS7=1 to skip
+# skip step 6, SKIP_DURABLE=1 to skip step 5b, SKIP_MIGRATION=1 to skip step 5c
+# (MIGRATION_KEYS, 1000000, its size), RECOVERY_KEYS (1000000) for its size, SKIP_REDIS7=1 to skip
 # step 7.
 set -u
 cd "$(dirname "$0")/.."
@@ -229,6 +232,17 @@ if [ -z "${SKIP_DURABLE:-}" ]; then
     aim_ratio "$TMP/group.md" SET 16 0.5 "ldb --sync group / --sync none, SET -P16"
     aim_ratio "$TMP/none.md" SET 1 0.6 "ldb --sync none / rdb, SET -P1"
     aim_ratio "$TMP/none.md" SET 16 0.6 "ldb --sync none / rdb, SET -P16"
+  } | tee -a "$REPORT"
+fi
+
+# An online migration under load (bench/migration.sh): keys moved per
+# second beside issue 16's aim, on a machine without the clusters above.
+if [ -z "${SKIP_MIGRATION:-}" ]; then
+  stop_all
+  {
+    echo
+    echo "## migration: a 4th dataserver joins 3 holding ~${MIGRATION_KEYS:-1000000} keys, under load (bench/migration.sh)"
+    KEYS=${MIGRATION_KEYS:-1000000} bash bench/migration.sh | grep -v '^report: '
   } | tee -a "$REPORT"
 fi
 
