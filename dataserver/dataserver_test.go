@@ -287,6 +287,36 @@ func TestSlaveRefusalIsNotMaster(t *testing.T) {
 	if got := dial(t, a.Addr()).do(x(4, "SET", k1, "1")...); !strings.HasPrefix(got, "-TIMEOUT a slave refused the write to bucket 4") {
 		t.Fatalf("write refused by a slave while still master: %q", got)
 	}
+	testutil.Eventually(t, 5*time.Second, func() bool { return a.bucket(4).diverged.Load() },
+		"a kept a write its slave refused without marking its copy diverged")
+
+	// The same refusal by a slave copy that the newer table dropped (an
+	// extra copy removed, a staying master), once a learns that table:
+	// every copy it names took the write, so it stands, and a's copy is
+	// not diverged (its slaves get no full copy for it).
+	d := ringTable(6, q, 2, a.Addr(), b.Addr())
+	d.Serving[4] = []string{a.Addr()}
+	b.applyTable(d)
+	cs.setTable(d)
+	waitVersion(t, 6, a, b)
+	d2 := d.Clone()
+	d2.Version = 7
+	d2.Serving[6] = []string{a.Addr()}
+	b.applyTable(d2)
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		cs.setTable(d2)
+	}()
+	k2 := keyIn("dropped", 6, q, 0)
+	if got := dial(t, a.Addr()).do(x(6, "SET", k2, "1")...); got != "+OK" {
+		t.Fatalf("write refused only by a copy the newer table dropped, its master staying: %q", got)
+	}
+	if a.bucket(6).diverged.Load() {
+		t.Fatal("a's copy of bucket 6 marked diverged for a refusal by a dropped copy")
+	}
+	if v, ok := engineGet(a, k2); !ok || v != "1" {
+		t.Fatalf("a holds %q, %v after the acknowledged write", v, ok)
+	}
 }
 
 func TestStatusAndDBSize(t *testing.T) {

@@ -14,20 +14,21 @@ import (
 )
 
 type metrics struct {
-	reg             *prometheus.Registry
-	requests        prometheus.Counter
-	heartbeats      *prometheus.CounterVec
-	leaseRefusals   prometheus.Counter
-	replTimeouts    prometheus.Counter
-	replEntries     prometheus.Counter
-	replRefused     prometheus.Counter
-	replApplyErrors prometheus.Counter
-	forwarded       prometheus.Counter
-	flowLimited     prometheus.Counter
-	panics          prometheus.Counter
-	stalls          prometheus.Counter
-	offLoop         prometheus.Counter
-	areaCommands    *prometheus.CounterVec
+	reg               *prometheus.Registry
+	requests          prometheus.Counter
+	heartbeats        *prometheus.CounterVec
+	leaseRefusals     prometheus.Counter
+	replTimeouts      prometheus.Counter
+	replEntries       prometheus.Counter
+	replRefused       prometheus.Counter
+	replDroppedWrites prometheus.Counter
+	replApplyErrors   prometheus.Counter
+	forwarded         prometheus.Counter
+	flowLimited       prometheus.Counter
+	panics            prometheus.Counter
+	stalls            prometheus.Counter
+	offLoop           prometheus.Counter
+	areaCommands      *prometheus.CounterVec
 	// fullCopies and fullCopyRecords count the whole buckets this node
 	// sent to another node, by reason (fullCopy).
 	fullCopies, fullCopyRecords *prometheus.CounterVec
@@ -38,24 +39,25 @@ func newMetrics() *metrics {
 		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver", Name: name, Help: help})
 	}
 	m := &metrics{
-		reg:             prometheus.NewRegistry(),
-		requests:        c("requests_total", "Commands served."),
-		leaseRefusals:   c("lease_refusals_total", "Requests refused because the lease had expired."),
-		replTimeouts:    c("replication_timeouts_total", "Writes whose slave did not answer within the replication timeout."),
-		replEntries:     c("replication_items_total", "Items appended to replication streams."),
-		replRefused:     c("replication_refused_total", "Incoming replication items refused (sender not master)."),
-		replApplyErrors: c("replication_apply_errors_total", "Incoming replication items that failed to apply."),
-		forwarded:       c("forwarded_total", "Requests forwarded to a bucket's new master."),
-		flowLimited:     c("flow_limited_total", "Requests refused by an area's flow limit."),
-		panics:          c("panics_total", "Commands that panicked (a bug): answered with an error, the node serves on."),
-		stalls:          c("stalls_total", "Times the watchdog found a batch or a bucket lock without progress for the stall timeout (the node reported itself unhealthy)."),
-		offLoop:         c("batches_off_loop_total", "Request batches handed from an event loop to a goroutine because they may wait (admin commands, an fsync per write, a copy's records, a write relayed to a migration's destination)."),
+		reg:               prometheus.NewRegistry(),
+		requests:          c("requests_total", "Commands served."),
+		leaseRefusals:     c("lease_refusals_total", "Requests refused because the lease had expired."),
+		replTimeouts:      c("replication_timeouts_total", "Writes whose slave did not answer within the replication timeout."),
+		replEntries:       c("replication_items_total", "Items appended to replication streams."),
+		replRefused:       c("replication_refused_total", "Incoming replication items refused (sender not master)."),
+		replDroppedWrites: c("replication_dropped_copy_writes_total", "Writes acknowledged although a slave refused them because a newer table dropped its copy, this node staying master (droppedWrite)."),
+		replApplyErrors:   c("replication_apply_errors_total", "Incoming replication items that failed to apply."),
+		forwarded:         c("forwarded_total", "Requests forwarded to a bucket's new master."),
+		flowLimited:       c("flow_limited_total", "Requests refused by an area's flow limit."),
+		panics:            c("panics_total", "Commands that panicked (a bug): answered with an error, the node serves on."),
+		stalls:            c("stalls_total", "Times the watchdog found a batch or a bucket lock without progress for the stall timeout (the node reported itself unhealthy)."),
+		offLoop:           c("batches_off_loop_total", "Request batches handed from an event loop to a goroutine because they may wait (admin commands, an fsync per write, a copy's records, a write relayed to a migration's destination)."),
 		areaCommands: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
 			Name: "area_commands_total", Help: "Commands by area, kind (read/write) and result (ok/error) (stats hook)."}, []string{"area", "kind", "result"}),
 		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
 			Name: "heartbeats_total", Help: "Heartbeats by result."}, []string{"result"}),
 	}
-	m.reg.MustRegister(m.requests, m.leaseRefusals, m.replTimeouts, m.replEntries, m.replRefused,
+	m.reg.MustRegister(m.requests, m.leaseRefusals, m.replTimeouts, m.replEntries, m.replRefused, m.replDroppedWrites,
 		m.replApplyErrors, m.forwarded, m.flowLimited, m.panics, m.stalls, m.offLoop, m.heartbeats, m.areaCommands,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.fullCopies = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",

@@ -82,10 +82,26 @@ func (s *Server) replHello(out []byte, args [][]byte) []byte {
 	return resp.AppendInt(out, int64(last))
 }
 
-// acceptsFrom reports whether this node takes bucket b's changes from node
-// from: from is b's master and this node one of its slaves, or from moves
-// b to this node. A node that no longer holds the bucket refuses, so a
-// master on an older table cannot count it as a copy.
+// droppedBy reports whether this node refuses bucket b's items from
+// master from only because table t no longer lists this node's copy while
+// from stays b's master (an extra copy dropped): the refusal then says
+// nothing against from's copy, which t still serves, so from need not
+// treat it as diverged. The refusal goes back as "<seq>d".
+func (s *Server) droppedBy(t *route.Table, b route.BucketID, from, session string) bool {
+	return t != nil && !strings.HasPrefix(session, "mig-") && t.Contains(b) &&
+		t.Master(b) == from && !holds(t, b, s.addr)
+}
+
+// refusal is one refused item of an ACK: its sequence number, "d" after
+// it when the refusal is a dropped copy's (droppedBy).
+func refusal(seq uint64, dropped bool) string {
+	r := strconv.FormatUint(seq, 10)
+	if dropped {
+		r += "d"
+	}
+	return r
+}
+
 // continuesMove reports whether it continues the latest incoming move of
 // its bucket after the switch: a master's write that the old holder of
 // this slave copy passes on (relay) because the master sent it before it
@@ -125,6 +141,10 @@ func takesOver(bk *bucket, from string, ver route.Version) bool {
 	return to != nil && to.from == from && ver < to.switchVer
 }
 
+// acceptsFrom reports whether this node takes bucket b's changes from node
+// from: from is b's master and this node one of its slaves, or from moves
+// b to this node. A node that no longer holds the bucket refuses, so a
+// master on an older table cannot count it as a copy.
 func (s *Server) acceptsFrom(t *route.Table, b route.BucketID, from string) bool {
 	if t == nil {
 		return false
@@ -201,7 +221,8 @@ func parseItem(args [][]byte, i int, cmds [][][]byte) (item, int, bool) {
 }
 
 // replApply: TAIR.REPL <table-version> <from> <session> <item>... (see
-// replstream.go) -> +ACK <last> <stale> <refused>.
+// replstream.go) -> +ACK <last> <stale> <refused>, refused being "-" or
+// the refused items' sequence numbers joined by commas (see refusal).
 //
 // On the event loop (p.onLoop) a batch applies its writes there, without
 // copying the batch or handing it to a goroutine, up to the first item
@@ -268,7 +289,7 @@ func (s *Server) replApply(out []byte, args [][]byte, p *pending) []byte {
 				s.fetchTableFrom(from)
 				break
 			}
-			refused = append(refused, strconv.FormatUint(it.seq, 10))
+			refused = append(refused, refusal(it.seq, s.droppedBy(t, it.bucket, from, session)))
 			rs.last = it.seq
 			s.m.replRefused.Inc()
 			continue
@@ -283,7 +304,7 @@ func (s *Server) replApply(out []byte, args [][]byte, p *pending) []byte {
 			return out
 		}
 		if !applied {
-			refused = append(refused, strconv.FormatUint(it.seq, 10))
+			refused = append(refused, refusal(it.seq, s.droppedBy(s.Table(), it.bucket, from, session)))
 			s.m.replRefused.Inc()
 		}
 		if e != nil {

@@ -3,6 +3,7 @@ package dataserver
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tairkv/tair/internal/envelope"
@@ -94,17 +95,25 @@ func (s *Server) release(p *pending) error {
 			}
 		}()
 		refused := 0
+		var dropped []string // slaves whose copy a newer table dropped
 		for _, w := range p.waits {
 			err := s.await(w, &timer)
 			switch {
 			case err == errSlaveRefused:
 				refused++
+			case err == errSlaveDropped:
+				dropped = append(dropped, w.st.to)
 			case err != nil:
 				return err
 			}
 		}
 		if refused > 0 {
-			return s.refusedWrite(p, refused)
+			return s.refusedWrite(p, refused+len(dropped))
+		}
+		if len(dropped) > 0 {
+			if err := s.droppedWrite(p, dropped); err != nil {
+				return err
+			}
 		}
 	}
 	if p.write && !s.leaseOK() {
@@ -242,9 +251,58 @@ wait:
 	return envelope.Unsure(fmt.Sprintf("a slave refused the write to bucket %d (it has a newer table)", p.bucket))
 }
 
+// droppedWrite answers a write that ran here but that slaves refused only
+// because a newer table dropped their copies, this node staying the
+// bucket's master (an extra copy removed once the others caught up). This
+// node learns that table (for up to 200 ms). The write stands when this
+// node is still the master there and every slave it names is one the
+// write waited for and that answered: the copies the table serves agree,
+// and the refusing ones are no copies any more. Otherwise it is answered
+// as any refused write, and this copy is marked diverged (its slaves get a
+// full copy) since a copy the table names may lack the write.
+func (s *Server) droppedWrite(p *pending, dropped []string) error {
+	s.kickHeartbeat()
+	timeout := time.NewTimer(200 * time.Millisecond)
+	defer timeout.Stop()
+	for {
+		changed := s.tableChange()
+		t := s.Table()
+		if t != nil && t.Contains(p.bucket) {
+			if !t.IsMaster(p.bucket, s.addr) {
+				s.markDiverged(p.bucket)
+				return s.refusedWrite(p, len(dropped))
+			}
+			gone := true
+			for _, to := range dropped {
+				gone = gone && !holds(t, p.bucket, to)
+			}
+			if gone {
+				for _, to := range t.Slaves(p.bucket) {
+					if !slices.ContainsFunc(p.waits, func(w waiter) bool { return w.st.to == to && !w.strict }) {
+						s.markDiverged(p.bucket)
+						return envelope.Unsure(fmt.Sprintf("slave %s of bucket %d in table %d never had the write", to, p.bucket, t.Version))
+					}
+				}
+				s.m.replDroppedWrites.Inc()
+				return nil
+			}
+		}
+		select {
+		case <-changed:
+		case <-timeout.C:
+			s.markDiverged(p.bucket)
+			return envelope.Unsure(fmt.Sprintf("a slave refused the write to bucket %d (it has a newer table)", p.bucket))
+		}
+	}
+}
+
 // errSlaveRefused is await's word for a slave that refused the write
-// (release turns it into the client's error).
-var errSlaveRefused = errors.New("dataserver: slave refused the write")
+// (release turns it into the client's error); errSlaveDropped for one
+// that refused it because a newer table dropped its copy (droppedWrite).
+var (
+	errSlaveRefused = errors.New("dataserver: slave refused the write")
+	errSlaveDropped = errors.New("dataserver: a dropped copy refused the write")
+)
 
 // answered is the slave's answer to the write that pushed e, once e is
 // done: nil when it applied e, errSlaveRefused when it refused it. An
@@ -256,6 +314,8 @@ func (e *entry) answered() (ok bool, err error) {
 		return true, nil
 	case errRefused:
 		return true, errSlaveRefused
+	case errDropped:
+		return true, errSlaveDropped
 	}
 	return false, nil
 }

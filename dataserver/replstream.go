@@ -62,6 +62,7 @@ func snapshotKind(k byte) bool { return k == kindRecords || k == kindRecord }
 
 var (
 	errRefused = errors.New("replication refused: the slave does not take this node as the bucket's master")
+	errDropped = errors.New("replication refused: the slave's copy was dropped, this node staying the bucket's master")
 	errBacklog = errors.New("replication backlog overflow: slave given up")
 	errStopped = errors.New("replication stream stopped")
 )
@@ -801,6 +802,11 @@ func (st *stream) encodeBatch(b []byte, batch []*entry) []byte {
 }
 
 // ackUpTo completes every entry up to seq last.
+//
+// refused maps the items the receiver refused to whether the refusal was
+// a dropped copy's (droppedBy in replapply.go): such an item does not make
+// this copy diverged, the table that dropped the receiver still naming
+// this node master (droppedWrite decides the write's answer).
 func (st *stream) ackUpTo(last uint64, refused map[uint64]bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -813,12 +819,14 @@ func (st *stream) ackUpTo(last uint64, refused map[uint64]bool) {
 	for ; i < len(st.mu.q) && st.mu.q[i].seq <= last; i++ {
 		e := st.mu.q[i]
 		recs += e.recs
-		if refused[e.seq] {
+		if dropped, ok := refused[e.seq]; ok {
 			if !slices.Contains(refusedBuckets, e.bucket) {
 				refusedBuckets = append(refusedBuckets, e.bucket)
 			}
 			e.err = errRefused // finish below keeps it
-			if e.kind == kindCmds && !st.mig {
+			if dropped && !st.mig {
+				e.err = errDropped
+			} else if e.kind == kindCmds && !st.mig {
 				// Applied here, refused there: this copy may hold a write
 				// the new master lacks.
 				st.s.markDiverged(e.bucket)
@@ -851,7 +859,8 @@ func (st *stream) ackUpTo(last uint64, refused map[uint64]bool) {
 	}
 }
 
-// parseAck parses "+ACK <last> <stale> <refused>".
+// parseAck parses "+ACK <last> <stale> <refused>"; refused maps each
+// refused item to whether its refusal was a dropped copy's ("<seq>d").
 func parseAck(raw []byte) (last uint64, stale bool, refused map[uint64]bool, err error) {
 	if len(raw) < 3 || raw[0] != '+' {
 		return 0, false, nil, replyErr(raw)
@@ -867,8 +876,12 @@ func parseAck(raw []byte) (last uint64, stale bool, refused map[uint64]bool, err
 	if string(f[3]) != "-" {
 		refused = map[uint64]bool{}
 		for _, s := range bytes.Split(f[3], []byte{','}) {
+			dropped := bytes.HasSuffix(s, []byte{'d'})
+			if dropped {
+				s = s[:len(s)-1]
+			}
 			if n, err := strconv.ParseUint(string(s), 10, 64); err == nil {
-				refused[n] = true
+				refused[n] = dropped
 			}
 		}
 	}
