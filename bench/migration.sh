@@ -7,14 +7,15 @@
 # client latency for BEFORE, starts a 4th dataserver and measures keys moved
 # per second and client latency until the table has settled.
 #
-# Knobs: KEYS (1000000), CLIENTS (20), RATE (2000), BEFORE (10s).
+# Knobs: KEYS (1000000), CLIENTS (20), RATE (2000), BEFORE (10s),
+# MOVES_PER_NODE (the configserver's --moves-per-node; its default when unset).
 # Output goes to bench/out/migration-<time>.md and to stdout.
 set -u
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 steady_load_knobs
 
-start_rdb_cluster 3 "" "" || exit 1
+start_rdb_cluster 3 "" "" ${MOVES_PER_NODE:+--moves-per-node $MOVES_PER_NODE} || exit 1
 
 DS4=$(free_port); DS4_HTTP=$(free_port)
 new_report migration
@@ -23,7 +24,7 @@ new_report migration
   echo
   echo "3 dataservers (rdb, copy count 2, 1023 buckets) + 1 proxy; $KEYS keys (16 B keys, 32 B values);"
   echo "steady load: $CLIENTS connections, $RATE requests/s (half GET, half SET), latency from each request's scheduled time;"
-  echo "then a 4th dataserver joins."
+  echo "then a 4th dataserver joins (configserver --moves-per-node ${MOVES_PER_NODE:-default})."
   echo
   go run ./bench/migration --proxy "127.0.0.1:$PX" --configserver "127.0.0.1:$CS" --tair "$BIN" \
     --keys "$KEYS" --clients "$CLIENTS" --rate "$RATE" --before "$BEFORE" --ds-log "$TMP/ds4.log" \

@@ -78,7 +78,9 @@ func TestDrainRemove(t *testing.T) {
 // TestPauseResumeCancel: pause stops new moves, resume restarts them,
 // cancel drops the plan.
 func TestPauseResumeCancel(t *testing.T) {
-	s := startLeader(t, testConfig())
+	cfg := testConfig()
+	cfg.MovesPerNode = 3
+	s := startLeader(t, cfg)
 	_, first := joinFakes(t, s, 2)
 	admin(t, s, wire.AdminRequest{Op: "migrations-pause"})
 	newFakeDS(t, dsAddrs[2], s.Addr())
@@ -95,9 +97,9 @@ func TestPauseResumeCancel(t *testing.T) {
 	}
 	admin(t, s, wire.AdminRequest{Op: "migrations-resume"})
 	running := waitTable(t, s, 3*time.Second, func(tb *route.Table) bool { return len(tb.Migrating) > 0 }, "moves running")
-	// One move per source: both old nodes are sources.
-	if len(running.Migrating) != 2 {
-		t.Fatalf("%d moves running, want 2 (one per source)", len(running.Migrating))
+	// MovesPerNode moves per source: both old nodes are sources.
+	if len(running.Migrating) != 6 {
+		t.Fatalf("%d moves running, want 6 (3 per source)", len(running.Migrating))
 	}
 	admin(t, s, wire.AdminRequest{Op: "migrations-cancel"})
 	tb := s.Table()
