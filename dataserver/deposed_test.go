@@ -81,7 +81,8 @@ func TestCopyInFlightUntilAcknowledged(t *testing.T) {
 // that the slave has every write it acknowledged) once the receiver
 // acknowledged every item whose write was acknowledged without it, while
 // no copy is in flight, the receiver is reachable and the stream has not
-// given up. Writes in flight that wait for it do not count against it.
+// given up. Writes in flight that wait for it do not count against it
+// while they are young (inSyncMaxLag).
 func TestInSyncOnlyOnceEverythingAcknowledged(t *testing.T) {
 	st := &stream{s: &Server{cfg: Config{ReplicationBacklog: 1 << 30}}, log: testLogger(t), down: make(chan struct{})}
 	st.mu.progress = make(chan struct{})
@@ -92,6 +93,15 @@ func TestInSyncOnlyOnceEverythingAcknowledged(t *testing.T) {
 	if !st.inSync() {
 		t.Fatal("not in sync with a write in flight that its client waits for")
 	}
+	st.mu.Lock()
+	st.mu.q[0].at = time.Now().Add(-inSyncMaxLag)
+	st.mu.Unlock()
+	if st.inSync() {
+		t.Fatal("in sync with a write in flight for longer than inSyncMaxLag (the slave may be cut off)")
+	}
+	st.mu.Lock()
+	st.mu.q[0].at = time.Now()
+	st.mu.Unlock()
 	st.setUnreachable(true)
 	st.pushItem(1, 0, kindCmds, payload{}, true) // seq 2, acknowledged without the receiver
 	st.push(1, 0, kindCmds, payload{})           // seq 3

@@ -234,14 +234,28 @@ func (st *stream) copyInFlight() bool {
 // were, or will be, acknowledged only once it applies them), no full
 // copy is in flight, and the stream can reach it and has not given it
 // up. Items still in flight do not count against it, so that a slave
-// under a steady write load is in sync too.
+// under a steady write load is in sync too, as long as they are young:
+// the oldest unacknowledged item was pushed less than inSyncMaxLag ago.
+//
+// The age bound matters for what follows the word: a slave in sync may be
+// made master again by a plain reorder, whose takeover window (150 ms)
+// applies only the old master's writes that arrive within it. A write in
+// flight for a second to a slave just cut off (the stream not yet timed
+// out, so not yet unreachable) would arrive after it and be refused,
+// although readers on the old master saw it: a read that a later read
+// contradicts (the chaos suite's partition case found it).
 func (st *stream) inSync() bool {
 	st.mu.Lock()
 	ok := st.mu.acked >= st.mu.unconfirmed && st.mu.copying == 0 && st.mu.acked >= st.mu.copyUntil &&
-		st.mu.lost == nil && !st.mu.stopping
+		st.mu.lost == nil && !st.mu.stopping &&
+		(len(st.mu.q) == 0 || time.Since(st.mu.q[0].at) < inSyncMaxLag)
 	st.mu.Unlock()
 	return ok && !st.unreachable.Load()
 }
+
+// inSyncMaxLag bounds the age of the oldest item in flight to a slave
+// reported in sync (inSync): a third of the takeover window.
+const inSyncMaxLag = takeoverWindow / 3
 
 // newStream starts a stream to node to; supersedes names an earlier
 // session to the same node that the receiver must refuse from now on.
