@@ -3,6 +3,8 @@ package testcluster
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -85,7 +87,34 @@ func (c *child) killAtCleanup(t testing.TB, name func() string, n int) {
 	t.Cleanup(func() {
 		c.Kill()
 		if t.Failed() || os.Getenv("TAIR_TEST_LOGS") != "" {
-			t.Logf("output of %s (last %d KiB):\n%s", name(), n>>10, tail(c.Output(), n))
+			out := c.Output()
+			t.Logf("output of %s (last %d KiB):\n%s", name(), n>>10, tail(out, n))
+			if t.Failed() && len(out) > n {
+				// The whole of it, for the failures the tail cannot
+				// explain (a chaos seed's history spans its run).
+				if path, err := saveOutput(t.Name(), name(), out); err == nil {
+					t.Logf("whole output of %s (%d KiB): %s", name(), len(out)>>10, path)
+				}
+			}
 		}
 	})
+}
+
+// saveOutput writes a failed test's process output whole under the
+// temporary directory (tair-test-logs/<test>/<process>.log).
+func saveOutput(test, proc, out string) (string, error) {
+	clean := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r == '/' || r == ' ' || r == ':' {
+				return '_'
+			}
+			return r
+		}, s)
+	}
+	dir := filepath.Join(os.TempDir(), "tair-test-logs", clean(test))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, clean(proc)+".log")
+	return path, os.WriteFile(path, []byte(out), 0o644)
 }
