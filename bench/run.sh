@@ -235,27 +235,28 @@ if [ -z "${SKIP_DURABLE:-}" ]; then
   } | tee -a "$REPORT"
 fi
 
-# An online migration under load (bench/migration.sh): keys moved per
-# second beside issue 16's aim, on a machine without the clusters above.
-if [ -z "${SKIP_MIGRATION:-}" ]; then
+# own_cluster_section SKIP KEYS SCRIPT TITLE: a script that starts its
+# own cluster (KEYS keys), run on a machine without the clusters above,
+# its output appended to the report under TITLE; skipped when SKIP is set.
+own_cluster_section() {
+  local skip=$1 keys=$2 script=$3 title=$4
+  [ -n "$skip" ] && return
   stop_all
   {
     echo
-    echo "## migration: a 4th dataserver joins 3 holding ~${MIGRATION_KEYS:-1000000} keys, under load (bench/migration.sh)"
-    KEYS=${MIGRATION_KEYS:-1000000} bash bench/migration.sh | grep -v '^report: '
+    echo "## $title ($script)"
+    KEYS=$keys bash "$script" | grep -v '^report: '
   } | tee -a "$REPORT"
-fi
+}
 
-# A dataserver lost under load (bench/recovery.sh), on a machine without
-# the clusters above.
-if [ -z "${SKIP_RECOVERY:-}" ]; then
-  stop_all
-  {
-    echo
-    echo "## recovery: a dataserver of ~${RECOVERY_KEYS:-1000000} key copies killed under load (bench/recovery.sh)"
-    KEYS=${RECOVERY_KEYS:-1000000} bash bench/recovery.sh | grep -v '^report: '
-  } | tee -a "$REPORT"
-fi
+# An online migration under load: keys moved per second beside issue 16's
+# aim.
+own_cluster_section "${SKIP_MIGRATION:-}" "${MIGRATION_KEYS:-1000000}" bench/migration.sh \
+  "migration: a 4th dataserver joins 3 holding ~${MIGRATION_KEYS:-1000000} keys, under load"
+
+# A dataserver lost under load.
+own_cluster_section "${SKIP_RECOVERY:-}" "${RECOVERY_KEYS:-1000000}" bench/recovery.sh \
+  "recovery: a dataserver of ~${RECOVERY_KEYS:-1000000} key copies killed under load"
 # The Redis 7 families (bench/redis7.sh), on a machine without the
 # clusters above.
 redis7_section

@@ -107,11 +107,8 @@ func (s *Server) release(p *pending) error {
 				return err
 			}
 		}
-		if refused > 0 {
-			return s.refusedWrite(p, refused+len(dropped))
-		}
-		if len(dropped) > 0 {
-			if err := s.droppedWrite(p, dropped); err != nil {
+		if refused > 0 || len(dropped) > 0 {
+			if err := s.refusedWrite(p, refused, dropped); err != nil {
 				return err
 			}
 		}
@@ -218,87 +215,78 @@ func (s *Server) awaitBehind(w waiter) error {
 	}
 }
 
-// refusedWrite answers a write that ran here but that a slave refused:
-// the slave has a newer table. This node learns it (for up to 200 ms);
-// when it is no longer the bucket's master and nothing else took the
-// write (no other slave, no migration's destination, and the role did
-// not go to the destination of a move this node sourced, which copied
-// the write), the write ran only on this now stale copy (marked
-// diverged: it is dropped or copied again), so the real master has not
-// seen it: NOTMASTER, and the proxy sends it there. Otherwise it may
-// have applied somewhere: -TIMEOUT.
-func (s *Server) refusedWrite(p *pending, refused int) error {
+// refusedWrite answers a write that ran here but that slaves refused:
+// they have a newer table. refused counts the slaves that refused it
+// outright; dropped names those that refused it only because that table
+// dropped their copy, this node staying the bucket's master (droppedBy in
+// replapply.go: an extra copy removed once the others caught up). This
+// node learns the table (for up to 200 ms), then:
+//
+//   - no longer the bucket's master: when nothing else took the write (no
+//     other slave, no migration's destination, and the role did not go to
+//     the destination of a move this node sourced, which copied the
+//     write), the write ran only on this now stale copy (marked diverged:
+//     it is dropped or copied again), so the real master has not seen it:
+//     NOTMASTER, and the proxy sends it there. Otherwise -TIMEOUT;
+//   - still its master, only dropped copies refused, and the table no
+//     longer names them: the write stands when every slave the table names
+//     took it (droppedWrite);
+//   - otherwise it may have applied somewhere: -TIMEOUT; a write that only
+//     dropped copies refused marks this copy diverged then (a copy the
+//     table names may lack it; outright refusals marked it already).
+func (s *Server) refusedWrite(p *pending, refused int, dropped []string) error {
 	s.kickHeartbeat()
 	timeout := time.NewTimer(200 * time.Millisecond)
 	defer timeout.Stop()
-wait:
 	for {
 		changed := s.tableChange()
 		t := s.Table()
-		if t != nil && !t.IsMaster(p.bucket, s.addr) {
+		switch {
+		case t == nil:
+		case !t.IsMaster(p.bucket, s.addr):
 			s.markDiverged(p.bucket)
-			if refused == len(p.waits) && !p.migrating && !s.bucket(p.bucket).handedOff.Load() {
+			if refused+len(dropped) == len(p.waits) && !p.migrating && !s.bucket(p.bucket).handedOff.Load() {
 				return envelope.NotMasterOf(p.bucket, t.Version).Err()
 			}
-			break
+			return errRefusedUnsure(p.bucket)
+		case refused == 0 && !slices.ContainsFunc(dropped, func(to string) bool { return holds(t, p.bucket, to) }):
+			return s.droppedWrite(p, t)
 		}
 		select {
 		case <-changed:
 		case <-timeout.C:
-			break wait
+			if refused == 0 {
+				s.markDiverged(p.bucket)
+			}
+			return errRefusedUnsure(p.bucket)
 		}
 	}
-	return envelope.Unsure(fmt.Sprintf("a slave refused the write to bucket %d (it has a newer table)", p.bucket))
 }
 
-// droppedWrite answers a write that ran here but that slaves refused only
-// because a newer table dropped their copies, this node staying the
-// bucket's master (an extra copy removed once the others caught up). This
-// node learns that table (for up to 200 ms). The write stands when this
-// node is still the master there and every slave it names is one the
-// write waited for and that answered: the copies the table serves agree,
-// and the refusing ones are no copies any more. Otherwise it is answered
-// as any refused write, and this copy is marked diverged (its slaves get a
-// full copy) since a copy the table names may lack the write.
-func (s *Server) droppedWrite(p *pending, dropped []string) error {
-	s.kickHeartbeat()
-	timeout := time.NewTimer(200 * time.Millisecond)
-	defer timeout.Stop()
-	for {
-		changed := s.tableChange()
-		t := s.Table()
-		if t != nil && t.Contains(p.bucket) {
-			if !t.IsMaster(p.bucket, s.addr) {
-				s.markDiverged(p.bucket)
-				return s.refusedWrite(p, len(dropped))
-			}
-			gone := true
-			for _, to := range dropped {
-				gone = gone && !holds(t, p.bucket, to)
-			}
-			if gone {
-				for _, to := range t.Slaves(p.bucket) {
-					if !slices.ContainsFunc(p.waits, func(w waiter) bool { return w.st.to == to && !w.strict }) {
-						s.markDiverged(p.bucket)
-						return envelope.Unsure(fmt.Sprintf("slave %s of bucket %d in table %d never had the write", to, p.bucket, t.Version))
-					}
-				}
-				s.m.replDroppedWrites.Inc()
-				return nil
-			}
-		}
-		select {
-		case <-changed:
-		case <-timeout.C:
+func errRefusedUnsure(b route.BucketID) error {
+	return envelope.Unsure(fmt.Sprintf("a slave refused the write to bucket %d (it has a newer table)", b))
+}
+
+// droppedWrite answers a write that only copies table t dropped refused,
+// t naming this node the bucket's master still: it stands when every
+// slave t names is one the write waited for and that answered (the copies
+// t serves agree; the refusing ones are no copies any more). Otherwise a
+// slave t names may lack it: -TIMEOUT, and this copy is marked diverged
+// (its slaves get a full copy).
+func (s *Server) droppedWrite(p *pending, t *route.Table) error {
+	for _, to := range t.Slaves(p.bucket) {
+		if !slices.ContainsFunc(p.waits, func(w waiter) bool { return w.st.to == to && !w.strict }) {
 			s.markDiverged(p.bucket)
-			return envelope.Unsure(fmt.Sprintf("a slave refused the write to bucket %d (it has a newer table)", p.bucket))
+			return envelope.Unsure(fmt.Sprintf("slave %s of bucket %d in table %d never had the write", to, p.bucket, t.Version))
 		}
 	}
+	s.m.replDroppedWrites.Inc()
+	return nil
 }
 
 // errSlaveRefused is await's word for a slave that refused the write
 // (release turns it into the client's error); errSlaveDropped for one
-// that refused it because a newer table dropped its copy (droppedWrite).
+// that refused it because a newer table dropped its copy (refusedWrite).
 var (
 	errSlaveRefused = errors.New("dataserver: slave refused the write")
 	errSlaveDropped = errors.New("dataserver: a dropped copy refused the write")

@@ -820,7 +820,7 @@ func (st *stream) encodeBatch(b []byte, batch []*entry) []byte {
 // refused maps the items the receiver refused to whether the refusal was
 // a dropped copy's (droppedBy in replapply.go): such an item does not make
 // this copy diverged, the table that dropped the receiver still naming
-// this node master (droppedWrite decides the write's answer).
+// this node master (refusedWrite decides the write's answer).
 func (st *stream) ackUpTo(last uint64, refused map[uint64]bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
