@@ -150,17 +150,40 @@ func TestConsoleInBrowser(t *testing.T) {
 	if want := "standby, leader " + leader.Addr(); role != want {
 		t.Errorf("role %q, want %q", role, want)
 	}
-	// Each node's master buckets on the page are the table's.
-	tb := c.Table()
-	wait("the page on the current table", fmt.Sprintf(`document.getElementById('version').textContent === 'table v%d'`, tb.Version), 5*time.Second)
-	var masters map[string]int
-	eval(`[...document.querySelectorAll('#buckets .bucket')].reduce((m, b) => (m[b.dataset.master] = (m[b.dataset.master] || 0) + 1, m), {})`, &masters)
-	want := map[string]int{}
-	for _, row := range tb.Serving {
-		want[row[0]]++
+	// Each node's master buckets on the page are the table's. The table
+	// may still change (the first balancing moves), so the page and the
+	// table are compared at one version: read the page's version and
+	// masters in one evaluation, then the table, until they name the same
+	// version.
+	var masters, want map[string]int
+	var pageVersion string
+	deadline := time.Now().Add(15 * time.Second)
+	type pageTable struct {
+		Version string         `json:"version"`
+		Masters map[string]int `json:"masters"`
+	}
+	for {
+		page, err := chromedp.Run(bctx, chromedp.Evaluate[pageTable](`({version: document.getElementById('version').textContent,
+			masters: [...document.querySelectorAll('#buckets .bucket')].reduce((m, b) => (m[b.dataset.master] = (m[b.dataset.master] || 0) + 1, m), {})})`))
+		if err != nil {
+			t.Fatalf("evaluate the page's table: %v", err)
+		}
+		tb := c.Table()
+		want = map[string]int{}
+		for _, row := range tb.Serving {
+			want[row[0]]++
+		}
+		masters, pageVersion = page.Masters, page.Version
+		if pageVersion == fmt.Sprintf("table v%d", tb.Version) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page shows %q, the table is at v%d (after %v)", pageVersion, tb.Version, time.Since(began).Round(time.Millisecond))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if fmt.Sprint(masters) != fmt.Sprint(want) {
-		t.Fatalf("masters on the page %v, want the table's %v", masters, want)
+		t.Fatalf("masters on the page at %s %v, want the table's %v", pageVersion, masters, want)
 	}
 	// Each node's memory (the engine's bytes and the RSS), and the
 	// persistent node's disk (the others have none).
