@@ -22,16 +22,23 @@ const q = 16
 // cluster2 starts two nodes under a fake configserver with a ring table
 // (copies 2: each bucket's slave is the other node).
 func cluster2(t *testing.T, mut func(i int, c *Config)) (*fakeCS, []*Server) {
+	return clusterN(t, 2, mut)
+}
+
+// clusterN starts n nodes on table 1, a ring of n copies of each bucket.
+func clusterN(t *testing.T, n int, mut func(i int, c *Config)) (*fakeCS, []*Server) {
 	cs := newFakeCS(t)
 	var nodes []*Server
-	for i := 0; i < 2; i++ {
+	var addrs []string
+	for i := 0; i < n; i++ {
 		c := testConfig(cs.addr())
 		if mut != nil {
 			mut(i, &c)
 		}
 		nodes = append(nodes, startNode(t, c))
+		addrs = append(addrs, nodes[i].Addr())
 	}
-	cs.setTable(ringTable(1, q, 2, nodes[0].Addr(), nodes[1].Addr()))
+	cs.setTable(ringTable(1, q, n, addrs...))
 	waitVersion(t, 1, nodes...)
 	return cs, nodes
 }
@@ -318,6 +325,71 @@ func TestSlaveRefusalIsNotMaster(t *testing.T) {
 		t.Fatalf("a holds %q, %v after the acknowledged write", v, ok)
 	}
 }
+
+// TestRefusedWriteMakesTheCopyDiverged: copies of a bucket that learn a
+// master switch at different times decide differently on the old
+// master's last writes; the one that refuses must not go on as a copy
+// that agrees with the others (chaos seed 9519: a slave refused four
+// writes its new master had, applied the next ones, and was promoted
+// with the latest value at a version four lower).
+func TestRefusedWriteMakesTheCopyDiverged(t *testing.T) {
+	// A long replication timeout: the refusal, not a timeout, decides.
+	cs, nodes := clusterN(t, 3, func(_ int, c *Config) { c.ReplicationTimeout = 5 * time.Second })
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	v1 := cs.getTable()
+	for _, bucket := range []int{0, 3} {
+		if row := v1.Serving[bucket]; !slices.Equal(row, []string{a.Addr(), b.Addr(), c.Addr()}) {
+			t.Fatalf("bucket %d of table 1: %v", bucket, row)
+		}
+	}
+	// Table 2 drops a from bucket 0's row, b its new master.
+	v2 := v1.Clone()
+	v2.Version = 2
+	v2.Serving[0] = []string{b.Addr(), c.Addr()}
+
+	// The slave c learns table 2 first and refuses a's write, which b,
+	// still on table 1, takes as a's slave: c's copy lacks it, so c must
+	// count itself diverged and be copied again from b, its master.
+	k := keyIn("slave-refused", 0, q, 0)
+	c.applyTable(v2)
+	got := dial(t, a.Addr()).do(x(1, "SET", k, "1")...)
+	if v, ok := engineGet(b, k); !ok || v != "1" {
+		t.Fatalf("b (on table 1) holds %q, %v; want a's write (reply %q)", v, ok, got)
+	}
+	if hasKey(c, k) {
+		t.Fatal("c (on table 2) applied the write of a node that is no master there")
+	}
+	if !c.bucket(0).diverged.Load() && !hasKey(c, k) {
+		t.Fatal("c refused a write of a bucket it holds without counting its copy diverged")
+	}
+	cs.setTable(v2)
+	waitVersion(t, 2, a, b, c)
+	testutil.Eventually(t, 10*time.Second, func() bool { return hasKey(c, k) && !c.bucket(0).diverged.Load() },
+		"c's copy was not copied again from its master b, which holds the write c refused")
+
+	// The other way round: b learns first that it is bucket 3's master
+	// (a dropped) and refuses a's write, which c, still on table 2, takes
+	// as a's slave: b must send its slaves a full copy.
+	k3 := keyIn("master-refused", 3, q, 0)
+	v3 := v2.Clone()
+	v3.Version = 3
+	v3.Serving[3] = []string{b.Addr(), c.Addr()}
+	b.applyTable(v3)
+	// (c's copy of the write is not looked at here: b's full copy may
+	// already have replaced it by the time a answers.)
+	if got := dial(t, a.Addr()).do(x(2, "SET", k3, "1")...); !strings.HasPrefix(got, "-TIMEOUT a slave refused the write to bucket 3") {
+		t.Fatalf("a's write, taken by c, refused by b: %q", got)
+	}
+	if hasKey(b, k3) {
+		t.Fatal("b (on table 3) applied the write of a node that is no master there")
+	}
+	cs.setTable(v3)
+	waitVersion(t, 3, a, b, c)
+	testutil.Eventually(t, 10*time.Second, func() bool { return !hasKey(c, k3) && !b.bucket(3).diverged.Load() },
+		"c, b's slave, keeps a write its master b refused: the copies differ")
+}
+
+func hasKey(s *Server, k string) bool { _, ok := engineGet(s, k); return ok }
 
 func TestStatusAndDBSize(t *testing.T) {
 	_, nodes := cluster2(t, nil)

@@ -218,11 +218,42 @@ func testConfig(cs string) Config {
 	return c
 }
 
+// testLogger logs to stderr at debug level with TAIR_TEST_VERBOSE set;
+// otherwise it keeps the nodes' info lines and shows their last 64 KiB
+// when the test fails (a failure in CI then says what the nodes did).
 func testLogger(t testing.TB) *slog.Logger {
 	if os.Getenv("TAIR_TEST_VERBOSE") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
+	kept := &keptLog{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			kept.mu.Lock()
+			defer kept.mu.Unlock()
+			b := kept.buf
+			if len(b) > 64<<10 {
+				b = b[len(b)-64<<10:]
+			}
+			t.Logf("a node's log (its last 64 KiB):\n%s", b)
+		}
+	})
+	return slog.New(slog.NewTextHandler(kept, nil))
+}
+
+// keptLog is a node's log kept in memory for testLogger.
+type keptLog struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (k *keptLog) Write(p []byte) (int, error) {
+	k.mu.Lock()
+	if len(k.buf) > 1<<20 { // only the tail is shown
+		k.buf = append(k.buf[:0], k.buf[len(k.buf)-64<<10:]...)
+	}
+	k.buf = append(k.buf, p...)
+	k.mu.Unlock()
+	return len(p), nil
 }
 
 func startNode(t testing.TB, cfg Config) *Server {

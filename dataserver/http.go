@@ -22,6 +22,7 @@ type metrics struct {
 	replEntries       prometheus.Counter
 	replRefused       prometheus.Counter
 	replDroppedWrites prometheus.Counter
+	replRefusedHeld   prometheus.Counter
 	replApplyErrors   prometheus.Counter
 	forwarded         prometheus.Counter
 	flowLimited       prometheus.Counter
@@ -45,6 +46,7 @@ func newMetrics() *metrics {
 		replTimeouts:      c("replication_timeouts_total", "Writes whose slave did not answer within the replication timeout."),
 		replEntries:       c("replication_items_total", "Items appended to replication streams."),
 		replRefused:       c("replication_refused_total", "Incoming replication items refused (sender not master)."),
+		replRefusedHeld:   c("replication_refused_held_total", "Writes refused for a bucket this node holds, whose copy was then copied again (it may differ from a copy that took them)."),
 		replDroppedWrites: c("replication_dropped_copy_writes_total", "Writes acknowledged although a slave refused them because a newer table dropped its copy, this node staying master (droppedWrite)."),
 		replApplyErrors:   c("replication_apply_errors_total", "Incoming replication items that failed to apply."),
 		forwarded:         c("forwarded_total", "Requests forwarded to a bucket's new master."),
@@ -57,7 +59,7 @@ func newMetrics() *metrics {
 		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
 			Name: "heartbeats_total", Help: "Heartbeats by result."}, []string{"result"}),
 	}
-	m.reg.MustRegister(m.requests, m.leaseRefusals, m.replTimeouts, m.replEntries, m.replRefused, m.replDroppedWrites,
+	m.reg.MustRegister(m.requests, m.leaseRefusals, m.replTimeouts, m.replEntries, m.replRefused, m.replDroppedWrites, m.replRefusedHeld,
 		m.replApplyErrors, m.forwarded, m.flowLimited, m.panics, m.stalls, m.offLoop, m.heartbeats, m.areaCommands,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.fullCopies = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",

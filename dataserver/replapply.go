@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tairkv/tair/dataserver/exec"
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/internal/redisnum"
 	"github.com/tairkv/tair/internal/route"
@@ -90,6 +91,45 @@ func (s *Server) replHello(out []byte, args [][]byte) []byte {
 func (s *Server) droppedBy(t *route.Table, b route.BucketID, from, session string) bool {
 	return t != nil && !strings.HasPrefix(session, "mig-") && t.Contains(b) &&
 		t.Master(b) == from && !holds(t, b, s.addr)
+}
+
+// refuse refuses item it of a batch from master from, on table t, and
+// returns the refusal for the ACK.
+//
+// When this node holds a copy of the bucket (as its master or a slave in
+// t), refusing one of its writes makes that copy diverged: the copies of
+// a bucket learn tables at different times, so another copy may have
+// applied what this one refuses (a slave still on the older table, the
+// new master in its takeover window, a copy that skipped the table that
+// opened one), and from then on every write from the master lands on
+// copies that differ by it. Promoted, a copy that lacks the write loses
+// it, and the version of every key it touched is behind (chaos seed
+// 9519: a slave refused four writes the new master took, applied the
+// next ones, and was promoted with the latest value at a version four
+// lower). So the copies are made to agree again before either side can
+// be promoted: a slave reports its copy diverged (never promoted while
+// it is) and asks its master for a full copy; a master sets *resync, and
+// the caller has it send its slaves one at once (resyncDiverged). A copy the table dropped (droppedBy) holds nothing to
+// diverge, and an abandoned move's items land on no copy.
+func (s *Server) refuse(t *route.Table, it item, from, session string, resync *bool) string {
+	s.m.replRefused.Inc()
+	dropped := s.droppedBy(t, it.bucket, from, session)
+	if !dropped && it.kind == kindCmds && !strings.HasPrefix(session, "mig-") && t != nil && t.Contains(it.bucket) &&
+		(t.IsMaster(it.bucket, s.addr) || t.IsSlave(it.bucket, s.addr)) {
+		bk := s.bucket(it.bucket)
+		if bk != nil && !bk.diverged.Load() {
+			s.log.Warn("refused a write of a bucket this node holds: its copy may differ from one that took it; copying again",
+				"bucket", it.bucket, "from", from, "master", t.Master(it.bucket), "table", t.Version)
+			s.m.replRefusedHeld.Inc()
+		}
+		s.markDiverged(it.bucket)
+		if t.IsMaster(it.bucket, s.addr) {
+			*resync = true
+		} else {
+			s.kickHeartbeat()
+		}
+	}
+	return refusal(it.seq, dropped)
 }
 
 // refusal is one refused item of an ACK: its sequence number, "d" after
@@ -259,7 +299,12 @@ func (s *Server) replApply(out []byte, args [][]byte, p *pending) []byte {
 	refused := rs.refused
 	rs.refused = nil
 	var chained []chainWait
-	stale := false
+	stale, resync := false, false
+	defer func() {
+		if resync { // on every return: a batch handed off the loop too
+			go s.resyncDiverged(s.Table())
+		}
+	}()
 	var scratch []byte
 	var cmdsBuf [4][][]byte // an item's commands, reused item to item
 	for i := 4; i < len(args); {
@@ -289,9 +334,8 @@ func (s *Server) replApply(out []byte, args [][]byte, p *pending) []byte {
 				s.fetchTableFrom(from)
 				break
 			}
-			refused = append(refused, refusal(it.seq, s.droppedBy(t, it.bucket, from, session)))
+			refused = append(refused, s.refuse(t, it, from, session, &resync))
 			rs.last = it.seq
-			s.m.replRefused.Inc()
 			continue
 		}
 		var e *entry
@@ -304,8 +348,7 @@ func (s *Server) replApply(out []byte, args [][]byte, p *pending) []byte {
 			return out
 		}
 		if !applied {
-			refused = append(refused, refusal(it.seq, s.droppedBy(s.Table(), it.bucket, from, session)))
-			s.m.replRefused.Inc()
+			refused = append(refused, s.refuse(s.Table(), it, from, session, &resync))
 		}
 		if e != nil {
 			chained = append(chained, chainWait{seq: it.seq, e: e, mig: mig})
@@ -465,8 +508,13 @@ func (s *Server) applyItem(it item, from, session string, ver route.Version, scr
 		}
 	case kindCmds:
 		x := s.x.Load()
+		req := exec.Request{Area: it.area, Proto: 2, Replica: true}
 		for _, c := range it.cmds {
-			scratch, _ = x.Exec(it.area, 2, true, c, scratch[:0])
+			if exec.IsVersions(c) {
+				req.Versions = c[1:] // for the commands after it (exec/versions.go)
+				continue
+			}
+			scratch, _ = x.ExecRequest(req, c, scratch[:0])
 			if len(scratch) > 0 && scratch[0] == '-' {
 				s.m.replApplyErrors.Inc()
 				s.log.Warn("replicated command failed", "bucket", it.bucket, "cmd", string(c[0]),

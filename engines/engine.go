@@ -63,6 +63,27 @@ type Key struct {
 	// LOOKUP_NOTOUCH, for commands that only inspect a key (TYPE, TTL,
 	// OBJECT ...), and clients in CLIENT NO-TOUCH mode.
 	NoTouch bool
+	// Versions links a write to its replication (nil: not linked). On a
+	// bucket's master it hears the version each record the write stores
+	// gets; on a replica (Replica) it gives the version the master's
+	// write gave the record, which the store takes instead of counting
+	// on from its own copy's: copies that expired a record at different
+	// moments, or one that was copied with another version, would
+	// otherwise count differently, and a version is what Tair's
+	// optimistic lock compares. Prefix records (PrefixPut ...) are not
+	// linked.
+	Versions VersionLink
+}
+
+// VersionLink carries record versions from a write on a bucket's master
+// to its replay on the slaves (Key.Versions).
+type VersionLink interface {
+	// Stored tells that the master's write stored key's record at
+	// version v.
+	Stored(key []byte, v int64)
+	// Given returns the version the master's write gave key's record;
+	// 0 when it is not known (the replica counts on from its copy's).
+	Given(key []byte) int64
 }
 
 // ValueType is the type of a record's value.

@@ -134,6 +134,9 @@ type Request struct {
 	// NoTouch: the client is in CLIENT NO-TOUCH mode (the envelope's
 	// flag): its commands, but TOUCH, leave the access fields alone.
 	NoTouch bool
+	// Versions: on a replica, the key and version pairs of the versions
+	// entry before the command (versions.go).
+	Versions [][]byte
 }
 
 // ExecRequest is Exec for the command of req.
@@ -152,12 +155,17 @@ func (x *Executor) ExecRequest(req Request, args [][]byte, out []byte) ([]byte, 
 	c := getCtx()
 	c.X, c.Eng, c.Area, c.Proto, c.Replica, c.Args, c.Out, c.spec = x, x.eng, req.Area, req.Proto, req.Replica, args, out, spec
 	c.noTouch = !r.touchesKeys(&req)
+	c.vers.given = req.Versions
 	start := len(out)
 	r.h(c)
 	if spec.Has(command.Write) && !c.propagated && !c.noPropagate && !c.Replica && len(c.Out) > start && c.Out[start] != '-' {
 		c.prop = append(c.prop, args)
 	}
 	out, prop := c.Out, c.prop
+	if len(prop) > 0 && len(c.vers.stored) > 0 {
+		// The versions the stores gave go ahead of the commands.
+		prop = append(append(make([][][]byte, 0, len(prop)+1), c.vers.versionsEntry()), prop...)
+	}
 	putCtx(c)
 	return out, prop
 }
@@ -176,7 +184,10 @@ func getCtx() *Ctx { return ctxPool.Get().(*Ctx) }
 
 // putCtx clears c, keeping only its bound method values, and pools it.
 func putCtx(c *Ctx) {
+	stored := c.vers.stored
+	clear(stored)
 	*c = Ctx{bound: c.bound}
+	c.vers.stored = stored[:0] // its array serves the next command
 	ctxPool.Put(c)
 }
 
@@ -217,6 +228,7 @@ type Ctx struct {
 	// and write their results here.
 	upd   engines.UpdateFunc // UpdateKey's fn while the engine runs it
 	fx    fieldExpiryNote    // what applyVisible saw of a TairHash (tairhash_expire.go)
+	vers  versionLog         // the versions its stores gave or take (versions.go)
 	set   setState           // setGeneric's
 	incr  incrState          // incrBy's
 	bound boundFuncs
@@ -241,7 +253,8 @@ func (c *Ctx) Now() time.Time {
 // Key returns the engine key for args[i] in this area.
 func (c *Ctx) Key(i int) engines.Key {
 	k := c.Args[i]
-	return engines.Key{Bucket: uint32(route.BucketOf(k, c.X.opts.Buckets)), Area: c.Area, Key: k, Replica: c.Replica, NoTouch: c.noTouch}
+	return engines.Key{Bucket: uint32(route.BucketOf(k, c.X.opts.Buckets)), Area: c.Area, Key: k, Replica: c.Replica, NoTouch: c.noTouch,
+		Versions: &c.vers}
 }
 
 // Propagate records a command slaves replay for this one (call it once per

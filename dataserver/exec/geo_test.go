@@ -271,10 +271,8 @@ func geoAgainstRedis(t *testing.T, conn net.Conn, rd *bufio.Reader, engine strin
 				t.Logf("%s: scores 1 ulp from Redis's: %s", l, strings.Join(ulps, ", "))
 			}
 		}
-		for _, pc := range prop {
-			if rep, _ := p.sx.Exec(0, proto, true, pc, nil); len(rep) > 0 && rep[0] == '-' {
-				t.Errorf("%s: the slave refused %q: %q", l, pc, rep)
-			}
+		if pc, rep := replay(p.sx, 0, prop); pc != nil {
+			t.Errorf("%s: the slave refused %q: %q", l, pc, rep)
 		}
 	}
 	if bad > 20 {

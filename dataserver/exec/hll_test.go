@@ -372,10 +372,8 @@ func TestHLLReplication(t *testing.T) {
 				if n, _, err := resp.ScanReply(out, resp.Limits{}); err != nil || n != len(out) {
 					t.Fatalf("step %d: %s: reply %s is not one RESP reply (%v)", i, hllLabel(args), hllShort(string(out)), err)
 				}
-				for _, p := range prop {
-					if rep, _ := slave.Exec(0, 2, true, p, nil); len(rep) > 0 && rep[0] == '-' {
-						t.Fatalf("step %d: %s: the slave refused %s: %q", i, hllLabel(args), hllLabel(p), rep)
-					}
+				if pc, rep := replay(slave, 0, prop); pc != nil {
+					t.Fatalf("step %d: %s: the slave refused %s: %q", i, hllLabel(args), pc, rep)
 				}
 			}
 			if m, s := dumpBucket(t, master.Engine()), dumpBucket(t, slave.Engine()); m != s {

@@ -130,9 +130,9 @@ func TestStreamSlaveGetsTheSameStream(t *testing.T) {
 							t.Fatalf("%s propagated a nondeterministic %q", l, bytes.Join(p, []byte(" ")))
 						}
 					}
-					if got, _ := s.Exec(0, 2, true, p, nil); len(got) > 0 && got[0] == '-' {
-						t.Fatalf("%s: the slave refused %q: %s", l, bytes.Join(p, []byte(" ")), got)
-					}
+				}
+				if pc, got := replay(s, 0, prop); pc != nil {
+					t.Fatalf("%s: the slave refused %q: %s", l, pc, got)
 				}
 				for _, k := range keys {
 					if mv, sv := recordVersion(t, meng, m, k), recordVersion(t, seng, s, k); mv != sv {

@@ -90,9 +90,9 @@ func testTairExpire(t *testing.T, engine string) {
 	// A relative expiry replayed on a slave after its time is still right:
 	// the propagated form is absolute.
 	h.line("TAIR.PUTV r v 0 EX 10")
-	prop := h.lastProp[0]
+	prop := h.lastProp
 	h.clock.Advance(20 * time.Second)
-	h.x.Exec(0, 2, true, prop, nil)
+	replay(h.x, 0, prop)
 	if got := h.line("TAIR.GETV r"); got != null {
 		t.Errorf("replayed expired PUTV: GETV = %q", got)
 	}
@@ -281,11 +281,8 @@ func testReplicaConverges(t *testing.T, engine string) {
 		h.line(l)
 		rclk.Advance(3 * time.Millisecond) // the slave replays a little later
 		h.clock.Advance(3 * time.Millisecond)
-		for _, cmd := range h.lastProp {
-			out, _ := rx.Exec(0, 2, true, cmd, nil)
-			if out[0] == '-' {
-				t.Errorf("%s: replica failed %q on %q", l, out, cmd)
-			}
+		if cmd, out := replay(rx, 0, h.lastProp); cmd != nil {
+			t.Errorf("%s: replica failed %q on %q", l, out, cmd)
 		}
 	}
 	dump := func(e engines.Engine) map[string]string {

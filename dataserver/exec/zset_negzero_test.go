@@ -57,10 +57,8 @@ func TestZSetNegativeZeroAgainstRedis(t *testing.T) {
 			if string(got) != want {
 				t.Errorf("%s\n  got: %q\nredis: %q", truncLine(l), got, want)
 			}
-			for _, pc := range prop {
-				if rep, _ := p.sx.Exec(0, 2, true, pc, nil); len(rep) > 0 && rep[0] == '-' {
-					t.Fatalf("%s: the slave refused %q: %q", truncLine(l), pc, rep)
-				}
+			if pc, rep := replay(p.sx, 0, prop); pc != nil {
+				t.Fatalf("%s: the slave refused %q: %q", truncLine(l), pc, rep)
 			}
 		}
 		p.checkEqual(t)

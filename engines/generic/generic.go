@@ -241,6 +241,7 @@ type updateOp struct {
 	fn      engines.UpdateFunc
 	out     engines.Entry
 	act     engines.Action
+	given   int64     // the version the master gave the record (Key.Versions on a replica); 0: count on
 	existed bool      // whether fn saw a live record
 	expired bool      // the store held an expired record (reclaimed unless fn failed)
 	raw     RawUpdate // op.apply
@@ -267,7 +268,7 @@ func (e *Engine) getOp() *updateOp {
 
 // release drops every reference the op holds and pools it.
 func (op *updateOp) release() {
-	op.e, op.fn, op.out, op.value, op.po, op.skipped, op.existed, op.expired = nil, nil, engines.Entry{}, nil, engines.PutOptions{}, false, false, false
+	op.e, op.fn, op.out, op.value, op.po, op.skipped, op.existed, op.expired, op.given = nil, nil, engines.Entry{}, nil, engines.PutOptions{}, false, false, false, 0
 	opPool.Put(op)
 }
 
@@ -295,7 +296,11 @@ func (op *updateOp) apply(cur engines.Entry, exists bool) (engines.Entry, engine
 				return engines.Entry{}, engines.Keep, err
 			}
 		}
-		next.Version = engines.NextVersion(cur.Version) // cur is zero when missing
+		if op.given != 0 {
+			next.Version = op.given // the master's (Key.Versions)
+		} else {
+			next.Version = engines.NextVersion(cur.Version) // cur is zero when missing
+		}
 		op.out = next
 		return next, engines.Store, nil
 	case engines.Delete:
@@ -331,8 +336,15 @@ func (e *Engine) update(r Ref, fn engines.UpdateFunc) (engines.Entry, engines.Ac
 func (op *updateOp) run(r Ref) (engines.Entry, engines.Action, error) {
 	op.act = engines.Keep
 	r.NowMs = op.now
+	vl := r.Versions
+	if vl != nil && !r.Prefix && r.Replica {
+		op.given = vl.Given(r.Key.Key)
+	}
 	if err := op.e.st.Update(r, op.raw); err != nil {
 		return engines.Entry{}, engines.Keep, err
+	}
+	if vl != nil && !r.Prefix && !r.Replica && op.act == engines.Store {
+		vl.Stored(r.Key.Key, op.out.Version)
 	}
 	if op.expired && !r.Prefix {
 		op.e.expired.Add(1)
