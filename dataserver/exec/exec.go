@@ -164,7 +164,7 @@ func (x *Executor) ExecRequest(req Request, args [][]byte, out []byte) ([]byte, 
 	out, prop := c.Out, c.prop
 	if len(prop) > 0 && len(c.vers.stored) > 0 {
 		// The versions the stores gave go ahead of the commands.
-		prop = append(append(make([][][]byte, 0, len(prop)+1), c.vers.versionsEntry()), prop...)
+		prop = c.vers.withVersions(prop)
 	}
 	putCtx(c)
 	return out, prop

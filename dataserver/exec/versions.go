@@ -84,6 +84,31 @@ func (l *versionLog) Given(key []byte) int64 {
 	return 0
 }
 
+// withVersions returns prop with the versions entry of l ahead of its
+// commands. The usual write, one command that stored one key, takes one
+// allocation for both (versioned1).
+func (l *versionLog) withVersions(prop [][][]byte) [][][]byte {
+	if len(prop) == 1 && len(l.stored) == 1 && len(l.stored[0].key) <= len(versioned1{}.buf)-20 {
+		p := new(versioned1)
+		sv := l.stored[0]
+		buf := append(p.buf[:0], sv.key...)
+		buf = strconv.AppendInt(buf, sv.v, 10)
+		n := len(sv.key)
+		p.entry = [3][]byte{versionsCmd, buf[:n:n], buf[n:len(buf):len(buf)]}
+		p.cmds = [2][][]byte{p.entry[:], prop[0]}
+		return p.cmds[:]
+	}
+	return append(append(make([][][]byte, 0, len(prop)+1), l.versionsEntry()), prop...)
+}
+
+// versioned1 holds the propagation of a write that stored one key: the
+// versions entry, the command, and the key and version's bytes.
+type versioned1 struct {
+	cmds  [2][][]byte
+	entry [3][]byte
+	buf   [64]byte
+}
+
 // versionsEntry builds the versions entry of the stores in l (keys and
 // digits copied into one buffer: a key may be a buffer its caller
 // reuses). A key stored twice is sent twice; the replica takes the last.
