@@ -511,10 +511,11 @@ func (s *Server) applyItem(it item, from, session string, ver route.Version, scr
 		req := exec.Request{Area: it.area, Proto: 2, Replica: true}
 		for _, c := range it.cmds {
 			if exec.IsVersions(c) {
-				req.Versions = c[1:] // for the commands after it (exec/versions.go)
+				req.Entry(c) // for the commands after it (exec/versions.go)
 				continue
 			}
 			scratch, _ = x.ExecRequest(req, c, scratch[:0])
+			req.KeyVersion = nil // the short entry's is this command's alone
 			if len(scratch) > 0 && scratch[0] == '-' {
 				s.m.replApplyErrors.Inc()
 				s.log.Warn("replicated command failed", "bucket", it.bucket, "cmd", string(c[0]),

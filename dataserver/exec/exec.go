@@ -135,8 +135,11 @@ type Request struct {
 	// flag): its commands, but TOUCH, leave the access fields alone.
 	NoTouch bool
 	// Versions: on a replica, the key and version pairs of the versions
-	// entry before the command (versions.go).
+	// entry before the command (versions.go, Entry).
 	Versions [][]byte
+	// KeyVersion: on a replica, the version of the key the command names
+	// first, from the short versions entry before it.
+	KeyVersion []byte
 }
 
 // ExecRequest is Exec for the command of req.
@@ -156,6 +159,10 @@ func (x *Executor) ExecRequest(req Request, args [][]byte, out []byte) ([]byte, 
 	c.X, c.Eng, c.Area, c.Proto, c.Replica, c.Args, c.Out, c.spec = x, x.eng, req.Area, req.Proto, req.Replica, args, out, spec
 	c.noTouch = !r.touchesKeys(&req)
 	c.vers.given = req.Versions
+	if req.KeyVersion != nil && len(args) > 1 {
+		c.vers.pair = [2][]byte{args[1], req.KeyVersion}
+		c.vers.given = c.vers.pair[:]
+	}
 	start := len(out)
 	r.h(c)
 	if spec.Has(command.Write) && !c.propagated && !c.noPropagate && !c.Replica && len(c.Out) > start && c.Out[start] != '-' {

@@ -131,10 +131,12 @@ func replay(x *Executor, area uint16, prop [][][]byte) (refused, reply []byte) {
 	req := Request{Area: area, Proto: 2, Replica: true}
 	for _, pc := range prop {
 		if IsVersions(pc) {
-			req.Versions = pc[1:]
+			req.Entry(pc)
 			continue
 		}
-		if rep, _ := x.ExecRequest(req, pc, nil); len(rep) > 0 && rep[0] == '-' {
+		rep, _ := x.ExecRequest(req, pc, nil)
+		req.KeyVersion = nil
+		if len(rep) > 0 && rep[0] == '-' {
 			return bytes.Join(pc, []byte(" ")), rep
 		}
 	}
@@ -416,7 +418,7 @@ func TestExecResultsOutliveCtx(t *testing.T) {
 			for _, r := range kept {
 				// The versions entry, then the command: each key is new,
 				// so its store gave it version 1.
-				want := fmt.Sprintf("[[TAIR.REPLVERSIONS %s 1] %s]", r.want[1], r.want)
+				want := fmt.Sprintf("[[TAIR.REPLVER 1] %s]", r.want)
 				if got := fmt.Sprintf("%s", r.prop); got != want {
 					t.Errorf("propagated %s, want %s", got, want)
 				}

@@ -18,16 +18,30 @@ import (
 // or a stale one accepted. So a write's propagation carries the versions
 // its stores gave, ahead of its commands:
 //
-//	TAIR.REPLVERSIONS <key> <version> [<key> <version> ...]
+//	TAIR.REPLVER <key> <version> [<key> <version> ...]
+//	TAIR.REPLVER <version>
 //
-// and the replica's stores of those keys, in the commands that follow it
-// (up to the next such entry), take them (engines.Key.Versions). It is
-// not a command clients can run: the replica's apply takes it out
-// (IsVersions) and hands its pairs to the commands after it
-// (Request.Versions).
+// The replica's stores of those keys, in the commands that follow it (up
+// to the next entry), take them (engines.Key.Versions). The short form,
+// for the usual write (one command that stored the key it names first),
+// is the version of that key in the next command alone. An entry is not
+// a command clients can run: the replica's apply takes it out
+// (IsVersions, Request.Entry) and hands the versions to the commands
+// after it (Request.Versions, Request.KeyVersion).
 
 // versionsCmd names the versions entry of a propagation.
-var versionsCmd = []byte("TAIR.REPLVERSIONS")
+var versionsCmd = []byte("TAIR.REPLVER")
+
+// Entry takes versions entry cmd (IsVersions) into r for the commands
+// after it. The caller clears KeyVersion after the next command: the
+// short form is its alone.
+func (r *Request) Entry(cmd [][]byte) {
+	if len(cmd) == 2 {
+		r.Versions, r.KeyVersion = nil, cmd[1]
+		return
+	}
+	r.Versions, r.KeyVersion = cmd[1:], nil
+}
 
 // IsVersions reports whether a propagated command is the versions entry
 // of the commands after it.
@@ -42,6 +56,8 @@ type versionLog struct {
 	// given: on a replica, the pairs of the versions entry before the
 	// command (Request.Versions), key then version.
 	given [][]byte
+	// pair holds the short form's pair (Request.KeyVersion).
+	pair [2][]byte
 	// index maps the given keys to their versions once there are many.
 	index map[string]int64
 }
@@ -88,25 +104,22 @@ func (l *versionLog) Given(key []byte) int64 {
 // commands. The usual write, one command that stored one key, takes one
 // allocation for both (versioned1).
 func (l *versionLog) withVersions(prop [][][]byte) [][][]byte {
-	if len(prop) == 1 && len(l.stored) == 1 && len(l.stored[0].key) <= len(versioned1{}.buf)-20 {
+	if len(prop) == 1 && len(l.stored) == 1 && len(prop[0]) > 1 && bytes.Equal(prop[0][1], l.stored[0].key) {
 		p := new(versioned1)
-		sv := l.stored[0]
-		buf := append(p.buf[:0], sv.key...)
-		buf = strconv.AppendInt(buf, sv.v, 10)
-		n := len(sv.key)
-		p.entry = [3][]byte{versionsCmd, buf[:n:n], buf[n:len(buf):len(buf)]}
+		buf := strconv.AppendInt(p.buf[:0], l.stored[0].v, 10)
+		p.entry = [2][]byte{versionsCmd, buf}
 		p.cmds = [2][][]byte{p.entry[:], prop[0]}
 		return p.cmds[:]
 	}
 	return append(append(make([][][]byte, 0, len(prop)+1), l.versionsEntry()), prop...)
 }
 
-// versioned1 holds the propagation of a write that stored one key: the
-// versions entry, the command, and the key and version's bytes.
+// versioned1 holds the propagation of a write whose one command stored
+// the key it names first: the short versions entry and the command.
 type versioned1 struct {
 	cmds  [2][][]byte
-	entry [3][]byte
-	buf   [64]byte
+	entry [2][]byte
+	buf   [20]byte
 }
 
 // versionsEntry builds the versions entry of the stores in l (keys and

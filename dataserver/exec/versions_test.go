@@ -65,3 +65,25 @@ func testReplicaTakesTheMastersVersions(t *testing.T, engine string) {
 	same("after MSET", "a", "c", "d")
 
 }
+
+// TestVersionsEntryScope: a short entry gives its version to the next
+// command alone; a long one to the commands after it, by key, up to the
+// next entry.
+func TestVersionsEntryScope(t *testing.T) {
+	clk := newTestClock()
+	x := New(openEngine(t, "rdb", clk), Options{Now: clk.Now})
+	cmd := func(l string) [][]byte { return toArgs(splitLine(l)) }
+	prop := [][][]byte{
+		cmd("TAIR.REPLVER 7"), cmd("SET a 1"), cmd("SET b 1"),
+		cmd("TAIR.REPLVER c 9 d 4"), cmd("SET c 1"), cmd("SET e 1"), cmd("SET d 1"),
+		cmd("TAIR.REPLVER 3"), cmd("SET c 2"), cmd("SET d 2"),
+	}
+	if pc, rep := replay(x, 0, prop); pc != nil {
+		t.Fatalf("the replica refused %q: %q", pc, rep)
+	}
+	for k, want := range map[string]int64{"a": 7, "b": 1, "c": 3, "e": 1, "d": 5} {
+		if got := recordVersion(t, x.eng, x, k); got != want {
+			t.Errorf("%s at version %d, want %d", k, got, want)
+		}
+	}
+}
