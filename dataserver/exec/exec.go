@@ -165,13 +165,20 @@ func (x *Executor) ExecRequest(req Request, args [][]byte, out []byte) ([]byte, 
 	}
 	start := len(out)
 	r.h(c)
-	if spec.Has(command.Write) && !c.propagated && !c.noPropagate && !c.Replica && len(c.Out) > start && c.Out[start] != '-' {
-		c.prop = append(c.prop, args)
-	}
 	out, prop := c.Out, c.prop
-	if len(prop) > 0 && len(c.vers.stored) > 0 {
+	switch {
+	case spec.Has(command.Write) && !c.propagated && !c.noPropagate && !c.Replica && len(c.Out) > start && c.Out[start] != '-':
+		// The command propagates itself, after the versions its stores
+		// gave (withVersions copies the list: one allocation for both).
+		self := [1][][]byte{args}
+		if len(c.vers.stored) > 0 {
+			prop = c.vers.withVersions(self[:], nil)
+		} else {
+			prop = append(prop, args)
+		}
+	case len(prop) > 0 && len(c.vers.stored) > 0:
 		// The versions the stores gave go ahead of the commands.
-		prop = c.vers.withVersions(prop)
+		prop = c.vers.withVersions(prop, c.room)
 	}
 	putCtx(c)
 	return out, prop
@@ -225,6 +232,7 @@ type Ctx struct {
 	spec        *command.Spec
 	noTouch     bool // the command's keys are not touched (access.go)
 	prop        [][][]byte
+	room        *versioned1 // where Propagate put the one command of prop
 	propagated  bool
 	noPropagate bool
 
@@ -279,25 +287,25 @@ func (c *Ctx) Propagate(args ...[]byte) {
 		c.prop = append(c.prop, slices.Clone(args))
 	case len(args) <= 3:
 		p := new(prop3)
-		c.prop = p.cmds[:]
-		p.cmds[0] = p.args[:copy(p.args[:], args):len(args)]
+		p.v.cmds[1] = p.args[:copy(p.args[:], args):len(args)]
+		c.prop, c.room = p.v.cmds[1:2], &p.v
 	default:
 		p := new(prop5)
-		c.prop = p.cmds[:]
-		p.cmds[0] = p.args[:copy(p.args[:], args):len(args)]
+		p.v.cmds[1] = p.args[:copy(p.args[:], args):len(args)]
+		c.prop, c.room = p.v.cmds[1:2], &p.v
 	}
 }
 
 // prop3 and prop5 hold the usual propagation, one command of a few
-// arguments, in one allocation (the list and the command together) sized
-// to the arguments.
+// arguments, in one allocation (the list, the command and room for its
+// short versions entry together) sized to the arguments.
 type (
 	prop3 struct {
-		cmds [1][][]byte
+		v    versioned1 // the list is v.cmds[1:2], or v.cmds[:] with the entry
 		args [3][]byte
 	}
 	prop5 struct {
-		cmds [1][][]byte
+		v    versioned1
 		args [5][]byte
 	}
 )

@@ -102,13 +102,18 @@ func (l *versionLog) Given(key []byte) int64 {
 
 // withVersions returns prop with the versions entry of l ahead of its
 // commands. The usual write, one command that stored one key, takes one
-// allocation for both (versioned1).
-func (l *versionLog) withVersions(prop [][][]byte) [][][]byte {
+// allocation for both (versioned1), or none when room, where Propagate
+// put the one command of prop (room.cmds[1]), has it.
+func (l *versionLog) withVersions(prop [][][]byte, room *versioned1) [][][]byte {
 	if len(prop) == 1 && len(l.stored) == 1 && len(prop[0]) > 1 && bytes.Equal(prop[0][1], l.stored[0].key) {
-		p := new(versioned1)
+		p := room
+		if p == nil {
+			p = new(versioned1)
+			p.cmds[1] = prop[0]
+		}
 		buf := strconv.AppendInt(p.buf[:0], l.stored[0].v, 10)
 		p.entry = [2][]byte{versionsCmd, buf}
-		p.cmds = [2][][]byte{p.entry[:], prop[0]}
+		p.cmds[0] = p.entry[:]
 		return p.cmds[:]
 	}
 	return append(append(make([][][]byte, 0, len(prop)+1), l.versionsEntry()), prop...)
