@@ -89,7 +89,7 @@ func (s *Server) replHello(out []byte, args [][]byte) []byte {
 // nothing against from's copy, which t still serves, so from need not
 // treat it as diverged. The refusal goes back as "<seq>d".
 func (s *Server) droppedBy(t *route.Table, b route.BucketID, from, session string) bool {
-	return t != nil && !strings.HasPrefix(session, "mig-") && t.Contains(b) &&
+	return t != nil && !migSession(session) && t.Contains(b) &&
 		t.Master(b) == from && !holds(t, b, s.addr)
 }
 
@@ -109,12 +109,13 @@ func (s *Server) droppedBy(t *route.Table, b route.BucketID, from, session strin
 // lower). So the copies are made to agree again before either side can
 // be promoted: a slave reports its copy diverged (never promoted while
 // it is) and asks its master for a full copy; a master sets *resync, and
-// the caller has it send its slaves one at once (resyncDiverged). A copy the table dropped (droppedBy) holds nothing to
-// diverge, and an abandoned move's items land on no copy.
+// the caller has it send its slaves one at once (resyncDiverged). A copy
+// the table dropped (droppedBy) holds nothing to diverge, and an
+// abandoned move's items land on no copy.
 func (s *Server) refuse(t *route.Table, it item, from, session string, resync *bool) string {
 	s.m.replRefused.Inc()
 	dropped := s.droppedBy(t, it.bucket, from, session)
-	if !dropped && it.kind == kindCmds && !strings.HasPrefix(session, "mig-") && t != nil && t.Contains(it.bucket) &&
+	if !dropped && it.kind == kindCmds && !migSession(session) && t != nil && t.Contains(it.bucket) &&
 		(t.IsMaster(it.bucket, s.addr) || t.IsSlave(it.bucket, s.addr)) {
 		bk := s.bucket(it.bucket)
 		if bk != nil && !bk.diverged.Load() {
@@ -157,7 +158,7 @@ func (s *Server) continuesMove(t *route.Table, it item, session string) bool {
 }
 
 func (s *Server) continuesMoveLocked(bk *bucket, t *route.Table, it item, session string) bool {
-	return it.kind == kindCmds && strings.HasPrefix(session, "mig-") && bk.inMig == session &&
+	return it.kind == kindCmds && migSession(session) && bk.inMig == session &&
 		t != nil && holds(t, it.bucket, s.addr)
 }
 
@@ -468,7 +469,7 @@ func (s *Server) applyItem(it item, from, session string, ver route.Version, scr
 			return scratch, nil, nil, false, false
 		}
 	}
-	if it.kind != kindBegin && strings.HasPrefix(session, "mig-") && bk.inMig != session {
+	if it.kind != kindBegin && migSession(session) && bk.inMig != session {
 		return scratch, nil, nil, false, false
 	}
 	if onLoop && (rl != nil || bk.mig != nil && bk.mig.synced) {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -145,6 +146,10 @@ func newSession(kind string) string {
 	_, _ = rand.Read(b[:])
 	return kind + "-" + hex.EncodeToString(b[:])
 }
+
+// migSession reports whether a session is a migration stream's
+// (newSession("mig")), not a replication stream's.
+func migSession(session string) bool { return strings.HasPrefix(session, "mig-") }
 
 // stream sends items to one node. See "Streams" above.
 type stream struct {
