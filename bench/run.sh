@@ -20,7 +20,9 @@
 #      (10 s);
 #   7. bench/redis7.sh: EVALSHA against INCR, PUBLISH to 100 subscribers
 #      over two proxies against redis-server, PFADD/XADD/SETBIT against
-#      redis-server.
+#      redis-server;
+#   8. bench/heap.sh: GET p99 under a steady load with 100k and with 10M
+#      keys in one dataserver, beside the aim (no worse with 10M).
 # Output goes to bench/out/ and to stdout; bench/RESULTS.md records a run.
 #
 # Knobs: ROUNDS (3), TARGET_SECS (3), SKIP_GO=1 to skip Go benchmarks,
@@ -28,7 +30,8 @@
 # one-dataserver comparisons (steps 2 and its pairs), ENGINES_ONLY=1 to run only step 5
 # with its redis-server memory anchor (no cluster, no twemproxy),
 # BENCHTIME (1s) for the Go benchmarks' -benchtime, SKIP_RECOVERY=1 to
-# skip step 6, SKIP_DURABLE=1 to skip step 5b, SKIP_MIGRATION=1 to skip step 5c
+# skip step 6, SKIP_HEAP=1 to skip step 8 (HEAP_SMALL, HEAP_LARGE: its key
+# counts), SKIP_DURABLE=1 to skip step 5b, SKIP_MIGRATION=1 to skip step 5c
 # (MIGRATION_KEYS, 1000000, its size), RECOVERY_KEYS (1000000) for its size, SKIP_REDIS7=1 to skip
 # step 7.
 set -u
@@ -88,6 +91,18 @@ engines_section() {
   echo "## engines (go test -bench . -benchtime ${BENCHTIME:-1s} ./engines/{rdb,mdb,ldb,kdb}, one run)"
   echo
   engines_table "$raw" "$bpk"
+  echo
+  echo "### issue 16's memory aim, from the table above"
+  echo
+  echo "| aim | bound | measured | |"
+  echo "|---|---|---|---|"
+  awk -v redis="$bpk" '
+    /^pkg: / { k = split($2, p, "/"); eng = p[k]; next }
+    /^BenchmarkEngine\/BytesPerKey/ { for (i = 3; i < NF; i += 2) if ($(i + 1) == "heap-B/key") b[eng] = $i }
+    END {
+      for (e in b) if (e == "rdb" || e == "mdb")
+        printf "| %s bytes/key in memory | at most redis-server'"'"'s (%s) | %.0f | %s |\n", e, redis, b[e], (b[e] + 0 <= redis + 0 ? "met" : "**missed**")
+    }' "$raw" | sort
   echo
   echo 'ops/s = 1e9 / ns/op (16 writers: all of them together); memory bytes/key = live-heap growth per key loading 100,000 keys (16 B, 32 B values); disk bytes/key = file sizes in the data directory per key after the same load, Compact and Close; redis-server = used_memory growth per key.'
   echo
@@ -260,4 +275,9 @@ own_cluster_section "${SKIP_RECOVERY:-}" "${RECOVERY_KEYS:-1000000}" bench/recov
 # The Redis 7 families (bench/redis7.sh), on a machine without the
 # clusters above.
 redis7_section
+
+# Issue 16's heap aim: GET p99 with HEAP_LARGE keys in one dataserver
+# against HEAP_SMALL.
+own_cluster_section "${SKIP_HEAP:-}" "" bench/heap.sh \
+  "heap: GET latency with ${HEAP_SMALL:-100000} and ${HEAP_LARGE:-10000000} keys in one dataserver"
 echo "report: $REPORT"

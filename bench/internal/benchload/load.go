@@ -65,6 +65,10 @@ func Load(ctx context.Context, addr string, from, to, tries int) error {
 	return nil
 }
 
+// IsGet reports whether a client's n-th request of Steady (from 1) is
+// a GET: they alternate, GET first.
+func IsGet(n int) bool { return n%2 == 1 }
+
 // Steady sends paced GETs and SETs of random keys of 0..n-1 on one
 // connection (client id, perSec requests a second) until stop closes,
 // and hands done each request's key, latency (from its scheduled time),
@@ -97,7 +101,7 @@ func Steady(addr string, id, n int, perSec float64, stop <-chan struct{}, done f
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		sent := time.Now()
 		var err error
-		if gen%2 == 0 {
+		if !IsGet(gen) {
 			err = cl.Set(ctx, Key(i), Value(i, gen), 0).Err()
 		} else {
 			err = cl.Get(ctx, Key(i)).Err()
