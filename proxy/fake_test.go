@@ -98,6 +98,9 @@ func (f *fakeDS) serve(conn redcon.Conn, cmd redcon.Command) {
 func (f *fakeDS) key(area string, k []byte) string { return area + "\x00" + string(k) }
 
 func (f *fakeDS) handle(args [][]byte) []byte {
+	if strings.EqualFold(string(args[0]), "TAIR.TRACKING") {
+		return resp.AppendOK(nil) // a hot-key cache's link; it never pushes
+	}
 	f.calls.Add(1)
 	area, proto := "0", 2
 	name := strings.ToUpper(string(args[0]))
