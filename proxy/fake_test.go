@@ -49,6 +49,21 @@ type fakeDS struct {
 	noTouch   atomic.Int64 // envelopes flagged NO-TOUCH
 	delay     atomic.Int64 // ns before each batch
 	hangUp    atomic.Int32 // close the connection unanswered on this many more requests
+
+	trackMu    sync.Mutex
+	trackConns []redcon.Conn // hot-key cache links (TAIR.TRACKING)
+}
+
+// dropTracking closes the hot-key cache links the proxy keeps to f.
+func (f *fakeDS) dropTracking() int {
+	f.trackMu.Lock()
+	defer f.trackMu.Unlock()
+	n := len(f.trackConns)
+	for _, c := range f.trackConns {
+		_ = c.Close()
+	}
+	f.trackConns = nil
+	return n
 }
 
 func newFakeDS(t testing.TB) *fakeDS {
@@ -91,6 +106,11 @@ func (f *fakeDS) serve(conn redcon.Conn, cmd redcon.Command) {
 		return
 	}
 	for _, c := range cmds {
+		if strings.EqualFold(string(c.Args[0]), "TAIR.TRACKING") {
+			f.trackMu.Lock()
+			f.trackConns = append(f.trackConns, conn)
+			f.trackMu.Unlock()
+		}
 		conn.WriteRaw(f.handle(c.Args))
 	}
 }
