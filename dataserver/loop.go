@@ -140,7 +140,7 @@ func (s *Server) loopRecover(c gnet.Conn) {
 func (dc *dsConn) process() {
 	for !dc.busy && !dc.closing && dc.queued < maxQueued {
 		cmds, err := dc.rd.Parse(maxBatch)
-		for len(cmds) > 0 && special(cmds[0].Args[0]) == "TAIR.TRACKING" && dc.queued == 0 {
+		for len(cmds) > 0 && isTracking(cmds[0].Args[0]) && dc.queued == 0 && !dc.busy {
 			dc.trackingCommand(cmds[0].Args) // tracking.go
 			cmds = cmds[1:]
 		}

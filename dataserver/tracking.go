@@ -167,7 +167,7 @@ func (t *tracker) keysChanged(area uint16, prop [][][]byte) chan struct{} {
 	var kb [8]int
 	t.mu.Lock()
 	for _, cmd := range prop {
-		if len(cmd) == 0 || equalFold(cmd[0], "TAIR.REPLVER") {
+		if len(cmd) == 0 || len(cmd[0]) == len("TAIR.REPLVER") && equalFold(cmd[0], "TAIR.REPLVER") {
 			continue // the versions of the keys of the commands after it
 		}
 		spec := command.Lookup(cmd[0])
@@ -434,4 +434,16 @@ func appendPush(chs []chan struct{}, ch chan struct{}) []chan struct{} {
 		return chs
 	}
 	return append(chs, ch)
+}
+
+// TrackingStats are the tracking table's figures: keys tracked for
+// proxies' hot-key caches, invalidations pushed, registrations evicted
+// to stay under TrackingMaxKeys.
+func (s *Server) TrackingStats() (keys, pushes, evictions int64) {
+	return s.track.count.Load(), s.track.pushes.Load(), s.track.evicts.Load()
+}
+
+// isTracking reports whether the command name b is TAIR.TRACKING.
+func isTracking(b []byte) bool {
+	return len(b) == len("TAIR.TRACKING") && equalFold(b, "TAIR.TRACKING")
 }
