@@ -60,7 +60,7 @@ func (f *fakeDS) dropTracking() int {
 	defer f.trackMu.Unlock()
 	n := len(f.trackConns)
 	for _, c := range f.trackConns {
-		_ = c.Close()
+		_ = c.NetConn().Close() // redcon's Close flushes its writer: not from here
 	}
 	f.trackConns = nil
 	return n
