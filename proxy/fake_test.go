@@ -52,6 +52,19 @@ type fakeDS struct {
 
 	trackMu    sync.Mutex
 	trackConns []redcon.Conn // hot-key cache links (TAIR.TRACKING)
+	// beforeReply, when set, runs after a command was handled and
+	// before its reply is written.
+	beforeReply atomic.Pointer[func(args [][]byte)]
+}
+
+// push writes raw bytes (pushes) on every hot-key cache link of f.
+func (f *fakeDS) push(b []byte) int {
+	f.trackMu.Lock()
+	defer f.trackMu.Unlock()
+	for _, c := range f.trackConns {
+		_, _ = c.NetConn().Write(b)
+	}
+	return len(f.trackConns)
 }
 
 // dropTracking closes the hot-key cache links the proxy keeps to f.
@@ -111,7 +124,11 @@ func (f *fakeDS) serve(conn redcon.Conn, cmd redcon.Command) {
 			f.trackConns = append(f.trackConns, conn)
 			f.trackMu.Unlock()
 		}
-		conn.WriteRaw(f.handle(c.Args))
+		out := f.handle(c.Args)
+		if h := f.beforeReply.Load(); h != nil {
+			(*h)(c.Args)
+		}
+		conn.WriteRaw(out)
 	}
 }
 

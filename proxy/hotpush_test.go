@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -137,5 +138,55 @@ func TestHotCacheMasterChangeClears(t *testing.T) {
 	}
 	if got := rc.do("GET", "hk"); got != "$2\r\nv2\r\n" {
 		t.Fatalf("GET after the master changed = %q, want v2", got)
+	}
+}
+
+// The race of a fill with a write elsewhere: the fill reads the old value,
+// the write's invalidation reaches the proxy before the fill's reply.
+// The old value must not be cached (hotkey.Cache's sequence).
+func TestHotCacheInvalidationBeforeFillReply(t *testing.T) {
+	e := newEnv(t, 1, false, func(c *Config) { c.HotCacheTTL = time.Minute })
+	f := e.fakes[0]
+	rc := e.raw()
+	if got := rc.do("SET", "hk", "v1"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	hotCached(t, e, rc, "hk", "$2\r\nv1\r\n")
+	// Drop the cached copy (a pushed invalidation), so that the next GET
+	// fills.
+	invalidate := []byte("*3\r\n$10\r\ninvalidate\r\n$1\r\n0\r\n$2\r\nhk\r\n")
+	if n := f.push(invalidate); n != 1 {
+		t.Fatalf("%d links", n)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for !strings.Contains(rc.do("INFO", "stats"), "hot_cache_keys:0\r\n") {
+		if time.Now().After(deadline) {
+			t.Fatal("the pushed invalidation did not drop the key")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var raced atomic.Bool
+	hook := func(args [][]byte) {
+		if len(args) < 6 || !strings.EqualFold(string(args[4]), "GET") || !strings.Contains(string(args[3]), "t") || raced.Swap(true) {
+			return
+		}
+		// The fill has read v1; a write elsewhere changes the key and its
+		// invalidation arrives first.
+		f.mu.Lock()
+		f.data[f.key("0", []byte("hk"))] = []byte("v2")
+		f.mu.Unlock()
+		f.push(invalidate)
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.beforeReply.Store(&hook)
+	if got := rc.do("GET", "hk"); got != "$2\r\nv1\r\n" {
+		t.Fatalf("the raced fill = %q, want v1 (read before the write)", got)
+	}
+	if !raced.Load() {
+		t.Fatal("the GET was not a fill")
+	}
+	f.beforeReply.Store(nil)
+	if got := rc.do("GET", "hk"); got != "$2\r\nv2\r\n" {
+		t.Fatalf("GET after the raced fill = %q, want v2: the fill cached a value its invalidation had already dropped", got)
 	}
 }
