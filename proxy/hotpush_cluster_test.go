@@ -285,3 +285,48 @@ func TestHotCacheTrackingCap(t *testing.T) {
 		eventually(t, p1, k, "b"+k, wrote, pushWithin, "capped table")
 	}
 }
+
+// Evictions: the engine names no key it evicts, so any eviction on a node
+// drops every registration there (invalidate-all); proxy 1 never serves a
+// value its master evicted.
+func TestHotCacheEvictionClears(t *testing.T) {
+	c := hotCluster(t, cluster.Options{DataServers: 1, Copies: 1, Proxies: 2,
+		DataServer: func(i int, cfg *dataserver.Config) { cfg.MemoryLimit = 4 << 20 }})
+	ctx := context.Background()
+	p0, p1 := c.Client(0), c.Client(1)
+	if err := p0.Set(ctx, "hk", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cached(t, p1, map[string]string{"hk": "v"})
+	clears := infoStat(t, p1, "hot_cache_clears")
+	// Fill the node past its memory limit.
+	val := strings.Repeat("x", 200)
+	for i := 0; i < 200; i++ {
+		pl := p0.Pipeline()
+		for j := 0; j < 200; j++ {
+			pl.Set(ctx, "fill:"+strconv.Itoa(i*200+j), val, 0)
+		}
+		if _, err := pl.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var evicted int64
+	for _, st := range c.DataServers[0].Engine().AllStats() {
+		evicted += st.Evictions
+	}
+	if evicted == 0 {
+		t.Fatal("nothing evicted: the test filled too little")
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for infoStat(t, p1, "hot_cache_clears") == clears {
+		if time.Now().After(deadline) {
+			t.Fatal("evictions on the node did not clear proxy 1's cache")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// What proxy 1 answers is the node's value (or its absence).
+	want := get(t, p0, "hk")
+	if got := get(t, p1, "hk"); got != want {
+		t.Fatalf("GET hk through proxy 1 = %q, the node has %q", got, want)
+	}
+}
