@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -329,4 +330,69 @@ func TestHotCacheEvictionClears(t *testing.T) {
 	if got := get(t, p1, "hk"); got != want {
 		t.Fatalf("GET hk through proxy 1 = %q, the node has %q", got, want)
 	}
+}
+
+// Buckets moved away (a third dataserver joins and takes some): the keys'
+// new masters have no registrations; their old masters, still in the
+// table with their links up, pushed for the keys they no longer master,
+// and the proxies dropped what they cached of buckets whose master
+// changed. Proxy 1 serves the writes made on the new masters.
+func TestHotCacheBucketMoved(t *testing.T) {
+	c := hotCluster(t, cluster.Options{DataServers: 2, Copies: 1, Proxies: 2, Buckets: 8})
+	ctx := context.Background()
+	p0, p1 := c.Client(0), c.Client(1)
+	tb := c.Table()
+	keys := map[string]string{}
+	byBucket := map[uint32]bool{}
+	for i := 0; len(byBucket) < int(tb.Buckets); i++ {
+		k := "hk:" + strconv.Itoa(i)
+		if b := uint32(tb.Bucket([]byte(k))); !byBucket[b] {
+			byBucket[b] = true
+			keys[k] = "v1"
+		}
+	}
+	for k, v := range keys {
+		if err := p0.Set(ctx, k, v, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cached(t, p1, keys)
+	old := map[string]string{}
+	for k := range keys {
+		old[k] = tb.Master(tb.Bucket([]byte(k)))
+	}
+	if _, err := c.StartDataServer(2); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(40 * time.Second)
+	for {
+		tb = c.Table()
+		if len(tb.Nodes()) == 3 && len(tb.Migrating) == 0 &&
+			c.Proxies[0].TableVersion() == tb.Version && c.Proxies[1].TableVersion() == tb.Version {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the table never settled: %d nodes, %d moves", len(tb.Nodes()), len(tb.Migrating))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	moved := 0
+	for k := range keys {
+		if m := tb.Master(tb.Bucket([]byte(k))); m != old[k] {
+			moved++
+			if !slices.Contains(tb.Nodes(), old[k]) {
+				t.Fatalf("%s's old master %s left the table", k, old[k])
+			}
+		}
+	}
+	if moved == 0 {
+		t.Fatal("no bucket moved to the new node")
+	}
+	for k := range keys {
+		if err := p0.Set(ctx, k, "v2", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, p1, k, "v2", time.Now(), pushWithin, "after the move ("+k+")")
+	}
+	t.Logf("%d of %d keys' buckets moved", moved, len(keys))
 }
