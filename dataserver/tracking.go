@@ -405,8 +405,13 @@ func (s *Server) trackTable(old, nrt *routing) {
 // evictLoop watches the engine's eviction count: evictions happen in the
 // engine, which names no key, so any eviction drops every registration
 // (a node evicting all the time tracks nothing for long, which is the
-// price of not serving stale values).
+// price of not serving stale values). An engine without the count
+// (engines.Engine does not require it) is not watched.
 func (s *Server) evictLoop(stop <-chan struct{}) {
+	ec, ok := s.eng.(interface{ Evictions() int64 })
+	if !ok {
+		return
+	}
 	tk := time.NewTicker(20 * time.Millisecond)
 	defer tk.Stop()
 	for {
@@ -415,10 +420,7 @@ func (s *Server) evictLoop(stop <-chan struct{}) {
 			return
 		case <-tk.C:
 		}
-		var n int64
-		for _, st := range s.eng.AllStats() {
-			n += st.Evictions
-		}
+		n := ec.Evictions()
 		s.track.mu.Lock()
 		changed := n != s.track.evictions
 		s.track.evictions = n
