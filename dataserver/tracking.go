@@ -65,6 +65,9 @@ type tracker struct {
 }
 
 func newTracker(max int) *tracker {
+	if max < 1 {
+		max = 1
+	}
 	return &tracker{max: max, keys: map[trackKey]*trackEntry{}, sinks: map[uint64]gnet.Conn{}}
 }
 
@@ -110,12 +113,17 @@ func (t *tracker) register(id uint64, area uint16, key []byte, b route.BucketID)
 	e.ids = append(e.ids, id)
 	var out pushOut
 	for len(t.keys) > t.max {
+		dropped := false
 		for vk, ve := range t.keys {
 			if vk == k {
 				continue
 			}
 			t.dropLocked(vk, ve, &out)
 			t.evicts.Add(1)
+			dropped = true
+			break
+		}
+		if !dropped {
 			break
 		}
 	}

@@ -100,20 +100,29 @@ func (s *Server) syncLinks() {
 	}
 }
 
-// trackLink connects to n, listens for its pushes, and reconnects.
+// trackLink connects to n, listens for its pushes, and reconnects: at
+// once after a link that was up, then backing off from 100 ms to 5 s
+// while it cannot be set up (a node down, or one that does not know
+// TAIR.TRACKING).
 func (s *Server) trackLink(ctx context.Context, n *node) {
 	defer s.wg.Done()
+	wait := 100 * time.Millisecond
 	for ctx.Err() == nil {
+		start := time.Now()
 		err := s.trackServe(ctx, n)
 		if ctx.Err() != nil {
 			return
 		}
 		s.log.Debug("hot-key cache: invalidation link down", "node", n.addr, "err", err)
+		if time.Since(start) > 5*time.Second {
+			wait = 100 * time.Millisecond // it was up a while
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(wait):
 		}
+		wait = min(2*wait, 5*time.Second)
 	}
 }
 
