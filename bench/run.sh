@@ -18,6 +18,9 @@
 #   6. bench/recovery.sh: a dataserver of ~1M key copies killed under load,
 #      the time until every bucket has its copies again beside the aim
 #      (10 s);
+#   6b. bench/hotkey-push.sh: one key taking half the reads through two
+#      proxies without and two with the hot-key cache (two dataservers),
+#      the hot key's rate ratio beside issue 16's aim (at least 3x);
 #   7. bench/redis7.sh: EVALSHA against INCR, PUBLISH to 100 subscribers
 #      over two proxies against redis-server, PFADD/XADD/SETBIT against
 #      redis-server;
@@ -32,7 +35,8 @@
 # BENCHTIME (1s) for the Go benchmarks' -benchtime, SKIP_RECOVERY=1 to
 # skip step 6, SKIP_HEAP=1 to skip step 8 (HEAP_SMALL, HEAP_LARGE: its key
 # counts), SKIP_DURABLE=1 to skip step 5b, SKIP_MIGRATION=1 to skip step 5c
-# (MIGRATION_KEYS, 1000000, its size), RECOVERY_KEYS (1000000) for its size, SKIP_REDIS7=1 to skip
+# (MIGRATION_KEYS, 1000000, its size), RECOVERY_KEYS (1000000) for its size,
+# SKIP_HOTKEY=1 to skip step 6b (HOTKEY_KEYS, 100000, its other keys), SKIP_REDIS7=1 to skip
 # step 7.
 set -u
 cd "$(dirname "$0")/.."
@@ -272,6 +276,10 @@ own_cluster_section "${SKIP_MIGRATION:-}" "${MIGRATION_KEYS:-1000000}" bench/mig
 # A dataserver lost under load.
 own_cluster_section "${SKIP_RECOVERY:-}" "${RECOVERY_KEYS:-1000000}" bench/recovery.sh \
   "recovery: a dataserver of ~${RECOVERY_KEYS:-1000000} key copies killed under load"
+# Hot keys across proxies (issue 16): the hot-key cache off and on side
+# by side, the hot key's rate ratio beside the aim.
+own_cluster_section "${SKIP_HOTKEY:-}" "${HOTKEY_KEYS:-100000}" bench/hotkey-push.sh \
+  "hot keys across proxies: one key taking half the reads, cache off and on"
 # The Redis 7 families (bench/redis7.sh), on a machine without the
 # clusters above.
 redis7_section

@@ -100,6 +100,10 @@ type Config struct {
 	// ReadFromSlave lets TAIR.XR reads be served from a slave copy
 	// (default true).
 	ReadFromSlave bool
+	// TrackingMaxKeys caps the keys this node tracks for proxies'
+	// hot-key caches (default 65536); past it, registrations are dropped
+	// by pushing their invalidation (tracking.go).
+	TrackingMaxKeys int
 }
 
 // DefaultConfig returns the defaults.
@@ -121,6 +125,7 @@ func DefaultConfig() Config {
 		MaxKeySize:            1024,
 		MaxValueSize:          1 << 20,
 		ReadFromSlave:         true,
+		TrackingMaxKeys:       65536,
 	}
 }
 
@@ -145,6 +150,7 @@ func (c *Config) Adjust() {
 	defaults.NotPositive(&c.MigrateLatencyTarget, d.MigrateLatencyTarget)
 	defaults.NotPositive(&c.MigrateParallel, d.MigrateParallel)
 	defaults.NotPositive(&c.MaxKeySize, d.MaxKeySize)
+	defaults.NotPositive(&c.TrackingMaxKeys, d.TrackingMaxKeys)
 	defaults.NotPositive(&c.MaxValueSize, d.MaxValueSize)
 }
 

@@ -134,7 +134,7 @@ func (b *batchOut) waits() bool {
 		return true
 	}
 	for i := range b.ps {
-		if len(b.ps[i].waits) > 0 {
+		if len(b.ps[i].waits) > 0 || pushesPending(b.ps[i].pushed) {
 			return true
 		}
 	}
@@ -243,7 +243,13 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []
 			cmd = "flushall"
 		}
 		r := hookRequest{area: env.Area, cmd: cmd, write: true, args: args, peer: peer}
-		return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte { return s.flush(out, env, name == "FLUSHALL") })
+		out = s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte { return s.flush(out, env, name == "FLUSHALL") })
+		if name == "FLUSHALL" {
+			p.pushed = appendPush(p.pushed, s.track.allChanged())
+		} else {
+			p.pushed = appendPush(p.pushed, s.track.areaChanged(env.Area))
+		}
+		return out
 	case "MULTIEXEC":
 		return s.multiExec(out, env, args, p, peer, nil)
 	case "EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO":
@@ -281,10 +287,14 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []
 		// node's data alone (the proxy broadcasts those that need every
 		// node).
 		r := hookRequest{area: env.Area, cmd: spec.Name, write: spec.Has(command.Write), args: args, peer: peer}
-		return s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte {
+		out = s.hooked(out, s.hooks.Load(), r, func(out []byte) []byte {
 			out, _ = x.Exec(env.Area, env.Proto, false, args, out)
 			return out
 		})
+		if r.write {
+			p.pushed = appendPush(p.pushed, s.track.areaChanged(env.Area))
+		}
+		return out
 	}
 	write := spec.Has(command.Write)
 	rt := s.rt.Load()
@@ -316,6 +326,9 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []
 			}
 		}
 		return resp.AppendErr(out, err)
+	}
+	if env.Track != 0 && !write && spec.Name == "get" {
+		s.trackRead(env, b, args[keys[0]]) // tracking.go: before the read
 	}
 	// hooked, written out: the keyed path is the hot one, and with no
 	// hook on it goes straight to serve, without an indirect call.

@@ -71,6 +71,8 @@ type dsConn struct {
 	// runs is odd while a batch of the connection runs (the watchdog's
 	// stamp; read by it from another goroutine).
 	runs liveness.Progress
+	// trackID: the connection is that tracker's sink (TAIR.TRACKING).
+	trackID uint64
 }
 
 func (fe *frontEnd) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
@@ -87,6 +89,9 @@ func (fe *frontEnd) OnClose(c gnet.Conn, _ error) gnet.Action {
 	if dc, ok := c.Context().(*dsConn); ok {
 		dc.closing = true
 		fe.s.wd.remove(dc)
+		if dc.trackID != 0 {
+			fe.s.track.removeSink(dc.trackID, c)
+		}
 		if dc.writer != nil {
 			close(dc.writer)
 		}
@@ -135,6 +140,10 @@ func (s *Server) loopRecover(c gnet.Conn) {
 func (dc *dsConn) process() {
 	for !dc.busy && !dc.closing && dc.queued < maxQueued {
 		cmds, err := dc.rd.Parse(maxBatch)
+		for len(cmds) > 0 && isTracking(cmds[0].Args[0]) && dc.queued == 0 && !dc.busy {
+			dc.trackingCommand(cmds[0].Args) // tracking.go
+			cmds = cmds[1:]
+		}
 		if len(cmds) > 0 {
 			if dc.onLoop(cmds) {
 				dc.runs.Enter()

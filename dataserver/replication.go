@@ -46,6 +46,9 @@ type pending struct {
 	// bailed: it stopped for that reason without a reply, and runs again
 	// off the loop (replApply).
 	onLoop, bailed bool
+	// pushed: the invalidations the write pushed to proxies' caches
+	// (tracking.go), written before the reply is.
+	pushed []chan struct{}
 }
 
 type waiter struct {
@@ -57,6 +60,11 @@ type waiter struct {
 // replicateLocked appends propagated commands to bucket bk's streams;
 // bk.mu is held.
 func (s *Server) replicateLocked(bk *bucket, rt *routing, area uint16, prop [][][]byte, p *pending) {
+	if s.track.count.Load() > 0 {
+		if ch := s.track.keysChanged(area, prop); ch != nil {
+			p.pushed = append(p.pushed, ch)
+		}
+	}
 	if len(rt.slaves[bk.id]) == 0 && bk.mig == nil {
 		return // a single copy and no migration: nothing to send
 	}
@@ -87,6 +95,9 @@ func (s *Server) replicateLocked(bk *bucket, rt *routing, area uint16, prop [][]
 // release waits for p's replication and checks the lease; a non-nil error
 // replaces the reply.
 func (s *Server) release(p *pending) error {
+	if len(p.pushed) > 0 {
+		awaitPushes(p.pushed)
+	}
 	if len(p.waits) > 0 {
 		var timer *time.Timer
 		defer func() {
@@ -323,7 +334,8 @@ func (s *Server) tableChange() <-chan struct{} {
 // publishTable makes rt the routing writes and reads go by, and wakes
 // the waiters of tableChange.
 func (s *Server) publishTable(rt *routing) {
-	s.rt.Store(rt)
+	old := s.rt.Swap(rt)
+	s.trackTable(old, rt)
 	s.tableSig.Lock()
 	if s.tableSig.ch != nil {
 		close(s.tableSig.ch)

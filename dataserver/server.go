@@ -124,8 +124,10 @@ type Server struct {
 	httpSrv *http.Server
 
 	// connWG counts the connections' writer and runner goroutines.
-	connWG   sync.WaitGroup
-	closing  atomic.Bool
+	connWG  sync.WaitGroup
+	closing atomic.Bool
+	// track: the keys proxies cache, for the invalidations (tracking.go).
+	track    *tracker
 	ctx      context.Context
 	cancel   context.CancelFunc
 	hbCancel context.CancelFunc
@@ -292,6 +294,16 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	s.mu.retired = map[string]string{}
 	s.areas.Store(&areaTable{})
 	s.m = newMetrics()
+	s.track = newTracker(cfg.TrackingMaxKeys)
+	s.m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
+		Name: "tracking_pushes_total", Help: "Invalidations pushed to proxies' hot-key caches (a tracked key changed, expired, was evicted or its bucket moved)."},
+		func() float64 { return float64(s.track.pushes.Load()) }))
+	s.m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
+		Name: "tracking_evictions_total", Help: "Tracked keys dropped (and pushed) to keep the tracking table under --tracking-max-keys."},
+		func() float64 { return float64(s.track.evicts.Load()) }))
+	s.m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "tair", Subsystem: "dataserver",
+		Name: "tracking_keys", Help: "Keys proxies' hot-key caches hold from this node, whose changes it pushes."},
+		func() float64 { return float64(s.track.count.Load()) }))
 	s.m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
 		Name: "copy_seconds_total", Help: "Time spent taking and restoring bucket copies (one at a time)."},
 		func() float64 { return time.Duration(s.bulkMu.busy.Load()).Seconds() }))
@@ -363,10 +375,14 @@ func (s *Server) Start() error {
 		s.heartbeatLoop(hbCtx)
 		<-tableDone
 	}()
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go func() {
 		defer s.wg.Done()
 		s.watchdogLoop(s.ctx.Done())
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.evictLoop(s.ctx.Done()) // tracking.go
 	}()
 	go func() {
 		defer s.wg.Done()

@@ -7,10 +7,10 @@ import (
 )
 
 // Cache is a small proxy-local cache for the values of hot keys. Entries
-// live at most TTL, which bounds how stale a read served from it can be
-// (writes that pass through the same proxy invalidate at once; writes
-// through other proxies are seen after at most TTL). It is bounded by
-// entry count and by bytes, evicting the least recently used.
+// live at most TTL, the backstop of how stale a read served from it can
+// be: writes that pass through the same proxy invalidate at once, and the
+// proxy invalidates what the dataservers push (proxy/hotpush.go). It is
+// bounded by entry count and by bytes, evicting the least recently used.
 type Cache struct {
 	ttl      time.Duration
 	maxItems int

@@ -34,6 +34,9 @@ type node struct {
 	// scriptsOff: scripts the node lately sent back to a script
 	// connection (script.go).
 	scriptsOff scriptsOff
+	// trackUp: the hot-key cache's invalidation link to the node is up
+	// (hotpush.go); fills go to it only then.
+	trackUp atomic.Bool
 
 	mu struct {
 		sync.Mutex

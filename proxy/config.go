@@ -42,9 +42,11 @@ type Config struct {
 	// (TAIR.XR); slaves may lag the master by in-flight writes.
 	ReadFromSlave bool
 	// HotCacheTTL, when positive, serves GETs of hot keys (hotkey.Detector)
-	// from a proxy-local cache whose entries live that long: writes
-	// through this proxy invalidate at once; a write through another
-	// proxy, or an expiry, is seen within HotCacheTTL. 0 = off.
+	// from a proxy-local cache whose entries live at most that long:
+	// writes through this proxy invalidate at once, and any other change
+	// of a cached key (a write through another proxy, an expiry, an
+	// eviction, a move) is pushed by the key's master (hotpush.go); the
+	// TTL is the backstop. 0 = off.
 	HotCacheTTL time.Duration
 	// HotCacheKeys and HotCacheBytes bound the cache (default 1024 keys,
 	// 64 MiB).

@@ -295,5 +295,15 @@ func wrap(b []byte, rt *routing, slave bool, r *request) []byte {
 		kind = envelope.SlaveOK
 	}
 	h := envelope.Header{Kind: kind, Area: uint16(r.area), Version: rt.t.Version, Proto: r.proto, NoTouch: r.noTouch}
+	if r.fill {
+		// A hot-key cache fill: the master pushes the key's next change
+		// (hotpush.go). Not from a slave, nor from a master whose
+		// pushes would not reach this proxy: then nothing is cached.
+		if !slave && r.node != nil && r.node.trackUp.Load() {
+			h.Track = r.node.srv.trackID
+		} else {
+			r.fill = false
+		}
+	}
 	return envelope.Append(b, h, r.args)
 }

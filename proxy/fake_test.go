@@ -49,6 +49,34 @@ type fakeDS struct {
 	noTouch   atomic.Int64 // envelopes flagged NO-TOUCH
 	delay     atomic.Int64 // ns before each batch
 	hangUp    atomic.Int32 // close the connection unanswered on this many more requests
+
+	trackMu    sync.Mutex
+	trackConns []redcon.Conn // hot-key cache links (TAIR.TRACKING)
+	// beforeReply, when set, runs after a command was handled and
+	// before its reply is written.
+	beforeReply atomic.Pointer[func(args [][]byte)]
+}
+
+// push writes raw bytes (pushes) on every hot-key cache link of f.
+func (f *fakeDS) push(b []byte) int {
+	f.trackMu.Lock()
+	defer f.trackMu.Unlock()
+	for _, c := range f.trackConns {
+		_, _ = c.NetConn().Write(b)
+	}
+	return len(f.trackConns)
+}
+
+// dropTracking closes the hot-key cache links the proxy keeps to f.
+func (f *fakeDS) dropTracking() int {
+	f.trackMu.Lock()
+	defer f.trackMu.Unlock()
+	n := len(f.trackConns)
+	for _, c := range f.trackConns {
+		_ = c.NetConn().Close() // redcon's Close flushes its writer: not from here
+	}
+	f.trackConns = nil
+	return n
 }
 
 func newFakeDS(t testing.TB) *fakeDS {
@@ -91,13 +119,25 @@ func (f *fakeDS) serve(conn redcon.Conn, cmd redcon.Command) {
 		return
 	}
 	for _, c := range cmds {
-		conn.WriteRaw(f.handle(c.Args))
+		if strings.EqualFold(string(c.Args[0]), "TAIR.TRACKING") {
+			f.trackMu.Lock()
+			f.trackConns = append(f.trackConns, conn)
+			f.trackMu.Unlock()
+		}
+		out := f.handle(c.Args)
+		if h := f.beforeReply.Load(); h != nil {
+			(*h)(c.Args)
+		}
+		conn.WriteRaw(out)
 	}
 }
 
 func (f *fakeDS) key(area string, k []byte) string { return area + "\x00" + string(k) }
 
 func (f *fakeDS) handle(args [][]byte) []byte {
+	if strings.EqualFold(string(args[0]), "TAIR.TRACKING") {
+		return resp.AppendOK(nil) // a hot-key cache's link; it never pushes
+	}
 	f.calls.Add(1)
 	area, proto := "0", 2
 	name := strings.ToUpper(string(args[0]))

@@ -439,6 +439,9 @@ func (ss *session) info2(has func(string) bool) string {
 			kv("hot_cache_hits", hits)
 			kv("hot_cache_misses", misses)
 			kv("hot_cache_keys", int64(keys))
+			kv("hot_cache_invalidations", s.tl.invalidations.Load())
+			kv("hot_cache_clears", s.tl.clears.Load())
+			kv("hot_cache_links", s.trackLinksUp())
 		}
 	}
 	if has("replication") {

@@ -206,12 +206,14 @@ var (
 	descHotCacheHits    = prometheus.NewDesc("tair_proxy_hot_cache_hits_total", "GETs of hot keys answered from the proxy's hot-key cache (--hot-cache-ttl).", nil, nil)
 	descHotCacheMisses  = prometheus.NewDesc("tair_proxy_hot_cache_misses_total", "GETs of hot keys the hot-key cache did not hold.", nil, nil)
 	descHotCacheEntries = prometheus.NewDesc("tair_proxy_hot_cache_keys", "Keys held in the hot-key cache.", nil, nil)
+	descHotCacheInvals  = prometheus.NewDesc("tair_proxy_hot_cache_invalidations_total", "Invalidations of hot-key cache entries pushed by the dataservers (a cached key changed).", nil, nil)
+	descHotCacheClears  = prometheus.NewDesc("tair_proxy_hot_cache_clears_total", "Times the whole hot-key cache was dropped for a push it may have missed (an invalidation link down, a bucket's master changed, FLUSHALL, evictions).", nil, nil)
 )
 
 func (c *redisCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRedisUp, descRedisUptime, descRedisProcessed, descRedisCalls, descRedisSeconds,
 		descRedisFailed, descRedisRejected, descRedisClients, descRedisBlocked, descRedisConns, descRedisRejConns,
-		descRedisNetIn, descRedisNetOut, descHotKeys, descHotCacheHits, descHotCacheMisses, descHotCacheEntries} {
+		descRedisNetIn, descRedisNetOut, descHotKeys, descHotCacheHits, descHotCacheMisses, descHotCacheEntries, descHotCacheInvals, descHotCacheClears} {
 		ch <- d
 	}
 }
@@ -255,6 +257,8 @@ func (c *redisCollector) Collect(ch chan<- prometheus.Metric) {
 	if s.hotCache != nil {
 		hits, misses, keys = s.hotCache.Stats()
 	}
+	counter(descHotCacheInvals, float64(s.tl.invalidations.Load()))
+	counter(descHotCacheClears, float64(s.tl.clears.Load()))
 	counter(descHotCacheHits, float64(hits))
 	counter(descHotCacheMisses, float64(misses))
 	gauge(descHotCacheEntries, float64(keys))

@@ -141,6 +141,7 @@ func (r *router) apply(t *route.Table, force bool) bool {
 		}
 	}
 	old := r.cur.Swap(rt)
+	r.srv.hotTableChanged(old, rt) // hotpush.go
 	ch := make(chan struct{})
 	if prev := r.changed.Swap(&ch); prev != nil {
 		close(*prev)

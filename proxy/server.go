@@ -72,7 +72,11 @@ type Server struct {
 	hot *hotkey.Detector
 	// hotCache serves GETs of hot keys (nil: Config.HotCacheTTL is 0).
 	hotCache *hotkey.Cache
-	dyn      dynConfig
+	// trackID names this proxy to the dataservers' tracking, tl its
+	// invalidation links (hotpush.go).
+	trackID uint64
+	tl      trackLinks
+	dyn     dynConfig
 
 	// stallAfter (ns): an event loop without progress this long makes
 	// the proxy unhealthy; unhealthy is why ("" healthy, contain.go).
@@ -116,6 +120,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	if cfg.HotCacheTTL > 0 {
 		s.hotCache = hotkey.NewCache(cfg.HotCacheTTL, cfg.HotCacheKeys, cfg.HotCacheBytes, nil)
+		s.trackID = newTrackID()
 	}
 	s.stallAfter.Store(int64(defaultStallTimeout))
 	s.m = newMetrics(s)
@@ -159,6 +164,10 @@ func (s *Server) Start() error {
 	}
 	s.wg.Add(1)
 	go s.statsLoop()
+	if s.hotCache != nil {
+		s.wg.Add(1)
+		go s.trackLoop() // hotpush.go
+	}
 	if len(s.cfg.Peers) > 0 || s.r.client != nil {
 		s.wg.Add(1)
 		go s.peersLoop()

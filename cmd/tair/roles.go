@@ -134,6 +134,7 @@ func dataserverFlags(cmd *cobra.Command) {
 	f.Int("migrate-parallel", d.MigrateParallel, "bucket moves this node runs at once")
 	f.Int("max-key-size", d.MaxKeySize, "largest key in bytes")
 	f.Int("max-value-size", d.MaxValueSize, "largest value in bytes")
+	f.Int("tracking-max-keys", d.TrackingMaxKeys, "most keys tracked for proxies' hot-key caches (past it, registrations are dropped by pushing their invalidation)")
 }
 
 func dataserverConfig(v *viper.Viper) dataserver.Config {
@@ -161,6 +162,7 @@ func dataserverConfig(v *viper.Viper) dataserver.Config {
 	c.MigrateParallel = v.GetInt("migrate-parallel")
 	c.MaxKeySize = v.GetInt("max-key-size")
 	c.MaxValueSize = v.GetInt("max-value-size")
+	c.TrackingMaxKeys = v.GetInt("tracking-max-keys")
 	return c
 }
 
@@ -199,7 +201,7 @@ func proxyFlags(cmd *cobra.Command) {
 	f.Duration("request-timeout", d.RequestTimeout, "how long the proxy waits for a dataserver's reply before it answers -TIMEOUT")
 	f.Int("backend-conns", d.BackendConns, "pipelined connections per dataserver")
 	f.Int("event-loops", 0, "event loops serving clients (0 = GOMAXPROCS; the process keeps one P more than its loops)")
-	f.Duration("hot-cache-ttl", 0, "serve GETs of hot keys from a proxy-local cache whose entries live this long (writes through other proxies are seen within it); 0 = off")
+	f.Duration("hot-cache-ttl", 0, "serve GETs of hot keys from a proxy-local cache whose entries live at most this long; a key's master pushes its invalidation when it changes, so the TTL is a backstop; 0 = off")
 	f.Int("hot-cache-keys", d.HotCacheKeys, "most keys in the hot-key cache")
 	f.Int("hot-cache-bytes", d.HotCacheBytes, "most bytes in the hot-key cache")
 	f.Int64("pubsub-hard-limit", d.PubSubHardLimit, "cut a pub/sub subscriber with more unsent bytes than this (client-output-buffer-limit pubsub; negative = none)")

@@ -920,6 +920,21 @@ func (e *Engine) stats1(area uint16, keys int64) engines.AreaStats {
 	return s
 }
 
+// Evictions returns the records evicted in every area (the store's
+// counts; atomic loads, cheap enough to poll: the dataserver's tracking
+// watches it).
+func (e *Engine) Evictions() int64 {
+	if e.closed.Load() {
+		return 0
+	}
+	var n int64
+	for a := uint16(0); a <= MaxArea; a++ {
+		_, ev := e.st.Usage(a)
+		n += ev
+	}
+	return n
+}
+
 // ExpiredKeys returns how many expired records were reclaimed: by writes
 // that found them (lazy expiry) and by the store's own sweeps when it
 // counts them (an ExpiryCounter).

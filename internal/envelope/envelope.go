@@ -12,8 +12,12 @@
 //
 // Per-request flags follow the protocol digit as letters: n, the client
 // is in CLIENT NO-TOUCH mode (its commands leave the keys' access
-// frequency and time alone). A request without flags is written as
-// before they existed, so that a dataserver that knows none serves it.
+// frequency and time alone); t<id>, last, a read that fills the proxy's
+// hot-key cache: the master remembers the key for the tracker id (the
+// proxy's, as its TAIR.TRACKING connection names it) and pushes an
+// invalidation there when the key next changes. A request without flags
+// is written as before they existed, so that a dataserver that knows none
+// serves it.
 //
 // The refusals, as error replies (see Refusal):
 //
@@ -76,6 +80,9 @@ type Header struct {
 	Proto   int           // the client's RESP version, 2 or 3
 	// NoTouch: the client is in CLIENT NO-TOUCH mode (flag n).
 	NoTouch bool
+	// Track: a hot-key cache fill for the tracker of this id (flag
+	// t<id>); 0 = none.
+	Track uint64
 }
 
 // Fields is the number of arguments an envelope puts before its command.
@@ -119,6 +126,10 @@ func Args(h Header, args [][]byte) [][]byte {
 
 // appendProto appends h's protocol field as a bulk string.
 func appendProto(b []byte, h Header) []byte {
+	if h.Track != 0 {
+		var f [24]byte
+		return resp.AppendBulk(b, protoField(f[:0], h))
+	}
 	switch {
 	case h.NoTouch && h.Proto == 3:
 		return append(b, "$2\r\n3n\r\n"...)
@@ -136,6 +147,10 @@ func protoField(b []byte, h Header) []byte {
 	if h.NoTouch {
 		b = append(b, 'n')
 	}
+	if h.Track != 0 {
+		b = append(b, 't')
+		b = strconv.AppendUint(b, h.Track, 10)
+	}
 	return b
 }
 
@@ -145,10 +160,17 @@ func parseProto(b []byte, h *Header) bool {
 		return false
 	}
 	h.Proto = int(b[0] - '0')
-	for _, f := range b[1:] {
-		switch f {
+	for i := 1; i < len(b); i++ {
+		switch b[i] {
 		case 'n':
 			h.NoTouch = true
+		case 't':
+			id, ok := redisnum.ParseUint(b[i+1:])
+			if !ok || id == 0 {
+				return false
+			}
+			h.Track = id
+			return true
 		default:
 			return false
 		}

@@ -17,12 +17,17 @@ func TestAppendIsTheCommandParseReads(t *testing.T) {
 		{Kind: Forwarded, Area: 1023, Version: 1<<63 - 1, Proto: 2},
 		{Kind: Master, Area: 3, Version: 7, Proto: 2, NoTouch: true},
 		{Kind: SlaveOK, Area: 0, Version: 7, Proto: 3, NoTouch: true},
+		{Kind: Master, Area: 5, Version: 7, Proto: 2, Track: 42},
+		{Kind: Master, Area: 5, Version: 7, Proto: 3, NoTouch: true, Track: 1<<62 + 7},
 	} {
 		cmd := [][]byte{[]byte("SET"), []byte("k"), []byte("v")}
 		got := Append(nil, h, cmd)
 		proto := itoa(uint64(h.Proto))
 		if h.NoTouch {
 			proto += "n"
+		}
+		if h.Track != 0 {
+			proto += "t" + itoa(h.Track)
 		}
 		args := append([][]byte{[]byte(h.Kind.Name()),
 			[]byte(itoa(uint64(h.Area))), []byte(itoa(uint64(h.Version))), []byte(proto)}, cmd...)
@@ -84,6 +89,9 @@ func TestParseRefusesBadFields(t *testing.T) {
 		"TAIR.X 0 1 2x GET",                   // no such flag
 		"TAIR.X 0 1 n GET",                    // a flag without a protocol
 		"TAIR.X 0 1 02 GET",                   // not the protocol's digit
+		"TAIR.X 0 1 2t GET",                   // a tracker flag without its id
+		"TAIR.X 0 1 2t0 GET",                  // tracker id 0
+		"TAIR.X 0 1 2t5n GET",                 // the tracker flag is last
 		"TAIR.X 0 99999999999999999999 2 GET", // version overflows
 	} {
 		_, _, err := Parse(bytesFields(args))
