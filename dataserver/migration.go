@@ -17,9 +17,11 @@ import (
 // Steps, each restartable from the top (a new attempt starts a new stream
 // session whose first item tells the destination to drop its partial
 // copy):
-//  1. under the bucket's lock: stream "begin", then a snapshot of the
-//     bucket (ForEach) as records, and attach the stream to the bucket so
-//     every later write is streamed after the snapshot, in order;
+//  1. under the bucket's lock: stream "begin" and attach the stream to
+//     the bucket, so every later write is streamed, in order; then walk
+//     the bucket, sending its keys as records in short slices, each under
+//     the bucket's lock, and again the keys written before the walk
+//     passed them (migwalk.go);
 //  2. let the stream drain at the adaptive rate while writes go on
 //     (they do not wait for the destination yet);
 //  3. freeze the bucket (writes get TRYAGAIN) until the destination has
@@ -32,9 +34,10 @@ type migration struct {
 	move route.Move
 	log  *slog.Logger
 
-	// st and synced are guarded by the bucket's lock.
+	// st, synced and walk are guarded by the bucket's lock.
 	st     *stream
 	synced bool
+	walk   *bucketWalk // the attempt's walk of the bucket (migwalk.go)
 
 	// reportedDone: Done was reported once (owned by the run goroutine).
 	reportedDone bool
@@ -164,6 +167,7 @@ func (m *migration) detach() {
 	if bk.mig == m {
 		bk.mig = nil
 	}
+	m.walk = nil
 	bk.frozen.Store(false)
 	m.synced = false
 	bk.unlock()
@@ -183,28 +187,27 @@ func (m *migration) attempt() error {
 	start := time.Now()
 	st := s.newStream(m.move.To, true, "")
 
-	// 1. Snapshot and attach, atomically with respect to the bucket's writes.
-	s.bulkMu.Lock()
+	// 1. Attach, then walk the bucket in slices (migwalk.go).
 	bk.lock()
 	t := s.Table()
 	if t == nil || !holds(t, b, s.addr) {
 		bk.unlock()
-		s.bulkMu.Unlock()
 		go st.close(0)
 		return fmt.Errorf("this node holds no copy of bucket %d", b)
 	}
-	recs, err := s.pushSnapshotLocked(st, b, "migration")
-	n := int64(recs)
-	if err != nil {
-		bk.unlock()
-		s.bulkMu.Unlock()
-		go st.close(0)
-		return fmt.Errorf("snapshot: %w", err)
-	}
-	m.st, m.synced = st, false
+	st.beginCopy()
+	st.push(b, 0, kindBegin, payload{})
+	w := newBucketWalk(&s.walkWrites)
+	m.st, m.synced, m.walk = st, false, w
 	bk.mig = m
 	bk.unlock()
-	s.bulkMu.Unlock()
+	recs, err := m.walkBucket(st, w)
+	st.endCopy()
+	s.m.fullCopy("migration", recs)
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	n := int64(recs)
 	m.log.Info("migration started", "records", n)
 	snapped := time.Now()
 
