@@ -10,6 +10,7 @@ import (
 
 	"github.com/tairkv/tair/dataserver/exec"
 	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/engines/ds"
 	"github.com/tairkv/tair/internal/command"
 	"github.com/tairkv/tair/internal/errs"
 	"github.com/tairkv/tair/internal/route"
@@ -80,8 +81,10 @@ type bucketWalk struct {
 	active  bool
 	dirty   map[walkName]struct{}
 	tainted bool
-	keyBuf  []int
-	noted   *atomic.Int64 // Server.walkWrites
+	// inflight: the big key being sent in pieces (see below).
+	inflight *pieceState
+	keyBuf   []int
+	noted    *atomic.Int64 // Server.walkWrites
 }
 
 func newBucketWalk(noted *atomic.Int64) *bucketWalk {
@@ -91,6 +94,9 @@ func newBucketWalk(noted *atomic.Int64) *bucketWalk {
 // sentLocked reports whether the destination holds n as the master does.
 func (w *bucketWalk) sentLocked(n walkName) bool {
 	if _, d := w.dirty[n]; d {
+		return false
+	}
+	if w.inflight != nil && w.inflight.name == n {
 		return false
 	}
 	if w.done {
@@ -119,6 +125,9 @@ func (w *bucketWalk) noteLocked(area uint16, cmds [][][]byte) {
 		if len(idx) == 0 {
 			w.tainted = true
 			continue
+		}
+		if p := w.inflight; len(idx) == 1 && p != nil && p.name.area == area && p.name.key == string(c[idx[0]]) {
+			continue // a big key's pieces and its own writes commute
 		}
 		all := false
 		for _, i := range idx {
@@ -203,31 +212,168 @@ func (c *chunker) flush() {
 // sendNameLocked reads name n of bucket b as it is now and adds it to c:
 // its plain record and its pkey, whichever exist; a namespace that does
 // not exist is sent as a tombstone when tomb says the destination may
-// hold something there. The bucket's lock is held.
-func (s *Server) sendNameLocked(c *chunker, b route.BucketID, n walkName, tomb bool) error {
+// hold something there. With pieces, a big hash or set of an in-memory
+// engine is sent in pieces (started: its first one, the rest to follow,
+// continuePiecesLocked). The bucket's lock is held.
+func (s *Server) sendNameLocked(c *chunker, w *bucketWalk, b route.BucketID, n walkName, tomb, pieces bool) (started bool, err error) {
 	k := engines.Key{Bucket: uint32(b), Area: n.area, Key: []byte(n.key), NoStats: true, NoTouch: true}
 	e, err := s.eng.Get(k)
 	switch {
 	case err == nil:
+		if pieces && !s.eng.Persistent() && !e.Hidden && e.Object != nil && e.Object.Len() > pieceElems {
+			started = s.startPiecesLocked(w, n, &e)
+		}
 		if err := c.add(&engines.Record{Area: n.area, Key: k.Key, Entry: e}); err != nil {
-			return err
+			w.inflight = nil
+			return false, err
 		}
 	case !errors.Is(err, errs.ErrNotFound):
-		return err
+		return false, err
 	case tomb:
 		if err := c.add(&engines.Record{Area: n.area, Key: k.Key, Entry: tombstoneEntry}); err != nil {
-			return err
+			return false, err
 		}
 	}
 	kvs, err := s.eng.PrefixRange(k, engines.RangeOptions{})
 	if err != nil && !errors.Is(err, errs.ErrNotFound) {
-		return err
+		w.inflight = nil
+		return false, err
 	}
 	switch {
 	case len(kvs) > 0:
-		return c.add(&engines.Record{Area: n.area, Key: k.Key, Prefix: kvs})
+		err = c.add(&engines.Record{Area: n.area, Key: k.Key, Prefix: kvs})
 	case tomb:
-		return c.add(&engines.Record{Area: n.area, Key: k.Key, Prefix: []engines.KV{{Key: []byte{}, Entry: tombstoneEntry}}})
+		err = c.add(&engines.Record{Area: n.area, Key: k.Key, Prefix: []engines.KV{{Key: []byte{}, Entry: tombstoneEntry}}})
+	}
+	if err != nil {
+		w.inflight = nil
+		return false, err
+	}
+	return started, nil
+}
+
+// # Big keys in pieces
+//
+// A hash or a set of more than pieceElems elements (in-memory engines,
+// whose records hold the object itself) is not encoded in one hold of the
+// bucket's lock: its first piece is a record of the key holding its first
+// pieceElems elements (version, expiry and flags as they are), which
+// replaces the key on the destination; each further piece, in a hold of
+// its own, sets the next pieceElems elements, as they are then, with
+// HSET or SADD under the key's current version (a versions entry, so the
+// destination's version stays the master's). The element list is taken
+// at the first piece.
+//
+// A write to the key between its pieces reaches the destination in order
+// and acts there element by element, as it did on the master: on an
+// element already sent, it leaves it as the master's; on one not yet
+// sent, whatever it leaves is replaced by that element's piece, which
+// reads the master's element then (or skips it if the master has none);
+// an element the write added is not in the list and is the write's alone
+// on both sides. A whole-key write (DEL, EXPIRE, RESTORE) acts on the
+// whole partial key, and the pieces that follow only add the master's
+// current elements. Hashes and sets have no write that depends on an
+// element's position, so single-key writes need no care (noteLocked lets
+// them through); a write naming the key and another makes both dirty, as
+// any write naming a key not yet sent. Lists, sorted sets (ranks) and
+// streams have such writes, and go whole. If between pieces the key is
+// gone, hidden or of another type, the rest is not sent and the key is
+// dirty: it is sent again whole or as a tombstone.
+
+// pieceElems is the most elements of a hash or set sent in one piece (a
+// variable for the tests).
+var pieceElems = 10_000
+
+// pieceState is the big key a walk is sending in pieces.
+type pieceState struct {
+	name    walkName
+	typ     engines.ValueType
+	members []string // the elements, as listed at the first piece
+	next    int      // members[:next] were sent
+}
+
+// startPiecesLocked makes e (of name n) its first piece and notes the
+// rest in w; false when e is not of a kind sent in pieces.
+func (s *Server) startPiecesLocked(w *bucketWalk, n walkName, e *engines.Entry) bool {
+	var members []string
+	switch o := e.Object.(type) {
+	case *ds.Hash:
+		members = make([]string, 0, o.Len())
+		o.Range(func(f, _ string) bool { members = append(members, f); return true })
+		h := ds.NewHash()
+		for _, f := range members[:pieceElems] {
+			v, _ := o.Get(f)
+			h.Set(f, v)
+		}
+		e.Object = h
+	case *ds.Set:
+		members = o.Members()
+		first := ds.NewSet()
+		for _, m := range members[:pieceElems] {
+			first.Add(m)
+		}
+		e.Object = first
+	default:
+		return false
+	}
+	w.inflight = &pieceState{name: n, typ: e.Type, members: members, next: pieceElems}
+	s.walkPieces.Add(1)
+	return true
+}
+
+var (
+	verbHSET = []byte("HSET")
+	verbSADD = []byte("SADD")
+	replVer  = []byte("TAIR.REPLVER")
+)
+
+// continuePiecesLocked pushes the next piece of w's big key onto st (the
+// bucket's lock held).
+func (s *Server) continuePiecesLocked(st *stream, b route.BucketID, w *bucketWalk) error {
+	p := w.inflight
+	k := engines.Key{Bucket: uint32(b), Area: p.name.area, Key: []byte(p.name.key), NoStats: true, NoTouch: true}
+	e, err := s.eng.Get(k)
+	if err != nil && !errors.Is(err, errs.ErrNotFound) {
+		return err
+	}
+	end := min(p.next+pieceElems, len(p.members))
+	var cmd [][]byte
+	switch o := e.Object.(type) {
+	case *ds.Hash:
+		if err != nil || e.Hidden || e.Type != p.typ {
+			break
+		}
+		cmd = append(make([][]byte, 0, 2+2*(end-p.next)), verbHSET, k.Key)
+		for _, f := range p.members[p.next:end] {
+			if v, ok := o.Get(f); ok {
+				cmd = append(cmd, []byte(f), []byte(v))
+			}
+		}
+	case *ds.Set:
+		if err != nil || e.Hidden || e.Type != p.typ {
+			break
+		}
+		cmd = append(make([][]byte, 0, 2+end-p.next), verbSADD, k.Key)
+		for _, m := range p.members[p.next:end] {
+			if o.Has(m) {
+				cmd = append(cmd, []byte(m))
+			}
+		}
+	}
+	if cmd == nil {
+		// Gone, hidden or replaced: send it again, whole or as a
+		// tombstone.
+		w.inflight = nil
+		w.dirty[p.name] = struct{}{}
+		return nil
+	}
+	p.next = end
+	if len(cmd) > 2 {
+		ver := [][]byte{replVer, strconv.AppendInt(nil, e.Version, 10)}
+		st.push(b, p.name.area, kindCmds, cmdsPayload([][][]byte{ver, cmd}))
+	}
+	if p.next >= len(p.members) {
+		w.inflight = nil
 	}
 	return nil
 }
@@ -262,6 +408,10 @@ func (w *bucketWalk) dirtySorted() []walkName {
 
 // walkBucket sends the bucket's keys onto st (see above) and returns the
 // number of records sent. The stream is attached, with w.
+//
+// It runs in holds of the bucket's lock: first the listed names, a slice
+// a hold, then rounds of the dirty names, the last of them in one hold.
+// A big hash or set (in-memory engines) takes a hold a piece.
 func (m *migration) walkBucket(st *stream, w *bucketWalk) (int, error) {
 	s, b := m.s, m.move.Bucket
 	bk := s.bucket(b)
@@ -273,107 +423,79 @@ func (m *migration) walkBucket(st *stream, w *bucketWalk) (int, error) {
 	w.names = names
 	bk.unlock()
 	c := &chunker{st: st, b: b}
-	window := func() error {
-		return m.await(st, func() bool { return st.pending() <= walkWindow }, time.Time{}, false)
-	}
-	// The listed names, a slice at a time.
-	for pos := 0; pos < len(names); {
-		if err := window(); err != nil {
+	queue, qpos, listed, round := names, 0, true, 0
+	for {
+		if err := m.await(st, func() bool { return st.pending() <= walkWindow }, time.Time{}, false); err != nil {
 			return c.recs, err
 		}
 		s.bulkMu.Lock()
 		bk.lock()
-		if bk.mig != m || m.walk != w {
-			bk.unlock()
-			s.bulkMu.Unlock()
-			return c.recs, errMigrationStopped
+		done, err := m.walkHoldLocked(c, w, &queue, &qpos, &listed, &round)
+		bk.unlock()
+		s.bulkMu.Unlock()
+		s.walkSlices.Add(1)
+		if err != nil || done {
+			return c.recs, err
 		}
-		c.bytes = 0
-		start := pos
-		for pos < len(names) && pos-start < walkSliceNames && c.bytes < walkSliceBytes {
-			n := names[pos]
+	}
+}
+
+// walkHoldLocked is one hold of walkBucket's (the bucket's lock held):
+// the next piece of a big key, or the next slice of names.
+func (m *migration) walkHoldLocked(c *chunker, w *bucketWalk, queue *[]walkName, qpos *int, listed *bool, round *int) (bool, error) {
+	s, b := m.s, m.move.Bucket
+	if s.bucket(b).mig != m || m.walk != w {
+		return false, errMigrationStopped
+	}
+	final := !*listed && *round >= walkRounds
+	if final {
+		// Nothing writes during this hold: what is dirty now is all.
+		*queue, *qpos = w.dirtySorted(), 0
+	}
+	c.bytes = 0
+	if w.inflight != nil {
+		if err := s.continuePiecesLocked(c.st, b, w); err != nil {
+			return false, err
+		}
+	} else {
+		for start := *qpos; *qpos < len(*queue) && (final || *qpos-start < walkSliceNames && c.bytes < walkSliceBytes); {
+			n := (*queue)[*qpos]
 			_, d := w.dirty[n]
-			if err := s.sendNameLocked(c, b, n, d); err != nil {
-				bk.unlock()
-				s.bulkMu.Unlock()
-				return c.recs, err
+			*qpos++
+			if !*listed && !d {
+				continue // sent again already
+			}
+			started, err := s.sendNameLocked(c, w, b, n, d || !*listed, !final)
+			if err != nil {
+				return false, err
 			}
 			delete(w.dirty, n)
-			pos++
+			if started {
+				break // its next pieces take holds of their own
+			}
 		}
-		c.flush()
-		w.pos = pos
-		bk.unlock()
-		s.walkSlices.Add(1)
-		s.bulkMu.Unlock()
 	}
-	// The dirty names, in rounds; the last holds the lock throughout.
-	for round := 0; ; round++ {
-		if err := window(); err != nil {
-			return c.recs, err
-		}
-		final := round >= walkRounds
-		s.bulkMu.Lock()
-		bk.lock()
-		if bk.mig != m || m.walk != w {
-			bk.unlock()
-			s.bulkMu.Unlock()
-			return c.recs, errMigrationStopped
-		}
+	c.flush()
+	if *listed {
+		w.pos = *qpos
+	}
+	if w.inflight != nil || *qpos < len(*queue) {
+		return false, nil
+	}
+	// The listed names, or a round of dirty ones, are through.
+	if *listed {
+		*listed = false
 		w.done = true
-		if w.tainted {
-			bk.unlock()
-			s.bulkMu.Unlock()
-			return c.recs, errors.New("a write of unknown keys ran during the walk")
-		}
-		if len(w.dirty) == 0 {
-			w.active = false
-			bk.unlock()
-			s.bulkMu.Unlock()
-			return c.recs, nil
-		}
-		todo := w.dirtySorted()
-		for i := 0; i < len(todo); {
-			c.bytes = 0
-			for start := i; i < len(todo) && (final || i-start < walkSliceNames && c.bytes < walkSliceBytes); i++ {
-				n := todo[i]
-				if _, d := w.dirty[n]; !d {
-					continue
-				}
-				if err := s.sendNameLocked(c, b, n, true); err != nil {
-					bk.unlock()
-					s.bulkMu.Unlock()
-					return c.recs, err
-				}
-				delete(w.dirty, n)
-			}
-			c.flush()
-			s.walkSlices.Add(1)
-			if final || i == len(todo) {
-				break
-			}
-			bk.unlock()
-			s.bulkMu.Unlock()
-			if err := window(); err != nil {
-				return c.recs, err
-			}
-			s.bulkMu.Lock()
-			bk.lock()
-			if bk.mig != m || m.walk != w {
-				bk.unlock()
-				s.bulkMu.Unlock()
-				return c.recs, errMigrationStopped
-			}
-		}
-		if final {
-			// Nothing wrote meanwhile: the walk is through.
-			w.active = false
-			w.dirty = nil
-		}
-		bk.unlock()
-		s.bulkMu.Unlock()
-		if final {
-			return c.recs, nil
-		}
+	} else {
+		*round++
 	}
+	if w.tainted {
+		return false, errors.New("a write of unknown keys ran during the walk")
+	}
+	if final || len(w.dirty) == 0 {
+		w.active, w.dirty = false, nil
+		return true, nil
+	}
+	*queue, *qpos = w.dirtySorted(), 0
+	return false, nil
 }

@@ -94,8 +94,8 @@ func TestBigKeyMoveUnderWrites(t *testing.T) {
 	// A slow copy (a rate cap, small slices, one slice in flight): many
 	// writes run between the slices.
 	t.Run("rdb-slow", func(t *testing.T) {
-		defer func(w, n int) { walkWindow, walkSliceNames = w, n }(walkWindow, walkSliceNames)
-		walkWindow, walkSliceNames = 1, 50
+		defer func(w, n, p int) { walkWindow, walkSliceNames, pieceElems = w, n, p }(walkWindow, walkSliceNames, pieceElems)
+		walkWindow, walkSliceNames, pieceElems = 1, 50, 500
 		runBigKeyMove(t, "rdb", 200<<10, 20_000)
 	})
 }
@@ -281,7 +281,7 @@ func runBigKeyMove(t *testing.T, eng string, rate int64, fields int) {
 	mu.Lock()
 	moving = true
 	mu.Unlock()
-	walkWritesBefore, slicesBefore := nodes[0].walkWrites.Load(), nodes[0].walkSlices.Load()
+	walkWritesBefore, slicesBefore, piecesBefore := nodes[0].walkWrites.Load(), nodes[0].walkSlices.Load(), nodes[0].walkPieces.Load()
 	moveStart := time.Now()
 	startMove(cs, t1, bucket, addrs[0], addrs[2])
 	testutil.Eventually(t, 120*time.Second, func() bool {
@@ -309,8 +309,12 @@ func runBigKeyMove(t *testing.T, eng string, rate int64, fields int) {
 	if n := nodes[0].walkSlices.Load() - slicesBefore; n < 3 {
 		t.Fatalf("the move walked the bucket in %d slices", n)
 	}
-	t.Logf("%d slices, %d writes ran while the move walked the bucket",
-		nodes[0].walkSlices.Load()-slicesBefore, nodes[0].walkWrites.Load()-walkWritesBefore)
+	pieced := nodes[0].walkPieces.Load() - piecesBefore
+	t.Logf("%d holds, %d writes ran while the move walked the bucket, %d keys went in pieces",
+		nodes[0].walkSlices.Load()-slicesBefore, nodes[0].walkWrites.Load()-walkWritesBefore, pieced)
+	if eng == "rdb" && pieced < 2 {
+		t.Fatalf("%d keys went in pieces, want the big hash and the set", pieced)
+	}
 	dst, slave := nodes[2], nodes[1]
 	// The copies agree, record by record (versions and expiries too).
 	var dd, ds []string

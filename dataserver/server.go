@@ -163,6 +163,8 @@ type Server struct {
 	// walkSlices counts the slices moves walked their buckets in, each
 	// under one hold of the bucket's lock.
 	walkSlices atomic.Int64
+	// walkPieces counts the big keys moves sent in pieces.
+	walkPieces atomic.Int64
 	migSem     chan struct{}
 	pace       *pacer // the outgoing copies' rate (pace.go)
 	pool       connPool
