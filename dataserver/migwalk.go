@@ -282,7 +282,7 @@ func (s *Server) sendNameLocked(c *chunker, w *bucketWalk, b route.BucketID, n w
 
 // pieceElems is the most elements of a hash or set sent in one piece (a
 // variable for the tests).
-var pieceElems = 10_000
+var pieceElems = 2_000
 
 // pieceState is the big key a walk is sending in pieces.
 type pieceState struct {
