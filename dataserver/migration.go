@@ -25,8 +25,9 @@ import (
 //  2. let the stream drain at the adaptive rate while writes go on
 //     (they do not wait for the destination yet);
 //  3. freeze the bucket (writes get TRYAGAIN) until the destination has
-//     applied everything, then make it a synchronous target (writes wait
-//     for it like for a slave) and unfreeze;
+//     applied everything, compare both copies' checksums (migsum.go: a
+//     difference starts the move over), then make it a synchronous target
+//     (writes wait for it like for a slave) and unfreeze;
 //  4. report Done in the heartbeat and keep the destination in sync until
 //     the configserver's table no longer lists the move.
 type migration struct {
@@ -297,6 +298,11 @@ func (m *migration) copied(st *stream, t *route.Table, n int64, start time.Time)
 		case <-m.stop:
 			return errMigrationStopped
 		}
+	}
+	// Both copies as they stand, compared (migsum.go); a difference
+	// starts the move over (detach lets writes through again).
+	if err := m.verifyMove(); err != nil {
+		return err
 	}
 	// The bucket stays frozen until the table switches (applyTable
 	// unfreezes it): a write this master applied after reporting Done

@@ -460,3 +460,60 @@ func sortedDigests(m map[string]string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestMoveChecksumCatchesDifference: a destination whose copy differs
+// from the source's when the move is about to end (here a key written
+// into its engine behind the stream's back) fails the checksum; the move
+// starts over, and ends with copies that agree.
+func TestMoveChecksumCatchesDifference(t *testing.T) {
+	cs := newFakeCS(t)
+	nodes := make([]*Server, 3)
+	for i := range nodes {
+		c := testConfig(cs.addr())
+		c.ReplicationMode = ReplicationStrict
+		c.MigrateBytesPerSec = 100 << 10 // a copy of about a second
+		nodes[i] = startNode(t, c)
+	}
+	addrs := []string{nodes[0].Addr(), nodes[1].Addr(), nodes[2].Addr()}
+	t1 := ringTable(1, q, 2, addrs[0], addrs[1])
+	cs.setTable(t1)
+	waitVersion(t, 1, nodes...)
+	const bucket = 0
+	ca := dial(t, addrs[0])
+	var pre [][]string
+	for i := 0; i < 3000; i++ {
+		pre = append(pre, x(1, "SET", keyIn("pre", bucket, q, i), strconv.Itoa(i)))
+	}
+	for i, r := range ca.pipeline(pre) {
+		if r != "+OK" {
+			t.Fatalf("preload %d: %q", i, r)
+		}
+	}
+	before := counterValue(t, nodes[0].m.migSumMismatches)
+	startMove(cs, t1, bucket, addrs[0], addrs[2])
+	// Once the destination takes the copy, a key of its own appears.
+	bogus := keyIn("bogus", bucket, q, 0)
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		bk := nodes[2].bucket(bucket)
+		bk.lock()
+		defer bk.unlock()
+		return bk.inMig != ""
+	}, "the copy did not begin")
+	if _, err := nodes[2].Engine().Put(engineKey(bucket, bogus), []byte("x"), engines.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		tb := cs.getTable()
+		return tb.Master(bucket) == addrs[2] && len(tb.Migrating) == 0
+	}, "the move did not complete")
+	if n := counterValue(t, nodes[0].m.migSumMismatches) - before; n < 1 {
+		t.Fatalf("%v checksum mismatches, want the bogus key's", n)
+	}
+	waitVersion(t, cs.getTable().Version, nodes...)
+	if _, ok := engineGet(nodes[2], bogus); ok {
+		t.Fatal("the bogus key survived the move")
+	}
+	if d, s := sortedDigests(recordDigests(t, nodes[2], bucket)), sortedDigests(recordDigests(t, nodes[1], bucket)); !slices.Equal(d, s) {
+		t.Fatalf("the new master (%d records) and the slave (%d) differ", len(d), len(s))
+	}
+}
