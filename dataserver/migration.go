@@ -42,6 +42,8 @@ type migration struct {
 
 	// reportedDone: Done was reported once (owned by the run goroutine).
 	reportedDone bool
+	// verifyTook: the last checksum's time (run goroutine).
+	verifyTook time.Duration
 
 	keys atomic.Int64
 	done atomic.Bool
@@ -301,9 +303,11 @@ func (m *migration) copied(st *stream, t *route.Table, n int64, start time.Time)
 	}
 	// Both copies as they stand, compared (migsum.go); a difference
 	// starts the move over (detach lets writes through again).
+	verifyStart := time.Now()
 	if err := m.verifyMove(); err != nil {
 		return err
 	}
+	m.verifyTook = time.Since(verifyStart)
 	// The bucket stays frozen until the table switches (applyTable
 	// unfreezes it): a write this master applied after reporting Done
 	// would reach the destination, about to be master, but be refused by
@@ -412,7 +416,7 @@ func (m *migration) inSync(st *stream, n int64, start, snapped, drained time.Tim
 	s.kickHeartbeat()
 	now := time.Now()
 	m.log.Info("migration copied, waiting for the table switch", "records", n, "took", now.Sub(start),
-		"snapshot", snapped.Sub(start), "copy", drained.Sub(snapped), "final", now.Sub(drained))
+		"snapshot", snapped.Sub(start), "copy", drained.Sub(snapped), "final", now.Sub(drained), "checksum", m.verifyTook)
 
 	// 4. Stay in sync until the table switches (or the move is cancelled).
 	bk := s.bucket(m.move.Bucket)

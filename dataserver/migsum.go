@@ -28,9 +28,10 @@ import (
 // or one skey of a pkey) over its area, key, skey, type, version, expiry,
 // hidden bit, flags and value, so it does not depend on the order the
 // records are visited in. An object's value is digested by content: a
-// hash's fields and a set's members summed, a list's elements and a
-// sorted set's members in their order; a TairHash or a stream only by
-// its length (their encodings depend on more than their content; the
+// hash's fields and a set's members summed (kept by the object as it
+// changes, ds.Hash.ContentSum: reading it costs nothing), a list's
+// elements and a sorted set's members in their order; a TairHash or a
+// stream only by its length (their encodings depend on more than their content; the
 // version, which every write changes, stands for the rest). Records
 // expiring before cutoff (a few seconds after the source's clock) count
 // on neither side: they may be reclaimed on one and not yet on the
@@ -91,33 +92,11 @@ func (s *Server) bucketSum(b route.BucketID, cutoff int64) (n int64, sum uint64,
 
 // objectSum digests an object's content (see above).
 func objectSum(o engines.Object) uint64 {
-	var d xxhash.Digest
-	var lb [8]byte
-	str := func(v string) {
-		binary.LittleEndian.PutUint64(lb[:], uint64(len(v)))
-		_, _ = d.Write(lb[:])
-		_, _ = d.WriteString(v)
-	}
 	switch o := o.(type) {
 	case *ds.Hash:
-		var sum uint64
-		o.Range(func(f, v string) bool {
-			d.Reset()
-			str(f)
-			str(v)
-			sum += d.Sum64()
-			return true
-		})
-		return sum + uint64(o.Len())
+		return o.ContentSum()
 	case *ds.Set:
-		var sum uint64
-		o.Range(func(m string) bool {
-			d.Reset()
-			str(m)
-			sum += d.Sum64()
-			return true
-		})
-		return sum + uint64(o.Len())
+		return o.ContentSum()
 	case *ds.List, *ds.ZSet:
 		b, err := o.MarshalBinary()
 		if err != nil {
