@@ -262,7 +262,7 @@ func (s *Server) sendNameLocked(c *chunker, w *bucketWalk, b route.BucketID, n w
 // its own, sets the next pieceElems elements, as they are then, with
 // HSET or SADD under the key's current version (a versions entry, so the
 // destination's version stays the master's). The element list is taken
-// at the first piece.
+// at the first piece (a hash's as a copy of its map, listed off the lock).
 //
 // A write to the key between its pieces reaches the destination in order
 // and acts there element by element, as it did on the master: on an
@@ -288,23 +288,50 @@ var pieceElems = 2_000
 type pieceState struct {
 	name    walkName
 	typ     engines.ValueType
-	members []string // the elements, as listed at the first piece
+	members []string // the elements after the first piece's, as they were then
 	next    int      // members[:next] were sent
+	// rest: a hash's fields after the first piece's, copied at the first
+	// piece, which listFields turns into members off the lock.
+	rest map[string]string
+}
+
+// listFields lists a hash's fields (rest) into members: the walk's own
+// goroutine runs it without the bucket's lock (only it touches members
+// and rest).
+func (p *pieceState) listFields() {
+	if p.rest == nil {
+		return
+	}
+	p.members = make([]string, 0, len(p.rest))
+	for f := range p.rest {
+		p.members = append(p.members, f)
+	}
+	p.rest = nil
 }
 
 // startPiecesLocked makes e (of name n) its first piece and notes the
 // rest in w; false when e is not of a kind sent in pieces.
 func (s *Server) startPiecesLocked(w *bucketWalk, n walkName, e *engines.Entry) bool {
 	var members []string
+	var rest map[string]string
 	switch o := e.Object.(type) {
 	case *ds.Hash:
-		members = make([]string, 0, o.Len())
-		o.Range(func(f, _ string) bool { members = append(members, f); return true })
+		// A copy of the map, listed off the lock (walkBucket): ranging
+		// over a million fields here would hold the lock for tens of
+		// milliseconds, the copy takes a few.
+		rest = o.Clone()
 		h := ds.NewHash()
-		for _, f := range members[:pieceElems] {
-			v, _ := o.Get(f)
+		for f, v := range rest {
+			if h.Len() == pieceElems {
+				break
+			}
 			h.Set(f, v)
+			members = append(members, f)
 		}
+		for _, f := range members {
+			delete(rest, f)
+		}
+		members = members[:0]
 		e.Object = h
 	case *ds.Set:
 		members = o.Members()
@@ -312,11 +339,12 @@ func (s *Server) startPiecesLocked(w *bucketWalk, n walkName, e *engines.Entry) 
 		for _, m := range members[:pieceElems] {
 			first.Add(m)
 		}
+		members = members[pieceElems:]
 		e.Object = first
 	default:
 		return false
 	}
-	w.inflight = &pieceState{name: n, typ: e.Type, members: members, next: pieceElems}
+	w.inflight = &pieceState{name: n, typ: e.Type, members: members, rest: rest}
 	s.walkPieces.Add(1)
 	return true
 }
@@ -428,9 +456,16 @@ func (m *migration) walkBucket(st *stream, w *bucketWalk) (int, error) {
 		if err := m.await(st, func() bool { return st.pending() <= walkWindow }, time.Time{}, false); err != nil {
 			return c.recs, err
 		}
+		if p := w.inflight; p != nil {
+			p.listFields() // w.inflight changes on this goroutine alone
+		}
 		s.bulkMu.Lock()
 		bk.lock()
+		held := time.Now()
 		done, err := m.walkHoldLocked(c, w, &queue, &qpos, &listed, &round)
+		if d := int64(time.Since(held)); d > s.walkMaxHold.Load() {
+			s.walkMaxHold.Store(d) // the walks of one node: racy max, for the benchmark
+		}
 		bk.unlock()
 		s.bulkMu.Unlock()
 		s.walkSlices.Add(1)

@@ -165,10 +165,12 @@ type Server struct {
 	walkSlices atomic.Int64
 	// walkPieces counts the big keys moves sent in pieces.
 	walkPieces atomic.Int64
-	migSem     chan struct{}
-	pace       *pacer // the outgoing copies' rate (pace.go)
-	pool       connPool
-	m          *metrics
+	// walkMaxHold is the longest hold of a bucket's lock by a walk (ns).
+	walkMaxHold atomic.Int64
+	migSem      chan struct{}
+	pace        *pacer // the outgoing copies' rate (pace.go)
+	pool        connPool
+	m           *metrics
 	// wd watches the connections' batches and the buckets' locks
 	// (watchdog.go).
 	wd watchdog
