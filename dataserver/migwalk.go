@@ -3,6 +3,7 @@ package dataserver
 import (
 	"cmp"
 	"errors"
+	"iter"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -224,7 +225,7 @@ func (s *Server) sendNameLocked(c *chunker, w *bucketWalk, b route.BucketID, n w
 			started = s.startPiecesLocked(w, n, &e)
 		}
 		if err := c.add(&engines.Record{Area: n.area, Key: k.Key, Entry: e}); err != nil {
-			w.inflight = nil
+			w.endPiecesLocked()
 			return false, err
 		}
 	case !errors.Is(err, errs.ErrNotFound):
@@ -236,7 +237,7 @@ func (s *Server) sendNameLocked(c *chunker, w *bucketWalk, b route.BucketID, n w
 	}
 	kvs, err := s.eng.PrefixRange(k, engines.RangeOptions{})
 	if err != nil && !errors.Is(err, errs.ErrNotFound) {
-		w.inflight = nil
+		w.endPiecesLocked()
 		return false, err
 	}
 	switch {
@@ -246,7 +247,7 @@ func (s *Server) sendNameLocked(c *chunker, w *bucketWalk, b route.BucketID, n w
 		err = c.add(&engines.Record{Area: n.area, Key: k.Key, Prefix: []engines.KV{{Key: []byte{}, Entry: tombstoneEntry}}})
 	}
 	if err != nil {
-		w.inflight = nil
+		w.endPiecesLocked()
 		return false, err
 	}
 	return started, nil
@@ -261,16 +262,15 @@ func (s *Server) sendNameLocked(c *chunker, w *bucketWalk, b route.BucketID, n w
 // replaces the key on the destination; each further piece, in a hold of
 // its own, sets the next pieceElems elements, as they are then, with
 // HSET or SADD under the key's current version (a versions entry, so the
-// destination's version stays the master's). The element list is taken
-// at the first piece (a hash's as a copy of its map, listed off the lock).
+// destination's version stays the master's).
 //
 // A write to the key between its pieces reaches the destination in order
 // and acts there element by element, as it did on the master: on an
 // element already sent, it leaves it as the master's; on one not yet
 // sent, whatever it leaves is replaced by that element's piece, which
 // reads the master's element then (or skips it if the master has none);
-// an element the write added is not in the list and is the write's alone
-// on both sides. A whole-key write (DEL, EXPIRE, RESTORE) acts on the
+// an element the write added is the write's on both sides, and if a
+// later piece carries it too, it carries the master's value then. A whole-key write (DEL, EXPIRE, RESTORE) acts on the
 // whole partial key, and the pieces that follow only add the master's
 // current elements. Hashes and sets have no write that depends on an
 // element's position, so single-key writes need no care (noteLocked lets
@@ -286,67 +286,64 @@ var pieceElems = 2_000
 
 // pieceState is the big key a walk is sending in pieces.
 type pieceState struct {
-	name    walkName
-	typ     engines.ValueType
-	members []string // the elements after the first piece's, as they were then
-	next    int      // members[:next] were sent
-	// rest: a hash's fields after the first piece's, copied at the first
-	// piece, which listFields turns into members off the lock.
-	rest map[string]string
-}
-
-// listFields lists a hash's fields (rest) into members: the walk's own
-// goroutine runs it without the bucket's lock (only it touches members
-// and rest).
-func (p *pieceState) listFields() {
-	if p.rest == nil {
-		return
-	}
-	p.members = make([]string, 0, len(p.rest))
-	for f := range p.rest {
-		p.members = append(p.members, f)
-	}
-	p.rest = nil
+	name walkName
+	typ  engines.ValueType
+	// A set: its members after the first piece's, as they were then;
+	// members[:next] were sent.
+	members []string
+	next    int
+	// A hash: the paused iteration of its map (the object it iterates).
+	hash *ds.Hash
+	pull func() (string, string, bool)
+	stop func()
 }
 
 // startPiecesLocked makes e (of name n) its first piece and notes the
-// rest in w; false when e is not of a kind sent in pieces.
+// rest in w; false when e is not of a kind sent in pieces. A hash is
+// walked by a paused iteration of its map (iter.Pull2), resumed a piece a
+// hold: Go's map iteration allows the map to change between its steps (an
+// entry removed before it is reached is not produced, one added may or
+// may not be), and both the steps and the changes run under the bucket's
+// lock. So no hold lists a million fields. A set's members are listed
+// (a copy of its member slice) at the first piece: its members move
+// within that slice as others are removed.
 func (s *Server) startPiecesLocked(w *bucketWalk, n walkName, e *engines.Entry) bool {
-	var members []string
-	var rest map[string]string
+	p := &pieceState{name: n, typ: e.Type}
 	switch o := e.Object.(type) {
 	case *ds.Hash:
-		// A copy of the map, listed off the lock (walkBucket): ranging
-		// over a million fields here would hold the lock for tens of
-		// milliseconds, the copy takes a few.
-		rest = o.Clone()
-		h := ds.NewHash()
-		for f, v := range rest {
-			if h.Len() == pieceElems {
+		p.hash = o
+		p.pull, p.stop = iter.Pull2(iter.Seq2[string, string](o.Range))
+		first := ds.NewHash()
+		for first.Len() < pieceElems {
+			f, v, ok := p.pull()
+			if !ok {
 				break
 			}
-			h.Set(f, v)
-			members = append(members, f)
+			first.Set(f, v)
 		}
-		for _, f := range members {
-			delete(rest, f)
-		}
-		members = members[:0]
-		e.Object = h
+		e.Object = first
 	case *ds.Set:
-		members = o.Members()
+		members := o.Members()
 		first := ds.NewSet()
 		for _, m := range members[:pieceElems] {
 			first.Add(m)
 		}
-		members = members[pieceElems:]
+		p.members = members[pieceElems:]
 		e.Object = first
 	default:
 		return false
 	}
-	w.inflight = &pieceState{name: n, typ: e.Type, members: members, rest: rest}
+	w.inflight = p
 	s.walkPieces.Add(1)
 	return true
+}
+
+// endPiecesLocked forgets w's big key (the bucket's lock held).
+func (w *bucketWalk) endPiecesLocked() {
+	if p := w.inflight; p != nil && p.stop != nil {
+		p.stop()
+	}
+	w.inflight = nil
 }
 
 var (
@@ -364,44 +361,49 @@ func (s *Server) continuePiecesLocked(st *stream, b route.BucketID, w *bucketWal
 	if err != nil && !errors.Is(err, errs.ErrNotFound) {
 		return err
 	}
-	end := min(p.next+pieceElems, len(p.members))
+	more := false
 	var cmd [][]byte
 	switch o := e.Object.(type) {
 	case *ds.Hash:
-		if err != nil || e.Hidden || e.Type != p.typ {
-			break
+		if err != nil || e.Hidden || e.Type != p.typ || o != p.hash {
+			break // another object now: its fields are not the iteration's
 		}
-		cmd = append(make([][]byte, 0, 2+2*(end-p.next)), verbHSET, k.Key)
-		for _, f := range p.members[p.next:end] {
-			if v, ok := o.Get(f); ok {
-				cmd = append(cmd, []byte(f), []byte(v))
+		cmd = append(make([][]byte, 0, 2+2*pieceElems), verbHSET, k.Key)
+		for len(cmd) < 2+2*pieceElems {
+			f, v, ok := p.pull()
+			if !ok {
+				break
 			}
+			cmd = append(cmd, []byte(f), []byte(v))
 		}
+		more = len(cmd) == 2+2*pieceElems
 	case *ds.Set:
 		if err != nil || e.Hidden || e.Type != p.typ {
 			break
 		}
+		end := min(p.next+pieceElems, len(p.members))
 		cmd = append(make([][]byte, 0, 2+end-p.next), verbSADD, k.Key)
 		for _, m := range p.members[p.next:end] {
 			if o.Has(m) {
 				cmd = append(cmd, []byte(m))
 			}
 		}
+		p.next = end
+		more = end < len(p.members)
 	}
 	if cmd == nil {
 		// Gone, hidden or replaced: send it again, whole or as a
 		// tombstone.
-		w.inflight = nil
+		w.endPiecesLocked()
 		w.dirty[p.name] = struct{}{}
 		return nil
 	}
-	p.next = end
 	if len(cmd) > 2 {
 		ver := [][]byte{replVer, strconv.AppendInt(nil, e.Version, 10)}
 		st.push(b, p.name.area, kindCmds, cmdsPayload([][][]byte{ver, cmd}))
 	}
-	if p.next >= len(p.members) {
-		w.inflight = nil
+	if !more {
+		w.endPiecesLocked()
 	}
 	return nil
 }
@@ -450,14 +452,16 @@ func (m *migration) walkBucket(st *stream, w *bucketWalk) (int, error) {
 	bk.lock()
 	w.names = names
 	bk.unlock()
+	defer func() {
+		bk.lock()
+		w.endPiecesLocked() // a walk that failed may have one paused
+		bk.unlock()
+	}()
 	c := &chunker{st: st, b: b}
 	queue, qpos, listed, round := names, 0, true, 0
 	for {
 		if err := m.await(st, func() bool { return st.pending() <= walkWindow }, time.Time{}, false); err != nil {
 			return c.recs, err
-		}
-		if p := w.inflight; p != nil {
-			p.listFields() // w.inflight changes on this goroutine alone
 		}
 		s.bulkMu.Lock()
 		bk.lock()

@@ -2,7 +2,6 @@ package ds
 
 import (
 	"encoding/binary"
-	"maps"
 	"sort"
 
 	"github.com/cespare/xxhash/v2"
@@ -87,10 +86,6 @@ func (h *Hash) Random() (string, string, bool) {
 	}
 	return "", "", false
 }
-
-// Clone returns a copy of the fields and values (maps.Clone: much
-// cheaper than ranging over them), which the caller owns.
-func (h *Hash) Clone() map[string]string { return maps.Clone(h.m) }
 
 // ContentSum is a digest of the hash's fields and values that does not
 // depend on their order: the sum (mod 2^64) of PairSum over them, kept
