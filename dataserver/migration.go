@@ -17,14 +17,17 @@ import (
 // Steps, each restartable from the top (a new attempt starts a new stream
 // session whose first item tells the destination to drop its partial
 // copy):
-//  1. under the bucket's lock: stream "begin", then a snapshot of the
-//     bucket (ForEach) as records, and attach the stream to the bucket so
-//     every later write is streamed after the snapshot, in order;
+//  1. under the bucket's lock: stream "begin" and attach the stream to
+//     the bucket, so every later write is streamed, in order; then walk
+//     the bucket, sending its keys as records in short slices, each under
+//     the bucket's lock, and again the keys written before the walk
+//     passed them (migwalk.go);
 //  2. let the stream drain at the adaptive rate while writes go on
 //     (they do not wait for the destination yet);
 //  3. freeze the bucket (writes get TRYAGAIN) until the destination has
-//     applied everything, then make it a synchronous target (writes wait
-//     for it like for a slave) and unfreeze;
+//     applied everything, compare both copies' checksums (migsum.go: a
+//     difference starts the move over), then make it a synchronous target
+//     (writes wait for it like for a slave) and unfreeze;
 //  4. report Done in the heartbeat and keep the destination in sync until
 //     the configserver's table no longer lists the move.
 type migration struct {
@@ -32,12 +35,15 @@ type migration struct {
 	move route.Move
 	log  *slog.Logger
 
-	// st and synced are guarded by the bucket's lock.
+	// st, synced and walk are guarded by the bucket's lock.
 	st     *stream
 	synced bool
+	walk   *bucketWalk // the attempt's walk of the bucket (migwalk.go)
 
 	// reportedDone: Done was reported once (owned by the run goroutine).
 	reportedDone bool
+	// verifyTook: the last checksum's time (run goroutine).
+	verifyTook time.Duration
 
 	keys atomic.Int64
 	done atomic.Bool
@@ -164,6 +170,7 @@ func (m *migration) detach() {
 	if bk.mig == m {
 		bk.mig = nil
 	}
+	m.walk = nil
 	bk.frozen.Store(false)
 	m.synced = false
 	bk.unlock()
@@ -183,7 +190,43 @@ func (m *migration) attempt() error {
 	start := time.Now()
 	st := s.newStream(m.move.To, true, "")
 
-	// 1. Snapshot and attach, atomically with respect to the bucket's writes.
+	if lockedSnapshot {
+		return m.attemptLocked(st, start)
+	}
+	// 1. Attach, then walk the bucket in slices (migwalk.go).
+	bk.lock()
+	t := s.Table()
+	if t == nil || !holds(t, b, s.addr) {
+		bk.unlock()
+		go st.close(0)
+		return fmt.Errorf("this node holds no copy of bucket %d", b)
+	}
+	st.beginCopy()
+	st.push(b, 0, kindBegin, payload{})
+	w := newBucketWalk(&s.walkWrites)
+	m.st, m.synced, m.walk = st, false, w
+	bk.mig = m
+	bk.unlock()
+	recs, err := m.walkBucket(st, w)
+	st.endCopy()
+	s.m.fullCopy("migration", recs)
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	return m.copied(st, t, int64(recs), start)
+}
+
+// lockedSnapshot makes moves copy their bucket the way they did before
+// the walk: every record under one hold of the bucket's lock (for the
+// benchmark's before figure, bench/bigkey-move.sh).
+var lockedSnapshot = false
+
+// attemptLocked is step 1 as it was: the snapshot and the attach under
+// one hold of the bucket's lock.
+func (m *migration) attemptLocked(st *stream, start time.Time) error {
+	s := m.s
+	b := m.move.Bucket
+	bk := s.bucket(b)
 	s.bulkMu.Lock()
 	bk.lock()
 	t := s.Table()
@@ -194,7 +237,6 @@ func (m *migration) attempt() error {
 		return fmt.Errorf("this node holds no copy of bucket %d", b)
 	}
 	recs, err := s.pushSnapshotLocked(st, b, "migration")
-	n := int64(recs)
 	if err != nil {
 		bk.unlock()
 		s.bulkMu.Unlock()
@@ -205,6 +247,14 @@ func (m *migration) attempt() error {
 	bk.mig = m
 	bk.unlock()
 	s.bulkMu.Unlock()
+	return m.copied(st, t, int64(recs), start)
+}
+
+// copied runs the steps after the copy: n records were sent on st.
+func (m *migration) copied(st *stream, t *route.Table, n int64, start time.Time) error {
+	s := m.s
+	b := m.move.Bucket
+	bk := s.bucket(b)
 	m.log.Info("migration started", "records", n)
 	snapped := time.Now()
 
@@ -251,6 +301,13 @@ func (m *migration) attempt() error {
 			return errMigrationStopped
 		}
 	}
+	// Both copies as they stand, compared (migsum.go); a difference
+	// starts the move over (detach lets writes through again).
+	verifyStart := time.Now()
+	if err := m.verifyMove(); err != nil {
+		return err
+	}
+	m.verifyTook = time.Since(verifyStart)
 	// The bucket stays frozen until the table switches (applyTable
 	// unfreezes it): a write this master applied after reporting Done
 	// would reach the destination, about to be master, but be refused by
@@ -359,7 +416,7 @@ func (m *migration) inSync(st *stream, n int64, start, snapped, drained time.Tim
 	s.kickHeartbeat()
 	now := time.Now()
 	m.log.Info("migration copied, waiting for the table switch", "records", n, "took", now.Sub(start),
-		"snapshot", snapped.Sub(start), "copy", drained.Sub(snapped), "final", now.Sub(drained))
+		"snapshot", snapped.Sub(start), "copy", drained.Sub(snapped), "final", now.Sub(drained), "checksum", m.verifyTook)
 
 	// 4. Stay in sync until the table switches (or the move is cancelled).
 	bk := s.bucket(m.move.Bucket)

@@ -525,6 +525,7 @@ func (s *Server) applyItem(it item, from, session string, ver route.Version, scr
 		}
 		// A slave copy moving elsewhere passes the master's writes on.
 		if m := bk.mig; m != nil {
+			m.walk.noteLocked(it.area, it.cmds)
 			e := m.st.push(it.bucket, it.area, kindCmds, cmdsPayload(it.cmds))
 			if m.synced {
 				return scratch, e, m, true, false

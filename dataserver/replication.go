@@ -84,6 +84,7 @@ func (s *Server) replicateLocked(bk *bucket, rt *routing, area uint16, prop [][]
 	}
 	if m := bk.mig; m != nil {
 		p.migrating = true
+		m.walk.noteLocked(area, prop)
 		e := m.st.push(bk.id, area, kindCmds, pl)
 		if m.synced {
 			p.waits = append(p.waits, waiter{st: m.st, e: e, strict: true})

@@ -159,10 +159,20 @@ type Server struct {
 	// lapsed, slaves were judged unreachable). One at a time copies as
 	// fast on a busy machine. Taken before a bucket's lock.
 	bulkMu bulkLock
-	migSem chan struct{}
-	pace   *pacer // the outgoing copies' rate (pace.go)
-	pool   connPool
-	m      *metrics
+	// walkWrites counts the writes that ran while a move walked their
+	// bucket (migwalk.go).
+	walkWrites atomic.Int64
+	// walkSlices counts the slices moves walked their buckets in, each
+	// under one hold of the bucket's lock.
+	walkSlices atomic.Int64
+	// walkPieces counts the big keys moves sent in pieces.
+	walkPieces atomic.Int64
+	// walkMaxHold is the longest hold of a bucket's lock by a walk (ns).
+	walkMaxHold atomic.Int64
+	migSem      chan struct{}
+	pace        *pacer // the outgoing copies' rate (pace.go)
+	pool        connPool
+	m           *metrics
 	// wd watches the connections' batches and the buckets' locks
 	// (watchdog.go).
 	wd watchdog

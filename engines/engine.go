@@ -543,6 +543,28 @@ func DecodeObject(t ValueType, data []byte) (Object, error) {
 	return f(data)
 }
 
+// KeyLister is offered by an engine that lists the keys of a bucket
+// without reading their values: a move walks a bucket in short slices
+// (each under the bucket's lock) from such a list rather than copying it
+// whole at once (BucketKeys).
+type KeyLister interface {
+	// BucketKeys calls fn for every key stored in bucket (expired ones may
+	// be included): plain keys with prefix false, each pkey once with
+	// prefix true. A key stored throughout the call is listed at least
+	// once; one written meanwhile may or may not be. key is valid during
+	// the call only. fn must not call into the engine.
+	BucketKeys(bucket uint32, fn func(area uint16, key []byte, prefix bool) error) error
+}
+
+// BucketKeys lists bucket's keys through e's KeyLister, or else through
+// ForEach (which reads the values too).
+func BucketKeys(e Engine, bucket uint32, fn func(area uint16, key []byte, prefix bool) error) error {
+	if kl, ok := e.(KeyLister); ok {
+		return kl.BucketKeys(bucket, fn)
+	}
+	return e.ForEach(bucket, func(r *Record) error { return fn(r.Area, r.Key, r.Prefix != nil) })
+}
+
 // Checkpointer is an engine that writes a consistent copy of all its data,
 // as of one instant, to a new directory while it goes on serving writes
 // (a pebble checkpoint for ldb, a bbolt copy for kdb); Open of the same

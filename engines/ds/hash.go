@@ -1,7 +1,10 @@
 package ds
 
 import (
+	"encoding/binary"
 	"sort"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/tairkv/tair/engines"
 )
@@ -10,6 +13,7 @@ import (
 type Hash struct {
 	m    map[string]string
 	size int
+	sum  uint64 // ContentSum, kept up to date by Set and Delete
 }
 
 var _ engines.Object = (*Hash)(nil)
@@ -35,9 +39,11 @@ func (h *Hash) Set(field, value string) bool {
 	if ok {
 		h.size -= len(old)
 		h.size += len(value)
+		h.sum -= PairSum(field, old)
 	} else {
 		h.size += hashEntrySize(field, value)
 	}
+	h.sum += PairSum(field, value)
 	h.m[field] = value
 	return !ok
 }
@@ -47,6 +53,7 @@ func (h *Hash) Delete(field string) bool {
 	v, ok := h.m[field]
 	if ok {
 		h.size -= hashEntrySize(field, v)
+		h.sum -= PairSum(field, v)
 		delete(h.m, field)
 	}
 	return ok
@@ -78,6 +85,23 @@ func (h *Hash) Random() (string, string, bool) {
 		return f, v, true
 	}
 	return "", "", false
+}
+
+// ContentSum is a digest of the hash's fields and values that does not
+// depend on their order: the sum (mod 2^64) of PairSum over them, kept
+// as the hash changes, so reading it costs nothing (a moved bucket's
+// checksum, dataserver/migsum.go).
+func (h *Hash) ContentSum() uint64 { return h.sum + uint64(len(h.m)) }
+
+// PairSum digests one field and its value (ContentSum).
+func PairSum(f, v string) uint64 {
+	var d xxhash.Digest
+	var lb [8]byte
+	binary.LittleEndian.PutUint64(lb[:], uint64(len(f)))
+	_, _ = d.Write(lb[:])
+	_, _ = d.WriteString(f)
+	_, _ = d.WriteString(v)
+	return d.Sum64()
 }
 
 // MarshalBinary encodes the hash.

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"sort"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/tairkv/tair/engines"
 )
 
@@ -13,6 +15,7 @@ type Set struct {
 	idx  map[string]int
 	list []string
 	size int
+	sum  uint64 // ContentSum, kept up to date by Add and Remove
 }
 
 var _ engines.Object = (*Set)(nil)
@@ -37,6 +40,7 @@ func (s *Set) Add(m string) bool {
 	s.idx[m] = len(s.list)
 	s.list = append(s.list, m)
 	s.size += setEntrySize(m)
+	s.sum += xxhash.Sum64String(m)
 	return true
 }
 
@@ -55,11 +59,17 @@ func (s *Set) Remove(m string) bool {
 	s.list = s.list[:last]
 	delete(s.idx, m)
 	s.size -= setEntrySize(m)
+	s.sum -= xxhash.Sum64String(m)
 	if cap(s.list) > 64 && len(s.list) < cap(s.list)/4 {
 		s.list = append([]string(nil), s.list...)
 	}
 	return true
 }
+
+// ContentSum is a digest of the members that does not depend on their
+// order: the sum (mod 2^64) of their xxhashes, kept as the set changes
+// (a moved bucket's checksum, dataserver/migsum.go).
+func (s *Set) ContentSum() uint64 { return s.sum + uint64(len(s.list)) }
 
 // Members returns the members (in no particular order); the slice is a
 // copy.

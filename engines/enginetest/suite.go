@@ -55,6 +55,7 @@ func Run(t *testing.T, open OpenFunc) {
 		{"InvalidOptions", testInvalidOptions},
 		{"RestoreSkeyOrder", testRestoreSkeyOrder},
 		{"KeyCounts", testKeyCounts},
+		{"BucketKeys", testBucketKeys},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open) })

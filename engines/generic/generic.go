@@ -840,6 +840,18 @@ func (e *Engine) ForEach(bucket uint32, fn func(r *engines.Record) error) error 
 	})
 }
 
+// BucketKeys is engines.KeyLister: through the store's own lister when
+// it has one, else its ForEach.
+func (e *Engine) BucketKeys(bucket uint32, fn func(area uint16, key []byte, prefix bool) error) error {
+	if e.closed.Load() {
+		return ErrClosed
+	}
+	if kl, ok := e.st.(engines.KeyLister); ok {
+		return kl.BucketKeys(bucket, fn)
+	}
+	return e.st.ForEach(bucket, func(r *engines.Record) error { return fn(r.Area, r.Key, r.Prefix != nil) })
+}
+
 func (e *Engine) Restore(bucket uint32, r *engines.Record) error {
 	if e.closed.Load() {
 		return ErrClosed

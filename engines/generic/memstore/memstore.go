@@ -808,6 +808,42 @@ func (s *Store) ForEach(bucket uint32, fn func(r *engines.Record) error) error {
 	})
 }
 
+// BucketKeys is engines.KeyLister: the keys of bucket are gathered
+// shard by shard under the shard's shared lock (no value is read or
+// copied: the key strings are immutable) and handed to fn once it is
+// released.
+func (s *Store) BucketKeys(bucket uint32, fn func(area uint16, key []byte, prefix bool) error) error {
+	type ref struct {
+		area   uint16
+		key    string
+		prefix bool
+	}
+	var batch []ref
+	return s.bucketShards(bucket, func(sh *shard) error {
+		batch = batch[:0]
+		sh.mu.RLock()
+		for area, tab := range sh.tables {
+			for _, it := range tab.keys {
+				if it.bucket == bucket {
+					batch = append(batch, ref{area, it.key, false})
+				}
+			}
+			for _, ps := range tab.pkeys {
+				if ps.bucket == bucket {
+					batch = append(batch, ref{area, ps.name, true})
+				}
+			}
+		}
+		sh.mu.RUnlock()
+		for _, r := range batch {
+			if err := fn(r.area, keyBytes(r.key), r.prefix); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // recordBatches recycles ForEach's record batches.
 var recordBatches = sync.Pool{New: func() any { return new([]engines.Record) }}
 

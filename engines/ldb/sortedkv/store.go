@@ -850,6 +850,61 @@ func (s *Store) ForEach(bucket uint32, fn func(r *engines.Record) error) error {
 	return nil
 }
 
+// BucketKeys is engines.KeyLister: bucket's plain keys and pkeys, read
+// in chunks (no backend snapshot stays open while fn runs); a pkey's skeys
+// are skipped with one seek past them.
+func (s *Store) BucketKeys(bucket uint32, fn func(area uint16, key []byte, prefix bool) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	pairs := s.pairsOf(func(p *pair) bool { return p.bucket == bucket })
+	s.leave()
+	for _, p := range pairs {
+		for _, kind := range []byte{kindPlain, kindPrefix} {
+			lo, hi := kindRange(bucket, p.area, kind)
+			for lo != nil {
+				if err := s.enter(); err != nil {
+					return err
+				}
+				var keys [][]byte
+				var next []byte
+				var perr error
+				err := s.be.Scan(lo, hi, false, func(k, _ []byte) bool {
+					d, err := parseDataKey(k)
+					if err != nil {
+						perr = err
+						return false
+					}
+					keys = append(keys, bytes.Clone(d.key))
+					if kind == kindPrefix {
+						next = PrefixEnd(pkeyPrefix(bucket, p.area, d.key))
+					} else {
+						next = append(bytes.Clone(k), 0)
+					}
+					return kind == kindPlain && len(keys) < scanChunk
+				})
+				s.leave()
+				if err == nil {
+					err = perr
+				}
+				if err != nil {
+					return errs.Wrap(errs.Unknown, err)
+				}
+				for _, k := range keys {
+					if err := fn(p.area, k, kind == kindPrefix); err != nil {
+						return err
+					}
+				}
+				if len(keys) == 0 || (kind == kindPlain && len(keys) < scanChunk) {
+					break
+				}
+				lo = next
+			}
+		}
+	}
+	return nil
+}
+
 type rawKV struct{ k, v []byte }
 
 // forEachRange walks [lo, hi) of plain or prefix records in chunks.

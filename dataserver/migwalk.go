@@ -1,0 +1,540 @@
+package dataserver
+
+import (
+	"cmp"
+	"errors"
+	"iter"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/tairkv/tair/dataserver/exec"
+	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/engines/ds"
+	"github.com/tairkv/tair/internal/command"
+	"github.com/tairkv/tair/internal/errs"
+	"github.com/tairkv/tair/internal/route"
+)
+
+// # A move's walk of its bucket
+//
+// A move no longer copies its bucket under the bucket's lock in one go.
+// It attaches its stream to the bucket first (a short hold: "begin", then
+// every later write of the bucket follows on the stream), lists the
+// bucket's keys without the lock (engines.BucketKeys), sorts them, and
+// sends them in slices, each slice read and pushed under one short hold of
+// the lock, so that on the stream a slice's records sit exactly where they
+// were read among the bucket's writes. A record replaces its key on the
+// destination whole, so a key sent is right from there on, and the writes
+// that follow it keep it right.
+//
+// The writes that ran before their key was sent are what needs care: the
+// destination applied them to a key it did not hold yet, or held only in
+// part. A key is "sent" once the walk passed it (it is at or before the
+// last name sent, in the walk's order) and no write has made it dirty
+// since. Every write the stream carries during the walk (noteLocked) names
+// its keys (command.Lookup): if any of them is not sent, all of them are
+// marked dirty, since the destination may have applied the write to a
+// state other than the master's (a single-key write to an unsent key; a
+// multi-key write such as SMOVE or SDIFFSTORE that read an unsent key). A
+// dirty key is sent again once the walk is through, from its state then:
+// its record, or a tombstone when it no longer exists (an already expired
+// record, which the destination's store reclaims as it would any expired
+// key), in rounds until none is dirty; the last round holds the lock
+// throughout, so it always ends. A write naming no key it can find
+// taints the walk: the attempt starts over.
+//
+// Why that suffices: take any key K at the end of the walk that is not
+// dirty. Every write to K since the attach came after the walk passed K
+// (else it would be dirty). If the walk sent K, its record reflects every
+// write before it and the later writes keep it right. If the walk passed
+// K without sending it, K was not stored when the list was taken or when
+// its slice read it, and nothing wrote K from the attach until then, so K
+// was absent from the attach on, which is the destination's state after
+// "begin"; the writes after keep it right.
+//
+// The walk is a name at a time: a name is a key of an area, in both its
+// namespaces (the plain record and the pkey of the same name), read and
+// sent together.
+
+// walkName is one key of a bucket as a move walks it.
+type walkName struct {
+	area uint16
+	key  string
+}
+
+func cmpWalkName(a, b walkName) int {
+	if c := cmp.Compare(a.area, b.area); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.key, b.key)
+}
+
+// bucketWalk is a move's walk of its bucket: the names listed, how far it
+// got, and the names written before the walk could count them as sent.
+// Guarded by the bucket's lock.
+type bucketWalk struct {
+	names []walkName // sorted, distinct
+	pos   int        // names[:pos] were sent
+	done  bool       // every listed name was sent: only dirty names are not
+	// active: writes are noted; cleared once the walk is through.
+	active  bool
+	dirty   map[walkName]struct{}
+	tainted bool
+	// inflight: the big key being sent in pieces (see below).
+	inflight *pieceState
+	keyBuf   []int
+	noted    *atomic.Int64 // Server.walkWrites
+}
+
+func newBucketWalk(noted *atomic.Int64) *bucketWalk {
+	return &bucketWalk{active: true, dirty: map[walkName]struct{}{}, noted: noted}
+}
+
+// sentLocked reports whether the destination holds n as the master does.
+func (w *bucketWalk) sentLocked(n walkName) bool {
+	if _, d := w.dirty[n]; d {
+		return false
+	}
+	if w.inflight != nil && w.inflight.name == n {
+		return false
+	}
+	if w.done {
+		return true
+	}
+	return w.pos > 0 && cmpWalkName(n, w.names[w.pos-1]) <= 0
+}
+
+// noteLocked notes the commands of one write of area that the stream
+// carries (see above).
+func (w *bucketWalk) noteLocked(area uint16, cmds [][][]byte) {
+	if w == nil || !w.active {
+		return
+	}
+	w.noted.Add(1)
+	for _, c := range cmds {
+		if len(c) == 0 || exec.IsVersions(c) {
+			continue
+		}
+		spec := command.Lookup(c[0])
+		var idx []int
+		if spec != nil {
+			idx = spec.AppendKeyIndexes(w.keyBuf[:0], c)
+			w.keyBuf = idx
+		}
+		if len(idx) == 0 {
+			w.tainted = true
+			continue
+		}
+		if p := w.inflight; len(idx) == 1 && p != nil && p.name.area == area && p.name.key == string(c[idx[0]]) {
+			continue // a big key's pieces and its own writes commute
+		}
+		all := false
+		for _, i := range idx {
+			if !w.sentLocked(walkName{area, string(c[i])}) {
+				all = true
+				break
+			}
+		}
+		if !all {
+			continue
+		}
+		for _, i := range idx {
+			n := walkName{area, string(c[i])}
+			w.dirty[n] = struct{}{}
+		}
+	}
+}
+
+// listBucketNames lists bucket b's names, sorted and distinct.
+func (s *Server) listBucketNames(b route.BucketID) ([]walkName, error) {
+	var names []walkName
+	err := engines.BucketKeys(s.eng, uint32(b), func(area uint16, key []byte, _ bool) error {
+		names = append(names, walkName{area, string(key)})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(names, cmpWalkName)
+	return slices.CompactFunc(names, func(a, b walkName) bool { return cmpWalkName(a, b) == 0 }), nil
+}
+
+// tombstone is what a name absent on the master is sent as: a record
+// that expired long ago, which replaces whatever the destination holds
+// under it and reads as missing until its store reclaims it.
+var tombstoneEntry = engines.Entry{Type: engines.TypeString, Version: 1, ExpireAt: 1}
+
+// chunker encodes records into kindRecords chunks pushed onto a stream.
+type chunker struct {
+	st    *stream
+	b     route.BucketID
+	chunk []byte
+	in    int // records in chunk
+	recs  int // records pushed in all
+	bytes int // bytes encoded since reset
+}
+
+const chunkRoom = 16
+
+func (c *chunker) add(r *engines.Record) error {
+	if c.chunk == nil {
+		c.chunk = make([]byte, chunkRoom, chunkRoom+chunkBytes+chunkBytes/8)
+	}
+	before := len(c.chunk)
+	var err error
+	if c.chunk, err = engines.AppendChunkRecord(c.chunk, r); err != nil {
+		return err
+	}
+	c.bytes += len(c.chunk) - before
+	c.in++
+	c.recs++
+	if len(c.chunk)-chunkRoom >= chunkBytes {
+		c.flush()
+	}
+	return nil
+}
+
+// flush pushes the chunk (the caller holds the bucket's lock).
+func (c *chunker) flush() {
+	if c.in == 0 {
+		return
+	}
+	var hb [chunkRoom]byte
+	h := append(strconv.AppendInt(append(hb[:0], '$'), int64(len(c.chunk)-chunkRoom), 10), '\r', '\n')
+	start := chunkRoom - len(h)
+	copy(c.chunk[start:], h)
+	c.chunk = append(c.chunk, '\r', '\n')
+	c.st.push(c.b, 0, kindRecords, payload{data: c.chunk[start:], nargs: 1, recs: c.in})
+	c.chunk, c.in = nil, 0
+}
+
+// sendNameLocked reads name n of bucket b as it is now and adds it to c:
+// its plain record and its pkey, whichever exist; a namespace that does
+// not exist is sent as a tombstone when tomb says the destination may
+// hold something there. With pieces, a big hash or set of an in-memory
+// engine is sent in pieces (started: its first one, the rest to follow,
+// continuePiecesLocked). The bucket's lock is held.
+func (s *Server) sendNameLocked(c *chunker, w *bucketWalk, b route.BucketID, n walkName, tomb, pieces bool) (started bool, err error) {
+	k := engines.Key{Bucket: uint32(b), Area: n.area, Key: []byte(n.key), NoStats: true, NoTouch: true}
+	e, err := s.eng.Get(k)
+	switch {
+	case err == nil:
+		if pieces && !s.eng.Persistent() && !e.Hidden && e.Object != nil && e.Object.Len() > pieceElems {
+			started = s.startPiecesLocked(w, n, &e)
+		}
+		if err := c.add(&engines.Record{Area: n.area, Key: k.Key, Entry: e}); err != nil {
+			w.endPiecesLocked()
+			return false, err
+		}
+	case !errors.Is(err, errs.ErrNotFound):
+		return false, err
+	case tomb:
+		if err := c.add(&engines.Record{Area: n.area, Key: k.Key, Entry: tombstoneEntry}); err != nil {
+			return false, err
+		}
+	}
+	kvs, err := s.eng.PrefixRange(k, engines.RangeOptions{})
+	if err != nil && !errors.Is(err, errs.ErrNotFound) {
+		w.endPiecesLocked()
+		return false, err
+	}
+	switch {
+	case len(kvs) > 0:
+		err = c.add(&engines.Record{Area: n.area, Key: k.Key, Prefix: kvs})
+	case tomb:
+		err = c.add(&engines.Record{Area: n.area, Key: k.Key, Prefix: []engines.KV{{Key: []byte{}, Entry: tombstoneEntry}}})
+	}
+	if err != nil {
+		w.endPiecesLocked()
+		return false, err
+	}
+	return started, nil
+}
+
+// # Big keys in pieces
+//
+// A hash or a set of more than pieceElems elements (in-memory engines,
+// whose records hold the object itself) is not encoded in one hold of the
+// bucket's lock: its first piece is a record of the key holding its first
+// pieceElems elements (version, expiry and flags as they are), which
+// replaces the key on the destination; each further piece, in a hold of
+// its own, sets the next pieceElems elements, as they are then, with
+// HSET or SADD under the key's current version (a versions entry, so the
+// destination's version stays the master's).
+//
+// A write to the key between its pieces reaches the destination in order
+// and acts there element by element, as it did on the master: on an
+// element already sent, it leaves it as the master's; on one not yet
+// sent, whatever it leaves is replaced by that element's piece, which
+// reads the master's element then (or skips it if the master has none);
+// an element the write added is the write's on both sides, and if a
+// later piece carries it too, it carries the master's value then. A whole-key write (DEL, EXPIRE, RESTORE) acts on the
+// whole partial key, and the pieces that follow only add the master's
+// current elements. Hashes and sets have no write that depends on an
+// element's position, so single-key writes need no care (noteLocked lets
+// them through); a write naming the key and another makes both dirty, as
+// any write naming a key not yet sent. Lists, sorted sets (ranks) and
+// streams have such writes, and go whole. If between pieces the key is
+// gone, hidden or of another type, the rest is not sent and the key is
+// dirty: it is sent again whole or as a tombstone.
+
+// pieceElems is the most elements of a hash or set sent in one piece (a
+// variable for the tests).
+var pieceElems = 2_000
+
+// pieceState is the big key a walk is sending in pieces.
+type pieceState struct {
+	name walkName
+	typ  engines.ValueType
+	// A set: its members after the first piece's, as they were then;
+	// members[:next] were sent.
+	members []string
+	next    int
+	// A hash: the paused iteration of its map (the object it iterates).
+	hash *ds.Hash
+	pull func() (string, string, bool)
+	stop func()
+}
+
+// startPiecesLocked makes e (of name n) its first piece and notes the
+// rest in w; false when e is not of a kind sent in pieces. A hash is
+// walked by a paused iteration of its map (iter.Pull2), resumed a piece a
+// hold: Go's map iteration allows the map to change between its steps (an
+// entry removed before it is reached is not produced, one added may or
+// may not be), and both the steps and the changes run under the bucket's
+// lock. So no hold lists a million fields. A set's members are listed
+// (a copy of its member slice) at the first piece: its members move
+// within that slice as others are removed.
+func (s *Server) startPiecesLocked(w *bucketWalk, n walkName, e *engines.Entry) bool {
+	p := &pieceState{name: n, typ: e.Type}
+	switch o := e.Object.(type) {
+	case *ds.Hash:
+		p.hash = o
+		p.pull, p.stop = iter.Pull2(iter.Seq2[string, string](o.Range))
+		first := ds.NewHash()
+		for first.Len() < pieceElems {
+			f, v, ok := p.pull()
+			if !ok {
+				break
+			}
+			first.Set(f, v)
+		}
+		e.Object = first
+	case *ds.Set:
+		members := o.Members()
+		first := ds.NewSet()
+		for _, m := range members[:pieceElems] {
+			first.Add(m)
+		}
+		p.members = members[pieceElems:]
+		e.Object = first
+	default:
+		return false
+	}
+	w.inflight = p
+	s.walkPieces.Add(1)
+	return true
+}
+
+// endPiecesLocked forgets w's big key (the bucket's lock held).
+func (w *bucketWalk) endPiecesLocked() {
+	if p := w.inflight; p != nil && p.stop != nil {
+		p.stop()
+	}
+	w.inflight = nil
+}
+
+var (
+	verbHSET = []byte("HSET")
+	verbSADD = []byte("SADD")
+	replVer  = []byte("TAIR.REPLVER")
+)
+
+// continuePiecesLocked pushes the next piece of w's big key onto st (the
+// bucket's lock held).
+func (s *Server) continuePiecesLocked(st *stream, b route.BucketID, w *bucketWalk) error {
+	p := w.inflight
+	k := engines.Key{Bucket: uint32(b), Area: p.name.area, Key: []byte(p.name.key), NoStats: true, NoTouch: true}
+	e, err := s.eng.Get(k)
+	if err != nil && !errors.Is(err, errs.ErrNotFound) {
+		return err
+	}
+	more := false
+	var cmd [][]byte
+	switch o := e.Object.(type) {
+	case *ds.Hash:
+		if err != nil || e.Hidden || e.Type != p.typ || o != p.hash {
+			break // another object now: its fields are not the iteration's
+		}
+		cmd = append(make([][]byte, 0, 2+2*pieceElems), verbHSET, k.Key)
+		for len(cmd) < 2+2*pieceElems {
+			f, v, ok := p.pull()
+			if !ok {
+				break
+			}
+			cmd = append(cmd, []byte(f), []byte(v))
+		}
+		more = len(cmd) == 2+2*pieceElems
+	case *ds.Set:
+		if err != nil || e.Hidden || e.Type != p.typ {
+			break
+		}
+		end := min(p.next+pieceElems, len(p.members))
+		cmd = append(make([][]byte, 0, 2+end-p.next), verbSADD, k.Key)
+		for _, m := range p.members[p.next:end] {
+			if o.Has(m) {
+				cmd = append(cmd, []byte(m))
+			}
+		}
+		p.next = end
+		more = end < len(p.members)
+	}
+	if cmd == nil {
+		// Gone, hidden or replaced: send it again, whole or as a
+		// tombstone.
+		w.endPiecesLocked()
+		w.dirty[p.name] = struct{}{}
+		return nil
+	}
+	if len(cmd) > 2 {
+		ver := [][]byte{replVer, strconv.AppendInt(nil, e.Version, 10)}
+		st.push(b, p.name.area, kindCmds, cmdsPayload([][][]byte{ver, cmd}))
+	}
+	if !more {
+		w.endPiecesLocked()
+	}
+	return nil
+}
+
+// Slices of a walk: about this many bytes of records, or names, under one
+// hold of the bucket's lock (a few milliseconds of encoding at most,
+// unless one key alone is bigger).
+const (
+	walkSliceBytes = 4 * chunkBytes
+	// walkRounds of dirty names are sent with the lock taken per slice;
+	// the next round holds it throughout.
+	walkRounds = 4
+)
+
+// walkWindow bounds the items queued on the move's stream before the
+// walk reads the next slice: the stream's own pace sets the rate (a
+// variable for the tests).
+var walkWindow = 32
+
+// walkSliceNames bounds the names of one slice (a variable for the tests).
+var walkSliceNames = 1024
+
+// dirtySorted returns w's dirty names, sorted.
+func (w *bucketWalk) dirtySorted() []walkName {
+	out := make([]walkName, 0, len(w.dirty))
+	for n := range w.dirty {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, cmpWalkName)
+	return out
+}
+
+// walkBucket sends the bucket's keys onto st (see above) and returns the
+// number of records sent. The stream is attached, with w.
+//
+// It runs in holds of the bucket's lock: first the listed names, a slice
+// a hold, then rounds of the dirty names, the last of them in one hold.
+// A big hash or set (in-memory engines) takes a hold a piece.
+func (m *migration) walkBucket(st *stream, w *bucketWalk) (int, error) {
+	s, b := m.s, m.move.Bucket
+	bk := s.bucket(b)
+	names, err := s.listBucketNames(b)
+	if err != nil {
+		return 0, err
+	}
+	bk.lock()
+	w.names = names
+	bk.unlock()
+	defer func() {
+		bk.lock()
+		w.endPiecesLocked() // a walk that failed may have one paused
+		bk.unlock()
+	}()
+	c := &chunker{st: st, b: b}
+	queue, qpos, listed, round := names, 0, true, 0
+	for {
+		if err := m.await(st, func() bool { return st.pending() <= walkWindow }, time.Time{}, false); err != nil {
+			return c.recs, err
+		}
+		s.bulkMu.Lock()
+		bk.lock()
+		held := time.Now()
+		done, err := m.walkHoldLocked(c, w, &queue, &qpos, &listed, &round)
+		if d := int64(time.Since(held)); d > s.walkMaxHold.Load() {
+			s.walkMaxHold.Store(d) // the walks of one node: racy max, for the benchmark
+		}
+		bk.unlock()
+		s.bulkMu.Unlock()
+		s.walkSlices.Add(1)
+		if err != nil || done {
+			return c.recs, err
+		}
+	}
+}
+
+// walkHoldLocked is one hold of walkBucket's (the bucket's lock held):
+// the next piece of a big key, or the next slice of names.
+func (m *migration) walkHoldLocked(c *chunker, w *bucketWalk, queue *[]walkName, qpos *int, listed *bool, round *int) (bool, error) {
+	s, b := m.s, m.move.Bucket
+	if s.bucket(b).mig != m || m.walk != w {
+		return false, errMigrationStopped
+	}
+	final := !*listed && *round >= walkRounds
+	if final {
+		// Nothing writes during this hold: what is dirty now is all.
+		*queue, *qpos = w.dirtySorted(), 0
+	}
+	c.bytes = 0
+	if w.inflight != nil {
+		if err := s.continuePiecesLocked(c.st, b, w); err != nil {
+			return false, err
+		}
+	} else {
+		for start := *qpos; *qpos < len(*queue) && (final || *qpos-start < walkSliceNames && c.bytes < walkSliceBytes); {
+			n := (*queue)[*qpos]
+			_, d := w.dirty[n]
+			*qpos++
+			if !*listed && !d {
+				continue // sent again already
+			}
+			started, err := s.sendNameLocked(c, w, b, n, d || !*listed, !final)
+			if err != nil {
+				return false, err
+			}
+			delete(w.dirty, n)
+			if started {
+				break // its next pieces take holds of their own
+			}
+		}
+	}
+	c.flush()
+	if *listed {
+		w.pos = *qpos
+	}
+	if w.inflight != nil || *qpos < len(*queue) {
+		return false, nil
+	}
+	// The listed names, or a round of dirty ones, are through.
+	if *listed {
+		*listed = false
+		w.done = true
+	} else {
+		*round++
+	}
+	if w.tainted {
+		return false, errors.New("a write of unknown keys ran during the walk")
+	}
+	if final || len(w.dirty) == 0 {
+		w.active, w.dirty = false, nil
+		return true, nil
+	}
+	*queue, *qpos = w.dirtySorted(), 0
+	return false, nil
+}

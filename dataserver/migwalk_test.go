@@ -1,0 +1,531 @@
+package dataserver
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/internal/testutil"
+)
+
+// bigMoveFields is the size of the big hash of TestBigKeyMoveUnderWrites:
+// a million fields, fewer with -short, TAIR_BIG_FIELDS to choose.
+func bigMoveFields(t *testing.T, eng string) int {
+	n := 1_000_000
+	if testing.Short() {
+		n = 50_000
+	}
+	if eng != "rdb" {
+		n /= 10 // a prefix record per field: slower to load
+	}
+	if v, err := strconv.Atoi(os.Getenv("TAIR_BIG_FIELDS")); err == nil && v > 0 {
+		n = v
+	}
+	return n
+}
+
+// recordDigests is a node's bucket b as key -> digest of its records
+// (entry, version, expiry, hidden, flags, value or object, skeys).
+func recordDigests(t *testing.T, n *Server, b route.BucketID) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	ent := func(h interface{ Write([]byte) (int, error) }, e *engines.Entry) {
+		v := e.Value
+		switch o := e.Object.(type) {
+		case nil:
+		case interface{ Range(func(f, v string) bool) }: // a hash: its fields in order
+			var kv []string
+			o.Range(func(f, v string) bool { kv = append(kv, strconv.Quote(f)+"="+strconv.Quote(v)); return true })
+			slices.Sort(kv)
+			v = []byte(strings.Join(kv, ","))
+		case interface{ Sorted() []string }: // a set: its members in order
+			v = []byte(strings.Join(o.Sorted(), ","))
+		default:
+			var err error
+			if v, err = e.Object.MarshalBinary(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fmt.Fprintf(h, "%d|%d|%d|%v|%d|%d|", e.Type, e.Version, e.ExpireAt, e.Hidden, e.Flags, len(v))
+		_, _ = h.Write(v)
+	}
+	err := n.Engine().ForEach(uint32(b), func(r *engines.Record) error {
+		h := sha256.New()
+		name := fmt.Sprintf("a%d %q", r.Area, r.Key)
+		if r.Prefix == nil {
+			ent(h, &r.Entry)
+		} else {
+			name += " prefix"
+			for i := range r.Prefix {
+				fmt.Fprintf(h, "%q=", r.Prefix[i].Key)
+				ent(h, &r.Prefix[i].Entry)
+			}
+		}
+		out[name] = fmt.Sprintf("%x", h.Sum(nil))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestBigKeyMoveUnderWrites moves a bucket holding a hash of a million
+// fields, small keys, a list and two sets, while writers change all of
+// them (the big hash and the list included, and SMOVE between the sets,
+// a write that reads one key and writes another): the new master and the
+// slave end with identical records (versions and expiries included),
+// every acknowledged write is there with its exact value, and the
+// bucket's key counts agree. It logs the longest wait of a write to the
+// bucket during the move (the aim is 100 ms; bench/bigkey-move.sh reports
+// it, no test asserts a time).
+func TestBigKeyMoveUnderWrites(t *testing.T) {
+	for _, eng := range []string{"rdb", "ldb"} {
+		t.Run(eng, func(t *testing.T) { runBigKeyMove(t, eng, 0, bigMoveFields(t, eng)) })
+	}
+	// A slow copy (a rate cap, small slices, one slice in flight): many
+	// writes run between the slices.
+	t.Run("rdb-slow", func(t *testing.T) {
+		defer func(w, n, p int) { walkWindow, walkSliceNames, pieceElems = w, n, p }(walkWindow, walkSliceNames, pieceElems)
+		walkWindow, walkSliceNames, pieceElems = 1, 50, 500
+		runBigKeyMove(t, "rdb", 200<<10, 20_000)
+	})
+	t.Run("ldb-slow", func(t *testing.T) {
+		defer func(w, n int) { walkWindow, walkSliceNames = w, n }(walkWindow, walkSliceNames)
+		walkWindow, walkSliceNames = 1, 50
+		runBigKeyMove(t, "ldb", 200<<10, 2_000)
+	})
+}
+
+// TestBigKeyMoveBench is bench/bigkey-move.sh: the move of
+// TestBigKeyMoveUnderWrites with the copy taken under the bucket's lock
+// (as before the walk) and walked, each reporting its longest write
+// wait beside the aim. TAIR_BENCH_BIGKEY=1 runs it.
+func TestBigKeyMoveBench(t *testing.T) {
+	if os.Getenv("TAIR_BENCH_BIGKEY") == "" {
+		t.Skip("TAIR_BENCH_BIGKEY=1 runs it (bench/bigkey-move.sh)")
+	}
+	eng := cmp.Or(os.Getenv("TAIR_BENCH_ENGINE"), "rdb")
+	fields := bigMoveFields(t, eng)
+	for _, mode := range []string{"locked-snapshot", "walk"} {
+		t.Run(mode, func(t *testing.T) {
+			defer func(v bool) { lockedSnapshot = v }(lockedSnapshot)
+			lockedSnapshot = mode == "locked-snapshot"
+			longest, took, hold := runBigKeyMove(t, eng, 0, fields)
+			fmt.Printf("BENCH %s engine=%s fields=%d move=%v longest_write_wait=%v aim=100ms %s longest_walk_hold=%v\n", mode, eng, fields,
+				took.Round(time.Millisecond), longest.Round(time.Millisecond), map[bool]string{true: "MET", false: "MISSED"}[longest <= 100*time.Millisecond],
+				time.Duration(hold).Round(time.Millisecond))
+		})
+	}
+}
+
+func runBigKeyMove(t *testing.T, eng string, rate int64, fields int) (longest, took time.Duration, maxHold int64) {
+	cs := newFakeCS(t)
+	nodes := make([]*Server, 3)
+	for i := range nodes {
+		c := testConfig(cs.addr())
+		c.Engine = eng
+		c.Dir = t.TempDir()
+		c.ReplicationMode = ReplicationStrict
+		c.ReplicationTimeout = 3 * time.Second
+		if rate > 0 {
+			c.MigrateBytesPerSec = rate
+		}
+		c.Listen = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+		nodes[i] = startNode(t, c)
+	}
+	addrs := []string{nodes[0].Addr(), nodes[1].Addr(), nodes[2].Addr()}
+	t1 := ringTable(1, q, 2, addrs[0], addrs[1])
+	cs.setTable(t1)
+	waitVersion(t, 1, nodes...)
+
+	const bucket = 0 // master A, slave B; moves to C
+	big := keyIn("big", bucket, q, 0)
+	lst := keyIn("lst", bucket, q, 0)
+	// SMOVE setA setB: the walk (in key order) sends setB first, so the
+	// destination applies SMOVEs to setB while it lacks setA.
+	setA, setB := keyIn("zsetA", bucket, q, 0), keyIn("asetB", bucket, q, 0)
+	ca := dial(t, addrs[0])
+	loadStart := time.Now()
+	var batch [][]string
+	flush := func() {
+		for i, r := range ca.pipeline(batch) {
+			if strings.HasPrefix(r, "-") {
+				t.Fatalf("preload %v: %q", batch[i][:6], r)
+			}
+		}
+		batch = batch[:0]
+	}
+	const perCmd = 500
+	for i := 0; i < fields; i += perCmd {
+		cmd := x(1, "HSET", big)
+		for j := i; j < min(i+perCmd, fields); j++ {
+			cmd = append(cmd, "f"+strconv.Itoa(j), "v"+strconv.Itoa(j))
+		}
+		batch = append(batch, cmd)
+		if len(batch) == 20 {
+			flush()
+		}
+	}
+	for i := 0; i < 5000; i++ {
+		batch = append(batch, x(1, "SET", keyIn("small", bucket, q, i), strconv.Itoa(i)))
+		if len(batch) == 500 {
+			flush()
+		}
+	}
+	for i := 0; i < 100; i++ {
+		batch = append(batch, x(1, "RPUSH", lst, "p"+strconv.Itoa(i)))
+	}
+	setMembers := 50_000
+	if eng != "rdb" {
+		setMembers = 5_000 // an object re-encoded at each SADD
+	}
+	for i := 0; i < setMembers; i += 1000 {
+		cmd := x(1, "SADD", setA)
+		for j := i; j < i+1000; j++ {
+			cmd = append(cmd, "m"+strconv.Itoa(j))
+		}
+		batch = append(batch, cmd)
+	}
+	flush()
+	t.Logf("%s: loaded a hash of %d fields and 5200 small writes in %v", eng, fields, time.Since(loadStart).Round(time.Millisecond))
+
+	// Writers, one per kind, so that each knows the exact state it left.
+	var (
+		mu         sync.Mutex
+		maxWait    time.Duration
+		moving     bool
+		hashAcked  = map[string]string{} // field -> value
+		hashUnsure = map[string]bool{}
+		listWant   []string // the list after the preload's 100 elements
+		listUnsure bool
+		smallAcked = map[string]string{} // key -> value ("" deleted)
+		setMoved   = map[string]bool{}   // member -> acknowledged in setB
+		setUnsure  = map[string]bool{}
+	)
+	for i := 0; i < 100; i++ {
+		listWant = append(listWant, "p"+strconv.Itoa(i))
+	}
+	timed := func(wr *writer, args ...string) (string, bool) {
+		start := time.Now()
+		r, unknown := wr.do(args...)
+		d := time.Since(start)
+		mu.Lock()
+		if moving && d > maxWait {
+			maxWait = d
+		}
+		mu.Unlock()
+		if d > 100*time.Millisecond && os.Getenv("TAIR_BENCH_BIGKEY") != "" {
+			t.Logf("slow write %v: %s took %v (retries %d)", start.Format("15:04:05.000"), args[0], d, wr.retry.Load())
+		}
+		return r, unknown
+	}
+	stop := writeUntilStopped(t, cs, 4, func(w, n int, wr *writer) bool {
+		switch w {
+		case 0: // the big hash: new fields and overwritten ones
+			f := "f" + strconv.Itoa((n*7919)%fields)
+			if n%2 == 0 {
+				f = "new" + strconv.Itoa(n)
+			}
+			v := "w" + strconv.Itoa(n)
+			r, unknown := timed(wr, "HSET", big, f, v)
+			mu.Lock()
+			if unknown || !strings.HasPrefix(r, ":") {
+				hashUnsure[f] = true
+			} else {
+				hashAcked[f] = v
+			}
+			mu.Unlock()
+		case 1: // the list: pushes, and a pop now and then
+			if n%4 == 0 {
+				r, unknown := timed(wr, "LPOP", lst)
+				mu.Lock()
+				if unknown || len(listWant) == 0 || r != "$"+strconv.Itoa(len(listWant[0]))+"\r\n"+listWant[0] {
+					if !unknown {
+						t.Errorf("LPOP %q, want %q", r, listWant[0])
+					}
+					listUnsure = true
+				} else {
+					listWant = listWant[1:]
+				}
+				mu.Unlock()
+			} else {
+				v := "q" + strconv.Itoa(n)
+				r, unknown := timed(wr, "RPUSH", lst, v)
+				mu.Lock()
+				if unknown || !strings.HasPrefix(r, ":") {
+					listUnsure = true
+				} else {
+					listWant = append(listWant, v)
+				}
+				mu.Unlock()
+			}
+		case 2: // small keys: sets and deletes
+			k := keyIn("small", bucket, q, n%2000)
+			if n%5 == 0 {
+				r, unknown := timed(wr, "DEL", k)
+				mu.Lock()
+				if !unknown && strings.HasPrefix(r, ":") {
+					smallAcked[k] = ""
+				} else {
+					delete(smallAcked, k)
+				}
+				mu.Unlock()
+			} else {
+				v := "s" + strconv.Itoa(n)
+				r, unknown := timed(wr, "SET", k, v)
+				mu.Lock()
+				if !unknown && r == "+OK" {
+					smallAcked[k] = v
+				} else {
+					delete(smallAcked, k)
+				}
+				mu.Unlock()
+			}
+		case 3: // SMOVE from setA to setB: reads one key, writes another
+			m := "m" + strconv.Itoa(n)
+			if n >= setMembers {
+				return true
+			}
+			r, unknown := timed(wr, "SMOVE", setA, setB, m)
+			mu.Lock()
+			switch {
+			case unknown || !strings.HasPrefix(r, ":"):
+				setUnsure[m] = true
+			case r == ":1":
+				setMoved[m] = true
+			default:
+				t.Errorf("SMOVE %s: %q", m, r)
+			}
+			mu.Unlock()
+		}
+		return true
+	})
+
+	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	moving = true
+	mu.Unlock()
+	walkWritesBefore, slicesBefore, piecesBefore := nodes[0].walkWrites.Load(), nodes[0].walkSlices.Load(), nodes[0].walkPieces.Load()
+	moveStart := time.Now()
+	startMove(cs, t1, bucket, addrs[0], addrs[2])
+	testutil.Eventually(t, 120*time.Second, func() bool {
+		tb := cs.getTable()
+		return tb.Master(bucket) == addrs[2] && len(tb.Migrating) == 0
+	}, "the move did not complete")
+	mu.Lock()
+	moving = false
+	longest = maxWait
+	mu.Unlock()
+	took = time.Since(moveStart)
+	time.Sleep(300 * time.Millisecond) // writes go on through the switch
+	stop()
+	if t.Failed() {
+		return longest, took, 0
+	}
+	final := cs.getTable()
+	waitVersion(t, final.Version, nodes...)
+	t.Logf("%s: moved a bucket holding a hash of %d fields in %v under writes; longest write wait during the move %v (aim: 100ms)",
+		eng, fields, took.Round(time.Millisecond), longest.Round(time.Millisecond))
+
+	// The bucket was walked in slices, each under its own hold of the
+	// bucket's lock (the old copy held it throughout), and writes could
+	// run between them (how many did is the machine's timing).
+	if n := nodes[0].walkSlices.Load() - slicesBefore; n < 3 && !lockedSnapshot {
+		t.Fatalf("the move walked the bucket in %d slices", n)
+	}
+	pieced := nodes[0].walkPieces.Load() - piecesBefore
+	t.Logf("%d holds, %d writes ran while the move walked the bucket, %d keys went in pieces",
+		nodes[0].walkSlices.Load()-slicesBefore, nodes[0].walkWrites.Load()-walkWritesBefore, pieced)
+	if eng == "rdb" && pieced < 2 && !lockedSnapshot {
+		t.Fatalf("%d keys went in pieces, want the big hash and the set", pieced)
+	}
+	dst, slave := nodes[2], nodes[1]
+	// The copies agree, record by record (versions and expiries too).
+	var dd, ds []string
+	for i := 0; i < 20; i++ {
+		dd, ds = sortedDigests(recordDigests(t, dst, bucket)), sortedDigests(recordDigests(t, slave, bucket))
+		if slices.Equal(dd, ds) {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if !slices.Equal(dd, ds) {
+		var only []string
+		for _, d := range dd {
+			if !slices.Contains(ds, d) {
+				only = append(only, "new master: "+d)
+			}
+		}
+		for _, d := range ds {
+			if !slices.Contains(dd, d) {
+				only = append(only, "slave: "+d)
+			}
+		}
+		t.Fatalf("the new master (%d records) and the slave (%d) differ:\n%s", len(dd), len(ds), strings.Join(only, "\n"))
+	}
+	// Every acknowledged write is there, exactly.
+	hgetall := func(n *Server) map[string]string {
+		out := map[string]string{}
+		if eng == "rdb" {
+			e, err := n.Engine().Get(engineKey(bucket, big))
+			if err != nil {
+				t.Fatalf("%s: the big hash: %v", n.Addr(), err)
+			}
+			type ranger interface {
+				Range(func(f, v string) bool)
+			}
+			e.Object.(ranger).Range(func(f, v string) bool { out[f] = v; return true })
+			return out
+		}
+		kvs, err := n.Engine().PrefixRange(engineKey(bucket, big), engines.RangeOptions{})
+		if err != nil {
+			t.Fatalf("%s: the big hash: %v", n.Addr(), err)
+		}
+		for _, kv := range kvs {
+			out[string(kv.Key)] = string(kv.Entry.Value)
+		}
+		return out
+	}
+	for _, n := range []*Server{dst, slave} {
+		h := hgetall(n)
+		for f, v := range hashAcked {
+			if !hashUnsure[f] && h[f] != v {
+				t.Fatalf("%s: %s %s = %q, acknowledged %q", n.Addr(), big, f, h[f], v)
+			}
+		}
+		for i := 0; i < fields; i++ {
+			f := "f" + strconv.Itoa(i)
+			if _, w := hashAcked[f]; !w && !hashUnsure[f] && h[f] != "v"+strconv.Itoa(i) {
+				t.Fatalf("%s: %s %s = %q, preloaded %q", n.Addr(), big, f, h[f], "v"+strconv.Itoa(i))
+			}
+		}
+		for k, v := range smallAcked {
+			got, ok := engineGet(n, k)
+			if v == "" && ok || v != "" && got != v {
+				t.Fatalf("%s: %s = %q %v, acknowledged %q", n.Addr(), k, got, ok, v)
+			}
+		}
+		if !listUnsure {
+			e, err := n.Engine().Get(engineKey(bucket, lst))
+			if err != nil {
+				t.Fatalf("%s: the list: %v", n.Addr(), err)
+			}
+			type lister interface{ Len() int }
+			if got := e.Object.(lister).Len(); got != len(listWant) {
+				t.Fatalf("%s: the list holds %d elements, acknowledged %d", n.Addr(), got, len(listWant))
+			}
+		}
+		sa, errA := n.Engine().Get(engineKey(bucket, setA))
+		sb, errB := n.Engine().Get(engineKey(bucket, setB))
+		if errA != nil || errB != nil {
+			t.Fatalf("%s: the sets: %v %v", n.Addr(), errA, errB)
+		}
+		type member interface{ Has(string) bool }
+		for m := range setMoved {
+			if !setUnsure[m] && (!sb.Object.(member).Has(m) || sa.Object.(member).Has(m)) {
+				t.Fatalf("%s: %s was moved to setB (acknowledged)", n.Addr(), m)
+			}
+		}
+	}
+	// The list's exact content, on the new master.
+	if !listUnsure {
+		got := dial(t, addrs[2]).do(x(final.Version, "LRANGE", lst, "0", "-1")...)
+		var want strings.Builder
+		fmt.Fprintf(&want, "*%d\r\n", len(listWant))
+		for _, v := range listWant {
+			fmt.Fprintf(&want, "$%d\r\n%s\r\n", len(v), v)
+		}
+		if strings.TrimSuffix(got, "\r\n") != strings.TrimSuffix(want.String(), "\r\n") {
+			t.Fatalf("LRANGE on the new master:\n%.300q\nwant\n%.300q", got, want.String())
+		}
+	}
+	// Key counts agree with each other and with a walk.
+	cd, cs2 := bucketCounts(dst, bucket), bucketCounts(slave, bucket)
+	if fmt.Sprint(cd) != fmt.Sprint(cs2) {
+		t.Fatalf("key counts: new master %v, slave %v", cd, cs2)
+	}
+	walked := 0
+	if err := dst.Engine().ForEach(bucket, func(*engines.Record) error { walked++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if cd[0].Keys != int64(walked) {
+		t.Fatalf("key count %d, a walk finds %d", cd[0].Keys, walked)
+	}
+	return longest, took, nodes[0].walkMaxHold.Load()
+}
+
+func sortedDigests(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestMoveChecksumCatchesDifference: a destination whose copy differs
+// from the source's when the move is about to end (here a key written
+// into its engine behind the stream's back) fails the checksum; the move
+// starts over, and ends with copies that agree.
+func TestMoveChecksumCatchesDifference(t *testing.T) {
+	cs := newFakeCS(t)
+	nodes := make([]*Server, 3)
+	for i := range nodes {
+		c := testConfig(cs.addr())
+		c.ReplicationMode = ReplicationStrict
+		c.MigrateBytesPerSec = 100 << 10 // a copy of about a second
+		nodes[i] = startNode(t, c)
+	}
+	addrs := []string{nodes[0].Addr(), nodes[1].Addr(), nodes[2].Addr()}
+	t1 := ringTable(1, q, 2, addrs[0], addrs[1])
+	cs.setTable(t1)
+	waitVersion(t, 1, nodes...)
+	const bucket = 0
+	ca := dial(t, addrs[0])
+	var pre [][]string
+	for i := 0; i < 3000; i++ {
+		pre = append(pre, x(1, "SET", keyIn("pre", bucket, q, i), strconv.Itoa(i)))
+	}
+	for i, r := range ca.pipeline(pre) {
+		if r != "+OK" {
+			t.Fatalf("preload %d: %q", i, r)
+		}
+	}
+	before := counterValue(t, nodes[0].m.migSumMismatches)
+	startMove(cs, t1, bucket, addrs[0], addrs[2])
+	// Once the destination takes the copy, a key of its own appears.
+	bogus := keyIn("bogus", bucket, q, 0)
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		bk := nodes[2].bucket(bucket)
+		bk.lock()
+		defer bk.unlock()
+		return bk.inMig != ""
+	}, "the copy did not begin")
+	if _, err := nodes[2].Engine().Put(engineKey(bucket, bogus), []byte("x"), engines.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		tb := cs.getTable()
+		return tb.Master(bucket) == addrs[2] && len(tb.Migrating) == 0
+	}, "the move did not complete")
+	if n := counterValue(t, nodes[0].m.migSumMismatches) - before; n < 1 {
+		t.Fatalf("%v checksum mismatches, want the bogus key's", n)
+	}
+	waitVersion(t, cs.getTable().Version, nodes...)
+	if _, ok := engineGet(nodes[2], bogus); ok {
+		t.Fatal("the bogus key survived the move")
+	}
+	if d, s := sortedDigests(recordDigests(t, nodes[2], bucket)), sortedDigests(recordDigests(t, nodes[1], bucket)); !slices.Equal(d, s) {
+		t.Fatalf("the new master (%d records) and the slave (%d) differ", len(d), len(s))
+	}
+}
