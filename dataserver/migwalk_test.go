@@ -18,10 +18,12 @@ import (
 )
 
 // bigMoveFields is the size of the big hash of TestBigKeyMoveUnderWrites:
-// a million fields, fewer with -short, TAIR_BIG_FIELDS to choose.
+// a million fields, fewer with -short or the race detector (make test
+// runs this package under it: the checks are the same, with 25 pieces
+// instead of 500), TAIR_BIG_FIELDS to choose.
 func bigMoveFields(t *testing.T, eng string) int {
 	n := 1_000_000
-	if testing.Short() {
+	if testing.Short() || testutil.Race {
 		n = 50_000
 	}
 	if eng != "rdb" {
