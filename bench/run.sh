@@ -15,6 +15,8 @@
 #      --sync none against rdb, with issue 16's aims beside them;
 #   5c. bench/migration.sh: a dataserver joins a loaded cluster, keys
 #      moved per second beside the aim (100k keys/s);
+#   5d. bench/bigkey-move.sh: a bucket holding a 1M-field hash moves
+#      under writes, the longest write wait beside the aim (100 ms);
 #   6. bench/recovery.sh: a dataserver of ~1M key copies killed under load,
 #      the time until every bucket has its copies again beside the aim
 #      (10 s);
@@ -35,7 +37,8 @@
 # BENCHTIME (1s) for the Go benchmarks' -benchtime, SKIP_RECOVERY=1 to
 # skip step 6, SKIP_HEAP=1 to skip step 8 (HEAP_SMALL, HEAP_LARGE: its key
 # counts), SKIP_DURABLE=1 to skip step 5b, SKIP_MIGRATION=1 to skip step 5c
-# (MIGRATION_KEYS, 1000000, its size), RECOVERY_KEYS (1000000) for its size,
+# (MIGRATION_KEYS, 1000000, its size), SKIP_BIGKEY=1 to skip step 5d (FIELDS,
+# 1000000, its hash's size), RECOVERY_KEYS (1000000) for its size,
 # SKIP_HOTKEY=1 to skip step 6b (HOTKEY_KEYS, 100000, its other keys), SKIP_REDIS7=1 to skip
 # step 7.
 set -u
@@ -272,6 +275,12 @@ own_cluster_section() {
 # aim.
 own_cluster_section "${SKIP_MIGRATION:-}" "${MIGRATION_KEYS:-1000000}" bench/migration.sh \
   "migration: a 4th dataserver joins 3 holding ~${MIGRATION_KEYS:-1000000} keys, under load"
+
+# A bucket holding a 1M-field hash moves under writes: the longest write
+# wait beside issue 16's aim (100 ms), the walk against the old copy
+# under one hold.
+own_cluster_section "${SKIP_BIGKEY:-}" "" bench/bigkey-move.sh \
+  "big keys: a bucket holding a ${FIELDS:-1000000}-field hash moves under writes"
 
 # A dataserver lost under load.
 own_cluster_section "${SKIP_RECOVERY:-}" "${RECOVERY_KEYS:-1000000}" bench/recovery.sh \
