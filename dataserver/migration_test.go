@@ -197,15 +197,7 @@ func runMove(t *testing.T, tc moveCase) {
 
 	const bucket = 0 // master A, slave B
 	ca := dial(t, addrs[0])
-	var pre [][]string
-	for i := 0; i < 3000; i++ {
-		pre = append(pre, x(1, "SET", keyIn("pre", bucket, q, i), strconv.Itoa(i)))
-	}
-	for i, r := range ca.pipeline(pre) {
-		if r != "+OK" {
-			t.Fatalf("preload %d: %q", i, r)
-		}
-	}
+	preload(t, ca, "pre", bucket, 3000, strconv.Itoa)
 
 	// Writers: each INCRs its counter and SETs its keys, remembering what
 	// was acknowledged.
@@ -397,15 +389,7 @@ func TestMigrationRateCap(t *testing.T) {
 	waitVersion(t, 1, nodes...)
 	const bucket = 0 // master A, slave B
 	value := strings.Repeat("v", 100)
-	var pre [][]string
-	for i := 0; i < 100; i++ {
-		pre = append(pre, x(1, "SET", keyIn("cap", bucket, q, i), value))
-	}
-	for i, r := range dial(t, addrs[0]).pipeline(pre) {
-		if r != "+OK" {
-			t.Fatalf("preload %d: %q", i, r)
-		}
-	}
+	preload(t, dial(t, addrs[0]), "cap", bucket, 100, func(int) string { return value })
 	start := time.Now()
 	startMove(cs, cs.getTable(), bucket, addrs[1], addrs[2])
 	testutil.Eventually(t, 30*time.Second, func() bool {
@@ -639,4 +623,19 @@ func incrWaiting(t *testing.T, m *Server, key string) <-chan string {
 		return ok && v == "1"
 	}, "the INCR did not run on the master")
 	return reply
+}
+
+// preload SETs n keys prefix:i of bucket (area 1) to value(i) through c,
+// in one pipeline, and fails t unless every one is acknowledged.
+func preload(t *testing.T, c *client, prefix string, bucket route.BucketID, n int, value func(i int) string) {
+	t.Helper()
+	cmds := make([][]string, 0, n)
+	for i := 0; i < n; i++ {
+		cmds = append(cmds, x(1, "SET", keyIn(prefix, bucket, q, i), value(i)))
+	}
+	for i, r := range c.pipeline(cmds) {
+		if r != "+OK" {
+			t.Fatalf("preload %d: %q", i, r)
+		}
+	}
 }

@@ -494,15 +494,7 @@ func TestMoveChecksumCatchesDifference(t *testing.T) {
 	waitVersion(t, 1, nodes...)
 	const bucket = 0
 	ca := dial(t, addrs[0])
-	var pre [][]string
-	for i := 0; i < 3000; i++ {
-		pre = append(pre, x(1, "SET", keyIn("pre", bucket, q, i), strconv.Itoa(i)))
-	}
-	for i, r := range ca.pipeline(pre) {
-		if r != "+OK" {
-			t.Fatalf("preload %d: %q", i, r)
-		}
-	}
+	preload(t, ca, "pre", bucket, 3000, strconv.Itoa)
 	before := counterValue(t, nodes[0].m.migSumMismatches)
 	startMove(cs, t1, bucket, addrs[0], addrs[2])
 	// Once the destination takes the copy, a key of its own appears.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"github.com/tairkv/tair/dataserver/exec"
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/internal/command"
 	"github.com/tairkv/tair/internal/envelope"
@@ -175,7 +176,7 @@ func (t *tracker) keysChanged(area uint16, prop [][][]byte) chan struct{} {
 	var kb [8]int
 	t.mu.Lock()
 	for _, cmd := range prop {
-		if len(cmd) == 0 || len(cmd[0]) == len("TAIR.REPLVER") && equalFold(cmd[0], "TAIR.REPLVER") {
+		if len(cmd) == 0 || exec.IsVersions(cmd) {
 			continue // the versions of the keys of the commands after it
 		}
 		spec := command.Lookup(cmd[0])

@@ -834,6 +834,14 @@ func (s *Store) Restore(bucket uint32, r *engines.Record) error {
 // that no backend snapshot or read transaction stays open while fn runs (a
 // long bbolt read transaction would stall writers that grow the file).
 func (s *Store) ForEach(bucket uint32, fn func(r *engines.Record) error) error {
+	return s.bucketFamilies(bucket, func(_ uint16, _ byte, lo, hi []byte) error {
+		return s.forEachRange(lo, hi, fn)
+	})
+}
+
+// bucketFamilies calls fn with the key range of each record family
+// (plain, then prefix) of each area bucket holds, by area.
+func (s *Store) bucketFamilies(bucket uint32, fn func(area uint16, kind byte, lo, hi []byte) error) error {
 	if err := s.enter(); err != nil {
 		return err
 	}
@@ -842,7 +850,7 @@ func (s *Store) ForEach(bucket uint32, fn func(r *engines.Record) error) error {
 	for _, p := range pairs {
 		for _, kind := range []byte{kindPlain, kindPrefix} {
 			lo, hi := kindRange(bucket, p.area, kind)
-			if err := s.forEachRange(lo, hi, fn); err != nil {
+			if err := fn(p.area, kind, lo, hi); err != nil {
 				return err
 			}
 		}
@@ -854,55 +862,47 @@ func (s *Store) ForEach(bucket uint32, fn func(r *engines.Record) error) error {
 // in chunks (no backend snapshot stays open while fn runs); a pkey's skeys
 // are skipped with one seek past them.
 func (s *Store) BucketKeys(bucket uint32, fn func(area uint16, key []byte, prefix bool) error) error {
-	if err := s.enter(); err != nil {
-		return err
-	}
-	pairs := s.pairsOf(func(p *pair) bool { return p.bucket == bucket })
-	s.leave()
-	for _, p := range pairs {
-		for _, kind := range []byte{kindPlain, kindPrefix} {
-			lo, hi := kindRange(bucket, p.area, kind)
-			for lo != nil {
-				if err := s.enter(); err != nil {
+	return s.bucketFamilies(bucket, func(area uint16, kind byte, lo, hi []byte) error {
+		for lo != nil {
+			if err := s.enter(); err != nil {
+				return err
+			}
+			var keys [][]byte
+			var next []byte
+			var perr error
+			err := s.be.Scan(lo, hi, false, func(k, _ []byte) bool {
+				d, err := parseDataKey(k)
+				if err != nil {
+					perr = err
+					return false
+				}
+				keys = append(keys, bytes.Clone(d.key))
+				if kind == kindPrefix {
+					next = PrefixEnd(pkeyPrefix(bucket, area, d.key))
+				} else {
+					next = append(bytes.Clone(k), 0)
+				}
+				return kind == kindPlain && len(keys) < scanChunk
+			})
+			s.leave()
+			if err == nil {
+				err = perr
+			}
+			if err != nil {
+				return errs.Wrap(errs.Unknown, err)
+			}
+			for _, k := range keys {
+				if err := fn(area, k, kind == kindPrefix); err != nil {
 					return err
 				}
-				var keys [][]byte
-				var next []byte
-				var perr error
-				err := s.be.Scan(lo, hi, false, func(k, _ []byte) bool {
-					d, err := parseDataKey(k)
-					if err != nil {
-						perr = err
-						return false
-					}
-					keys = append(keys, bytes.Clone(d.key))
-					if kind == kindPrefix {
-						next = PrefixEnd(pkeyPrefix(bucket, p.area, d.key))
-					} else {
-						next = append(bytes.Clone(k), 0)
-					}
-					return kind == kindPlain && len(keys) < scanChunk
-				})
-				s.leave()
-				if err == nil {
-					err = perr
-				}
-				if err != nil {
-					return errs.Wrap(errs.Unknown, err)
-				}
-				for _, k := range keys {
-					if err := fn(p.area, k, kind == kindPrefix); err != nil {
-						return err
-					}
-				}
-				if len(keys) == 0 || (kind == kindPlain && len(keys) < scanChunk) {
-					break
-				}
-				lo = next
 			}
+			if len(keys) == 0 || (kind == kindPlain && len(keys) < scanChunk) {
+				break
+			}
+			lo = next
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 type rawKV struct{ k, v []byte }
