@@ -108,6 +108,20 @@ func (c *Cache) Clear() {
 	c.bytes = 0
 }
 
+// ClearIf drops every entry whose key drop reports true (the keys of
+// buckets that changed master). It counts as an invalidation of all:
+// a fill in flight may be of one of them.
+func (c *Cache) ClearIf(drop func(area uint16, key string) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	for k, el := range c.items {
+		if drop(k.Area, k.Key) {
+			c.removeLocked(el)
+		}
+	}
+}
+
 // Seq is the invalidation count, taken when a read that may fill the
 // cache is sent.
 func (c *Cache) Seq() uint64 {

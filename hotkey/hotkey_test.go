@@ -138,3 +138,29 @@ func TestCachePutIfUnchanged(t *testing.T) {
 		t.Fatal("Clear did not count as an invalidation")
 	}
 }
+
+// ClearIf drops exactly the entries it is told to, and a fill sent
+// before it is not cached (it counts as an invalidation).
+func TestCacheClearIf(t *testing.T) {
+	c := NewCache(time.Minute, 100, 1<<20, nil)
+	c.Put(0, []byte("a1"), []byte("x"))
+	c.Put(0, []byte("b1"), []byte("y"))
+	c.Put(1, []byte("a2"), []byte("z"))
+	seq := c.Seq()
+	c.ClearIf(func(area uint16, key string) bool { return key[0] == 'a' })
+	if _, ok := c.Get(0, []byte("a1")); ok {
+		t.Fatal("a1 kept")
+	}
+	if _, ok := c.Get(1, []byte("a2")); ok {
+		t.Fatal("a2 kept")
+	}
+	if v, ok := c.Get(0, []byte("b1")); !ok || string(v) != "y" {
+		t.Fatalf("b1 = %q %v, want y", v, ok)
+	}
+	if _, _, n := c.Stats(); n != 1 {
+		t.Fatalf("%d entries left, want 1", n)
+	}
+	if c.PutIfUnchanged(0, []byte("a1"), []byte("old"), seq) {
+		t.Fatal("a fill sent before ClearIf was cached")
+	}
+}

@@ -181,8 +181,11 @@ func (s *Server) trackServe(ctx context.Context, n *node) error {
 	}
 }
 
-// hotTableChanged clears the cache when a bucket's master changed: the
-// new master has no registrations, so no push would come.
+// hotTableChanged drops the cached keys of the buckets whose master
+// changed: the new master has no registrations, so no push would come
+// for them. The other buckets' keys stay: their masters' pushes still
+// come (a rebalance changes a few buckets per table version, and
+// clearing all at each one emptied the cache for its whole length).
 func (s *Server) hotTableChanged(old, rt *routing) {
 	if s.hotCache == nil || old == nil {
 		return
@@ -192,13 +195,23 @@ func (s *Server) hotTableChanged(old, rt *routing) {
 		s.tl.clears.Add(1)
 		return
 	}
+	var changed map[route.BucketID]bool
 	for b := range rt.copies {
 		if old.master(route.BucketID(b)) != rt.master(route.BucketID(b)) {
-			s.hotCache.Clear()
-			s.tl.clears.Add(1)
-			return
+			if changed == nil {
+				changed = map[route.BucketID]bool{}
+			}
+			changed[route.BucketID(b)] = true
 		}
 	}
+	if changed == nil {
+		return
+	}
+	q := uint32(len(rt.copies))
+	s.hotCache.ClearIf(func(_ uint16, key string) bool {
+		return changed[route.BucketOf([]byte(key), q)]
+	})
+	s.tl.clears.Add(1)
 }
 
 // trackLinksUp counts the invalidation links that are up.

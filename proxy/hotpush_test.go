@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -138,6 +139,47 @@ func TestHotCacheMasterChangeClears(t *testing.T) {
 	}
 	if got := rc.do("GET", "hk"); got != "$2\r\nv2\r\n" {
 		t.Fatalf("GET after the master changed = %q, want v2", got)
+	}
+}
+
+// A table that gives one bucket another master drops only that bucket's
+// cached keys: a hot key of a bucket whose master stays is still served
+// from the cache (its master's pushes still come).
+func TestHotCacheMasterChangeKeepsOtherBuckets(t *testing.T) {
+	e := newEnv(t, 2, false, func(c *Config) { c.HotCacheTTL = time.Minute })
+	rc := e.raw()
+	moved, kept := "hk", ""
+	b := e.table.Bucket([]byte(moved))
+	for i := 0; kept == ""; i++ {
+		if k := fmt.Sprintf("other%d", i); e.table.Bucket([]byte(k)) != b {
+			kept = k
+		}
+	}
+	for _, k := range []string{moved, kept} {
+		if got := rc.do("SET", k, "v1"); got != "+OK\r\n" {
+			t.Fatal(got)
+		}
+		hotCached(t, e, rc, k, "$2\r\nv1\r\n")
+	}
+	t2 := e.table.Clone()
+	t2.Version++
+	row := t2.Serving[b]
+	t2.Serving[b] = []string{row[1], row[0]} // bucket b's master changes, no other
+	for _, f := range e.fakes {
+		f.table.Store(t2)
+	}
+	if err := e.p.SetTable(t2); err != nil {
+		t.Fatal(err)
+	}
+	before := callsOf(e)
+	if got := rc.do("GET", kept); got != "$2\r\nv1\r\n" {
+		t.Fatalf("GET %s = %q", kept, got)
+	}
+	if n := callsOf(e) - before; n != 0 {
+		t.Fatalf("a hot key of a bucket whose master stayed left the cache: %d dataserver calls", n)
+	}
+	if _, ok := e.p.hotCache.Get(0, []byte(moved)); ok {
+		t.Fatalf("%s, of the bucket whose master changed, is still cached", moved)
 	}
 }
 
