@@ -7,7 +7,7 @@
 # client latency for BEFORE, starts a 4th dataserver and measures keys moved
 # per second and client latency until the table has settled.
 #
-# Knobs: KEYS (1000000), CLIENTS (20), RATE (2000), BEFORE (10s),
+# Knobs: KEYS (1000000), CLIENTS (20), RATE (2000), BEFORE (10s), AFTER (5s),
 # MOVES_PER_NODE (the configserver's --moves-per-node; its default when unset).
 # Output goes to bench/out/migration-<time>.md and to stdout.
 set -u
@@ -27,7 +27,7 @@ new_report migration
   echo "then a 4th dataserver joins (configserver --moves-per-node ${MOVES_PER_NODE:-default})."
   echo
   go run ./bench/migration --proxy "127.0.0.1:$PX" --configserver "127.0.0.1:$CS" --tair "$BIN" \
-    --keys "$KEYS" --clients "$CLIENTS" --rate "$RATE" --before "$BEFORE" --ds-log "$TMP/ds4.log" \
+    --keys "$KEYS" --clients "$CLIENTS" --rate "$RATE" --before "$BEFORE" --after "${AFTER:-5s}" --ds-log "$TMP/ds4.log" \
     --ds-args "--listen 127.0.0.1:$DS4 --http 127.0.0.1:$DS4_HTTP --configserver 127.0.0.1:$CS --engine rdb --log-level warn"
   rc=$?
   if [ $rc -ne 0 ]; then tail -n 30 "$TMP"/*.log; fi

@@ -2,6 +2,7 @@ package dataserver
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
 	"strconv"
@@ -41,6 +42,20 @@ const (
 	copyGCIdle   = time.Second
 )
 
+// Going back at once after a big copy started a collection at once, and
+// a late one: the heap had grown to near four times the live heap, past
+// the goal of the old percent (twice the live heap), so the pacer had
+// every allocating goroutine assist the marking until it was done, and
+// the requests of that moment waited on it (the stall after a
+// rebalance: GET/SET p99 of 300-900 ms in the 20 s after the table
+// settled, bench/migration.sh; gctrace put 862 ms of mutator assist in
+// one such cycle; with this, 118-175 ms, bench/RESULTS.md). So when the heap holds more than the old percent's
+// goal less a quarter (stepRunway), relax first has one cycle run at the
+// raised percent, whose goal the heap is far below, so the pacer asks
+// little of the mutators; once it has run (and no copy came meanwhile),
+// the old percent and limit are back, over a heap that is its live data.
+const stepRunway = 1.25
+
 type gcDefer struct {
 	off    bool // GOGC was set by the operator: leave it
 	raised atomic.Bool
@@ -48,9 +63,36 @@ type gcDefer struct {
 	mu     sync.Mutex
 	prev   int   // the percent to go back to
 	limit  int64 // the memory limit to go back to
+	// collecting: relax's cycle at the raised percent is running.
+	collecting bool
+	// heap reads the collector's figures and collect runs a cycle
+	// (runtime.GC); tests replace both.
+	heap    func() heapFigures
+	collect func()
 }
 
-var copyGC = gcDefer{off: os.Getenv("GOGC") != ""}
+// heapFigures: the heap marked live by the last cycle and the bytes its
+// objects take now (live and not yet swept).
+type heapFigures struct {
+	live, objects uint64
+}
+
+func readHeapFigures() heapFigures {
+	s := []rtmetrics.Sample{
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"},
+	}
+	rtmetrics.Read(s)
+	var f heapFigures
+	for i, p := range []*uint64{&f.live, &f.objects} {
+		if s[i].Value.Kind() == rtmetrics.KindUint64 {
+			*p = s[i].Value.Uint64()
+		}
+	}
+	return f
+}
+
+var copyGC = gcDefer{off: os.Getenv("GOGC") != "", heap: readHeapFigures, collect: runtime.GC}
 
 // gcPercent reads the current GOGC without changing it (SetGCPercent(-1)
 // to read it would wait for a running mark to finish).
@@ -93,19 +135,47 @@ func (g *gcDefer) touch() {
 }
 
 // relax goes back to the percent of before once no copy work came for
-// idle (zero: at once).
+// idle (zero: at once), after a cycle at the raised percent when the
+// heap is near the old percent's goal already (see stepRunway).
 func (g *gcDefer) relax(idle time.Duration) {
 	if !g.raised.Load() {
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.raised.Load() || time.Since(time.Unix(0, g.last.Load())) < idle {
+	if !g.raised.Load() || g.collecting || time.Since(time.Unix(0, g.last.Load())) < idle {
 		return
 	}
+	if !g.late() {
+		g.lower()
+		return
+	}
+	g.collecting = true
+	start := time.Now().UnixNano()
+	go func() {
+		g.collect()
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.collecting = false
+		if g.last.Load() <= start {
+			g.lower() // else copies came meanwhile: stay raised
+		}
+	}()
+}
+
+// lower sets the percent and limit of before (g.mu held).
+func (g *gcDefer) lower() {
 	debug.SetGCPercent(g.prev)
 	debug.SetMemoryLimit(g.limit)
 	g.raised.Store(false)
+}
+
+// late reports whether the heap's objects, with a quarter more, would be
+// past the goal of the old percent: going back to it now would start a
+// cycle that is late already.
+func (g *gcDefer) late() bool {
+	f := g.heap()
+	return f.live > 0 && float64(f.objects)*stepRunway > float64(f.live)*(1+float64(g.prev)/100)
 }
 
 // runtimeBytes is the memory the Go runtime holds from the OS.

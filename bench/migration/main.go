@@ -37,6 +37,7 @@ func main() {
 	rate := flag.Int("rate", 2000, "steady load, requests per second in all (half GET, half SET)")
 	before := flag.Duration("before", 10*time.Second, "how long to measure before the migration")
 	timeout := flag.Duration("timeout", 15*time.Minute, "give up on the migration after this long")
+	afterFor := flag.Duration("after", 5*time.Second, "how long the after window runs, from the settled table (the old copies' drop and the collector's return fall in it)")
 	flag.Parse()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -123,7 +124,7 @@ func main() {
 		time.Sleep(100 * time.Millisecond)
 	}
 	during, duringSvc := lt.snapshot(), svc.snapshot()
-	// The 5 s after count from the settled table: what happens right
+	// The after window counts from the settled table: what happens right
 	// after it (old copies dropped, the collector relaxed) is theirs.
 	lt.reset()
 	svc.reset()
@@ -140,7 +141,7 @@ func main() {
 			}
 		}
 	}
-	time.Sleep(5*time.Second - time.Since(afterStart))
+	time.Sleep(*afterFor - time.Since(afterStart))
 	after, afterSvc := lt.snapshot(), svc.snapshot()
 
 	fmt.Printf("during: %s\n", during)
@@ -154,7 +155,7 @@ func main() {
 	for _, p := range []struct {
 		name string
 		s, v benchload.Stats
-	}{{"before (" + before.String() + ")", pre, preSvc}, {fmt.Sprintf("during the migration (%v)", took.Round(time.Second)), during, duringSvc}, {"after (5s)", after, afterSvc}} {
+	}{{"before (" + before.String() + ")", pre, preSvc}, {fmt.Sprintf("during the migration (%v)", took.Round(time.Second)), during, duringSvc}, {fmt.Sprintf("after (%v)", *afterFor), after, afterSvc}} {
 		fmt.Printf("| %s | %d | %.0f | %.3f | %.3f | %.3f | %.3f | %.3f / %.3f / %.3f |\n", p.name, p.s.N, p.s.Rate,
 			benchload.Ms(p.s.P50), benchload.Ms(p.s.P99), benchload.Ms(p.s.P999), benchload.Ms(p.s.Max), benchload.Ms(p.v.P50), benchload.Ms(p.v.P99), benchload.Ms(p.v.Max))
 	}
