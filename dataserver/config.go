@@ -37,6 +37,9 @@ type Config struct {
 	Sync engines.SyncPolicy
 	// MemoryLimit bounds an in-memory engine's bytes (0 = none).
 	MemoryLimit int64
+	// Now is the storage engine's clock, which decides what has expired
+	// (nil: time.Now; tests set a skewed one).
+	Now func() time.Time
 	// Zone and Rack label the node for position-safe tables.
 	Zone, Rack string
 

@@ -689,6 +689,48 @@ func TestBehindDeadSlaveNotWaitedFor(t *testing.T) {
 	}
 }
 
+// TestDroppingADeadSlaveLeavesTheMasterUndiverged: a master's stream to
+// a dead slave holds the writes acknowledged without it (the table marks
+// it behind). When a table drops that slave's copies the stream closes
+// with them unsent; the master's own copy lost nothing and no copy the
+// table names lacks them, so it is not diverged and sends its slaves no
+// full copy. (A CI run saw both surviving masters send every bucket
+// again when the dead node restarted empty and was dropped; one of those
+// full copies met a move of the slave's copy and lost two writes.)
+func TestDroppingADeadSlaveLeavesTheMasterUndiverged(t *testing.T) {
+	cs, nodes := cluster2(t, func(_ int, c *Config) { c.ReplicationTimeout = time.Second })
+	a, b := nodes[0], nodes[1]
+	ca := dial(t, a.Addr())
+	loseSlaveBehind(t, cs, a, b, ca, keyIn("drop", 0, q, 0))
+	for i := 1; i <= 4; i++ {
+		if got := ca.do(x(1, "SET", keyIn("drop", 0, q, i), "v")...); got != "+OK" {
+			t.Fatalf("write with the slave dead and behind: %q", got)
+		}
+	}
+	st := a.rt.Load().slaves[0][0]
+	if st.pending() == 0 {
+		t.Fatal("the stream to the dead slave holds none of the writes acknowledged without it")
+	}
+	v := cs.getTable().Version + 1
+	cs.setTable(ringTable(v, q, 1, a.Addr())) // b's copies dropped
+	waitVersion(t, v, a)
+	select {
+	case <-st.stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream to the dropped slave did not close")
+	}
+	for bk := route.BucketID(0); bk < q; bk++ {
+		if a.bucket(bk).diverged.Load() {
+			t.Fatalf("bucket %d is marked diverged on its master after its dead slave was dropped", bk)
+		}
+	}
+	for i := 0; i <= 4; i++ {
+		if v, ok := engineGet(a, keyIn("drop", 0, q, i)); !ok {
+			t.Fatalf("the master lost %s (%q)", keyIn("drop", 0, q, i), v)
+		}
+	}
+}
+
 // TestBehindMarkCoversOnlyItsEpisode: a master relies on a slave's
 // behind mark only for the episode of unreachability the mark was set
 // for. A mark kept from an earlier episode may be cleared at any moment

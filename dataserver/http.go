@@ -24,6 +24,7 @@ type metrics struct {
 	replDroppedWrites prometheus.Counter
 	replRefusedHeld   prometheus.Counter
 	replApplyErrors   prometheus.Counter
+	migApplyMisses    prometheus.Counter
 	forwarded         prometheus.Counter
 	flowLimited       prometheus.Counter
 	panics            prometheus.Counter
@@ -50,6 +51,7 @@ func newMetrics() *metrics {
 		replRefusedHeld:   c("replication_refused_held_total", "Writes refused for a bucket this node holds, whose copy was then copied again (it may differ from a copy that took them)."),
 		replDroppedWrites: c("replication_dropped_copy_writes_total", "Writes acknowledged although a slave refused them because a newer table dropped its copy, this node staying master (droppedWrite)."),
 		replApplyErrors:   c("replication_apply_errors_total", "Incoming replication items that failed to apply."),
+		migApplyMisses:    c("migration_apply_misses_total", "Commands a move passed on that failed at this destination before the move had copied their key (expected: the move sends the key again)."),
 		forwarded:         c("forwarded_total", "Requests forwarded to a bucket's new master."),
 		flowLimited:       c("flow_limited_total", "Requests refused by an area's flow limit."),
 		panics:            c("panics_total", "Commands that panicked (a bug): answered with an error, the node serves on."),
@@ -62,7 +64,7 @@ func newMetrics() *metrics {
 			Name: "heartbeats_total", Help: "Heartbeats by result."}, []string{"result"}),
 	}
 	m.reg.MustRegister(m.requests, m.leaseRefusals, m.replTimeouts, m.replEntries, m.replRefused, m.replDroppedWrites, m.replRefusedHeld,
-		m.replApplyErrors, m.forwarded, m.flowLimited, m.panics, m.stalls, m.offLoop, m.migSumMismatches, m.heartbeats, m.areaCommands,
+		m.replApplyErrors, m.migApplyMisses, m.forwarded, m.flowLimited, m.panics, m.stalls, m.offLoop, m.migSumMismatches, m.heartbeats, m.areaCommands,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.fullCopies = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
 		Name: "full_copies_total", Help: "Whole-bucket copies this node started sending to another node, by reason (migration, resync, resync_master, replace_stream)."}, []string{"reason"})

@@ -35,8 +35,17 @@ import (
 // version, which every write changes, stands for the rest). Records
 // expiring before cutoff (a few seconds after the source's clock) count
 // on neither side: they may be reclaimed on one and not yet on the
-// other. Only a move whose source is the bucket's master verifies: a
-// slave copy's writes keep coming while it moves.
+// other. A destination whose clock is ahead of the source's by more than
+// that (its records expire earlier) digests from a cutoff as far past
+// its own clock and names it in its reply:
+//
+//	-> +<records> <sum, hex> <cutoff-ms it used>
+//
+// and the source digests again from it; without that, a skew past the
+// margin failed every attempt of a bucket holding keys with a TTL, and
+// the move started over for as long as the clocks stayed apart. Only a
+// move whose source is the bucket's master verifies: a slave copy's
+// writes keep coming while it moves.
 
 // sumCutoffAhead is how far past the source's clock records must live
 // to be digested.
@@ -118,18 +127,37 @@ func (s *Server) migSumRequest(out []byte, args [][]byte) []byte {
 	if !ok1 || !ok2 || rt == nil || b >= uint64(rt.t.Buckets) {
 		return resp.AppendError(out, "ERR bad bucket or cutoff")
 	}
-	n, sum, err := s.bucketSum(route.BucketID(b), cutoff)
+	// A clock a few ms ahead (the request's own trip) changes nothing:
+	// what this node reclaimed expired before the source's cutoff less
+	// the margin. Only one ahead by half the margin or more digests from
+	// its own cutoff (and the source digests a second time).
+	used := cutoff
+	if own := s.clock().Add(sumCutoffAhead).UnixMilli(); own-cutoff >= sumCutoffAhead.Milliseconds()/2 {
+		used = own
+	}
+	n, sum, err := s.bucketSum(route.BucketID(b), used)
 	if err != nil {
 		return resp.AppendErr(out, err)
 	}
+	if used != cutoff {
+		return resp.AppendStatus(out, fmt.Sprintf("%d %x %d", n, sum, used))
+	}
 	return resp.AppendStatus(out, fmt.Sprintf("%d %x", n, sum))
+}
+
+// clock is the engine's clock (Config.Now), which decides what expired.
+func (s *Server) clock() time.Time {
+	if s.cfg.Now != nil {
+		return s.cfg.Now()
+	}
+	return time.Now()
 }
 
 // verifyMove compares the bucket's digest here and at the destination;
 // the bucket is frozen and the destination applied everything sent.
 func (m *migration) verifyMove() error {
 	s, b := m.s, m.move.Bucket
-	cutoff := time.Now().Add(sumCutoffAhead).UnixMilli()
+	cutoff := s.clock().Add(sumCutoffAhead).UnixMilli()
 	type reply struct {
 		raw []byte
 		err error
@@ -163,6 +191,18 @@ func (m *migration) verifyMove() error {
 		// A destination of an earlier version: nothing to compare with.
 		m.log.Warn("the destination computes no checksum: the move is not verified", "reply", got)
 		return nil
+	}
+	if f := strings.Fields(got); len(f) == 3 {
+		// The destination's clock is ahead: digest again from its cutoff.
+		later, ok := redisnum.ParseInt([]byte(f[2]))
+		if !ok || later < cutoff {
+			return fmt.Errorf("checksum at the destination: bad reply %q", got)
+		}
+		if n, sum, err = s.bucketSum(b, later); err != nil {
+			return fmt.Errorf("checksum: %w", err)
+		}
+		m.log.Info("the destination's clock is ahead: checksummed from its cutoff", "ahead_ms", later-cutoff)
+		got = f[0] + " " + f[1]
 	}
 	want := fmt.Sprintf("+%d %x", n, sum)
 	if got != want {

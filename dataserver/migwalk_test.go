@@ -480,18 +480,10 @@ func sortedDigests(m map[string]string) []string {
 // into its engine behind the stream's back) fails the checksum; the move
 // starts over, and ends with copies that agree.
 func TestMoveChecksumCatchesDifference(t *testing.T) {
-	cs := newFakeCS(t)
-	nodes := make([]*Server, 3)
-	for i := range nodes {
-		c := testConfig(cs.addr())
-		c.ReplicationMode = ReplicationStrict
+	cs, nodes, t1 := moveCluster(t, func(_ int, c *Config) {
 		c.MigrateBytesPerSec = 100 << 10 // a copy of about a second
-		nodes[i] = startNode(t, c)
-	}
+	})
 	addrs := []string{nodes[0].Addr(), nodes[1].Addr(), nodes[2].Addr()}
-	t1 := ringTable(1, q, 2, addrs[0], addrs[1])
-	cs.setTable(t1)
-	waitVersion(t, 1, nodes...)
 	const bucket = 0
 	ca := dial(t, addrs[0])
 	preload(t, ca, "pre", bucket, 3000, strconv.Itoa)
@@ -521,5 +513,59 @@ func TestMoveChecksumCatchesDifference(t *testing.T) {
 	}
 	if d, s := sortedDigests(recordDigests(t, nodes[2], bucket)), sortedDigests(recordDigests(t, nodes[1], bucket)); !slices.Equal(d, s) {
 		t.Fatalf("the new master (%d records) and the slave (%d) differ", len(d), len(s))
+	}
+}
+
+// TestMoveChecksumWithDestinationClockAhead: a destination whose clock is
+// a minute ahead of the source's holds the bucket's keys with a TTL of
+// 30 s as expired already; the checksum digests both copies from the
+// destination's later cutoff, so the move ends at its first attempt
+// instead of failing its checksum until those keys expire at the source.
+func TestMoveChecksumWithDestinationClockAhead(t *testing.T) {
+	cs, nodes, t1 := moveCluster(t, func(i int, c *Config) {
+		if i == 2 {
+			c.Now = func() time.Time { return time.Now().Add(time.Minute) }
+		}
+	})
+	addrs := []string{nodes[0].Addr(), nodes[1].Addr(), nodes[2].Addr()}
+	const bucket = 0
+	ca := dial(t, addrs[0])
+	preload(t, ca, "pre", bucket, 200, strconv.Itoa)
+	for i := 0; i < 50; i++ {
+		if r := ca.do(x(1, "SET", keyIn("ttl", bucket, q, i), "v", "PX", "30000")...); r != "+OK" {
+			t.Fatalf("SET PX: %q", r)
+		}
+	}
+	before := counterValue(t, nodes[0].m.migSumMismatches)
+	startMove(cs, t1, bucket, addrs[0], addrs[2])
+	testutil.Eventually(t, 15*time.Second, func() bool {
+		tb := cs.getTable()
+		return tb.Master(bucket) == addrs[2] && len(tb.Migrating) == 0
+	}, "the move did not complete")
+	if n := counterValue(t, nodes[0].m.migSumMismatches) - before; n != 0 {
+		t.Fatalf("%v checksum mismatches for copies that agree but for the clocks", n)
+	}
+	for i := 0; i < 200; i += 11 {
+		k := keyIn("pre", bucket, q, i)
+		if v, ok := engineGet(nodes[2], k); !ok || v != strconv.Itoa(i) {
+			t.Fatalf("the destination's %s = %q %v", k, v, ok)
+		}
+	}
+}
+
+// TAIR.MIGSUM digests from the source's cutoff unless this node's clock
+// is ahead by half the margin or more: a request's own trip (a few ms)
+// does not make the source digest its bucket a second time.
+func TestMigSumCutoffOnlyWhenAhead(t *testing.T) {
+	_, nodes := cluster2(t, nil)
+	c := dial(t, nodes[0].Addr())
+	now := time.Now()
+	got := c.do("TAIR.MIGSUM", "0", strconv.FormatInt(now.Add(sumCutoffAhead-20*time.Millisecond).UnixMilli(), 10))
+	if f := strings.Fields(strings.TrimPrefix(got, "+")); len(f) != 2 {
+		t.Fatalf("TAIR.MIGSUM with a cutoff 20 ms behind this node's = %q, want records and sum only", got)
+	}
+	got = c.do("TAIR.MIGSUM", "0", strconv.FormatInt(now.Add(-time.Minute).UnixMilli(), 10))
+	if f := strings.Fields(strings.TrimPrefix(got, "+")); len(f) != 3 {
+		t.Fatalf("TAIR.MIGSUM from a source a minute behind = %q, want the cutoff used too", got)
 	}
 }

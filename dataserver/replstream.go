@@ -421,14 +421,19 @@ func (st *stream) close(drain time.Duration) {
 	st.waitDrained(time.Now().Add(drain), nil)
 	close(st.stop)
 	<-st.stopped
+	t := st.s.Table()
 	st.mu.Lock()
 	for _, e := range st.mu.q {
 		e.finish(errStopped)
-		if e.kind == kindCmds && !st.mig {
+		if e.kind == kindCmds && !st.mig && !(t != nil && t.IsMaster(e.bucket, st.s.addr) && !holds(t, e.bucket, st.to)) {
 			// Applied here, never acknowledged there: this copy may
 			// hold a write the other lacks (a deposed master cut off
 			// from its slave kept writes its clients saw time out, and
-			// rejoined as a slave with them: a version one ahead).
+			// rejoined as a slave with them: a version one ahead). Not
+			// so when this node is still the bucket's master and the
+			// receiver holds no copy of it any more (a dead slave the
+			// table dropped): no copy the table names lacks the write
+			// for it, and marking would send every slave a full copy.
 			st.s.markDiverged(e.bucket)
 		}
 	}

@@ -343,6 +343,7 @@ func (s *Server) Start() error {
 		MemoryLimit:  s.cfg.MemoryLimit,
 		MaxKeySize:   s.cfg.MaxKeySize,
 		MaxValueSize: s.cfg.MaxValueSize,
+		Now:          s.cfg.Now,
 	})
 	if err != nil {
 		return fmt.Errorf("dataserver: open engine: %w", err)
