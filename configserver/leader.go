@@ -451,6 +451,15 @@ func (s *Server) applyReports(t *route.Table, m *meta, view map[string]nodeView,
 		r, ok := view[mv.From].reports[moveKey{b, mv.To}]
 		fresh := ok && !r.At.Before(ls.started[mv])
 		switch {
+		case fresh && r.Done && behindSource(t, mv):
+			// The slave copy it moved fell behind its master during the
+			// move: the new copy may lack what the master's backlog
+			// holds for the old one. Made again, from the master.
+			ls.failed[mv] = now.Add(time.Second)
+			delete(ls.started, mv)
+			s.log.Warn("move dropped: its source copy is behind its master; will copy from the master", "bucket", b,
+				"from", mv.From, "to", mv.To, "master", t.Master(b))
+			continue
 		case fresh && r.Done:
 			applyDone(t, mv)
 			m.Completed++

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tairkv/tair/internal/route"
+	"github.com/tairkv/tair/internal/wire"
 )
 
 func TestStripPromotes(t *testing.T) {
@@ -90,6 +91,61 @@ func TestApplyDone(t *testing.T) {
 	want := [][]string{{"c", "b"}, {"a", "c"}, {"a", "c"}}
 	if !rowsEqual(tb.Serving, want) {
 		t.Fatalf("serving %v, want %v", tb.Serving, want)
+	}
+}
+
+// TestApplyDoneMasterMoveDropsBehindSlaves: when a master's copy moves,
+// its slaves marked behind it lose their slots (to be rebuilt from the new
+// master): the mark is kept per master and would not follow the move, so
+// a slave lacking writes the old master acknowledged without it would
+// pass for caught up with the new one (chaos seed 9939). A caught-up
+// slave keeps its slot, and a slave's move leaves the other slaves be.
+func TestApplyDoneMasterMoveDropsBehindSlaves(t *testing.T) {
+	tb := &route.Table{
+		Buckets: 2, Copies: 3,
+		Serving:     [][]string{{"a", "b", "c"}, {"a", "b", "c"}},
+		Destination: [][]string{{"d", "b", "c"}, {"a", "d", "c"}},
+	}
+	tb.SetBehind("a", "b", true)
+	applyDone(tb, route.Move{Bucket: 0, From: "a", To: "d"}) // the master's copy moves
+	applyDone(tb, route.Move{Bucket: 1, From: "b", To: "d"}) // a slave's copy moves
+	want := [][]string{{"d", "", "c"}, {"a", "d", "c"}}
+	if !rowsEqual(tb.Serving, want) {
+		t.Fatalf("serving %v, want %v", tb.Serving, want)
+	}
+}
+
+// TestMoveOfABehindSlaveCopy: a slave's copy marked behind its master is
+// not what a move copies: a move from it that reports done is dropped
+// (its copy may lack writes the master's backlog holds for the slave),
+// and the move starts again from the master, which keeps its copy.
+func TestMoveOfABehindSlaveCopy(t *testing.T) {
+	s := quietServer()
+	tb := &route.Table{
+		Buckets: 1, Copies: 2,
+		Serving:     [][]string{{"a", "b"}},
+		Destination: [][]string{{"a", "c"}},
+	}
+	ls := newLeaderState()
+	s.startMoves(tb, ls, time.Now(), allAlive)
+	mv := route.Move{Bucket: 0, From: "b", To: "c"}
+	if want := []route.Move{mv}; !slices.Equal(tb.Migrating, want) {
+		t.Fatalf("started %v, want %v", tb.Migrating, want)
+	}
+	// b falls behind a while its copy moves, and the move reports done.
+	tb.SetBehind("a", "b", true)
+	now := time.Now()
+	view := map[string]nodeView{"b": {heard: true, alive: true, reports: map[moveKey]report{
+		{Bucket: 0, To: "c"}: {MigrationProgress: wire.MigrationProgress{Done: true}, At: now}}}}
+	if done := s.applyReports(tb, newMeta(), view, ls, now); done != 0 {
+		t.Fatalf("applyReports finished %d moves, want 0", done)
+	}
+	if want := [][]string{{"a", "b"}}; !rowsEqual(tb.Serving, want) || len(tb.Migrating) != 0 {
+		t.Fatalf("serving %v, moves %v; want %v and none", tb.Serving, tb.Migrating, want)
+	}
+	s.startMoves(tb, ls, now, allAlive)
+	if want := []route.Move{{Bucket: 0, From: "a", To: "c"}}; !slices.Equal(tb.Migrating, want) {
+		t.Fatalf("started %v, want %v (from the master)", tb.Migrating, want)
 	}
 }
 

@@ -385,8 +385,9 @@ func (s *Server) startMoves(t *route.Table, ls *leaderState, now time.Time, aliv
 			break
 		}
 		mv := p.Move
-		if !alive(mv.From) && int(mv.Bucket) < len(t.Serving) {
-			// The copy to replace is on a node that is not alive (away):
+		if (!alive(mv.From) || behindSource(t, mv)) && int(mv.Bucket) < len(t.Serving) {
+			// The copy to replace is on a node that is not alive (away),
+			// or behind its master (it may lack acknowledged writes):
 			// the live master copies it instead, keeping its own.
 			if row := t.Serving[mv.Bucket]; len(row) > 0 && row[0] != "" && alive(row[0]) {
 				mv.From, p.Recovery = row[0], true

@@ -21,16 +21,42 @@ func wanted(t *route.Table, mv route.Move) bool {
 		slices.Contains(t.Serving[b], mv.From)
 }
 
+// behindSource reports whether mv copies a slave's copy that is marked
+// behind its master: it may lack writes the master acknowledged without
+// it, and a copy made from it would lack them too while passing for
+// caught up (the mark names the slave, not its copy's new holder).
+func behindSource(t *route.Table, mv route.Move) bool {
+	if int(mv.Bucket) >= len(t.Serving) {
+		return false
+	}
+	row := t.Serving[mv.Bucket]
+	return len(row) > 0 && row[0] != "" && row[0] != mv.From && slices.Contains(row, mv.From) && t.IsBehind(row[0], mv.From)
+}
+
 // applyDone installs a finished move in the serving row. A rebalance move
 // (source not in the destination) hands the source's slot to the target,
 // so a moving master stays master on its new node; a recovery move (the
 // source, the master, keeps its copy) fills a lost slot.
+//
+// When the master's own copy moves, its slaves marked behind it lose
+// their slots (dropBehindOld), as at a failover: they may lack writes the
+// old master acknowledged without them, which the moved copy holds, and
+// the marks are kept per master, so they would pass for caught up with
+// the new one, which has no backlog to bring them over. Their copies are
+// rebuilt from the new master instead. Seen in the chaos suite (seed
+// 9939): a slave cut off from its master was marked behind, the master's
+// copy moved, the mark went with the old master, the slave later became
+// master without an acknowledged write, and its full copy overwrote the
+// moved copy that had it.
 func applyDone(t *route.Table, mv route.Move) {
 	row := t.Serving[mv.Bucket]
 	if slices.Contains(row, mv.To) {
 		return
 	}
 	if k := slices.Index(row, mv.From); k >= 0 && !slices.Contains(t.Destination[mv.Bucket], mv.From) {
+		if k == 0 {
+			dropBehindOld(t, row, 0)
+		}
 		row[k] = mv.To
 		return
 	}
@@ -147,7 +173,8 @@ func handOff(t *route.Table, addr string, alive func(string) bool) bool {
 // the old master acknowledged and the new master holds, and the marks
 // (kept per master) would go with the old master, so they would pass for
 // caught up with the new one, which has no backlog to bring them over.
-// Their copies are rebuilt instead (a recovery move). Seen in the chaos
+// Their copies are rebuilt instead (a recovery move). j is 0 when no
+// slave replaces the master (its copy moved to a new node: applyDone). Seen in the chaos
 // suite: a slave cut off was marked behind, came back, and its master was
 // cut off before the backlog reached it; the promoted slave's row called
 // it caught up, and it later became master without 50 acknowledged
