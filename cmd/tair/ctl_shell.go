@@ -173,15 +173,19 @@ func (s *shell) readline(ctx context.Context, tty *os.File) error {
 		out = s.out
 	}
 	rl, err := readline.NewEx(&readline.Config{
-		Prompt:          s.prompt(),
-		HistoryFile:     historyPath(),
-		HistoryLimit:    1000,
-		InterruptPrompt: "^C",
-		EOFPrompt:       "exit",
-		Stdin:           tty,
-		Stdout:          out,
-		Stderr:          out,
-		FuncIsTerminal:  func() bool { return true },
+		Prompt:       s.prompt(),
+		HistoryFile:  historyPath(),
+		HistoryLimit: 1000,
+		// Saved by the loop below, before the line runs: readline's own
+		// save hands the line over first and appends it after, so a
+		// "quit" could end the process before it reached the file.
+		DisableAutoSaveHistory: true,
+		InterruptPrompt:        "^C",
+		EOFPrompt:              "exit",
+		Stdin:                  tty,
+		Stdout:                 out,
+		Stderr:                 out,
+		FuncIsTerminal:         func() bool { return true },
 		FuncMakeRaw: func() error {
 			st, err := readline.MakeRaw(fd)
 			saved = st
@@ -214,6 +218,7 @@ func (s *shell) readline(ctx context.Context, tty *os.File) error {
 		case err != nil:
 			return err
 		}
+		_ = rl.SaveHistory(line) // a history file that cannot be written does not stop the shell
 		quit, _ := s.exec(ctx, line)
 		if quit {
 			return nil
