@@ -85,7 +85,8 @@ FUZZ_TARGETS = FuzzRESPReader:./resp/:50000x FuzzProxy:./proxy/:2000x \
   FuzzExecLDB:./dataserver/exec/:1000x FuzzExecKDB:./dataserver/exec/:300x \
   FuzzTableDecode:./internal/route/:20000x FuzzDecode:./engines/ldb/sortedkv/:20000x \
   FuzzDecodeItems:./engines/generic/:20000x FuzzDecodeObject:./engines/ds/:20000x \
-  FuzzRestore:./dataserver/exec/:5000x
+  FuzzRestore:./dataserver/exec/:5000x FuzzIndex:./engines/generic/slab/:10000x \
+  FuzzArena:./engines/generic/slab/:2000x
 FUZZTIME ?= 2m
 
 fuzz-short:
