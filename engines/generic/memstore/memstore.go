@@ -12,7 +12,7 @@
 // buckets' records and filters on the bucket each record carries. Inside a
 // shard, records are grouped by area, so DeleteArea drops whole tables.
 //
-// Each shard owns one slab.Arena (64 KiB pages) and a record is ONE block
+// Each shard owns one slab.Arena of 4 KiB pages and a record is ONE block
 // of it: a packed little-endian header (access word, version, CLOCK
 // links, flags, bucket, lengths, area, type, bits, and for a record with
 // an expiry its expiry time and heap index; see record.go) followed by
@@ -130,9 +130,14 @@ type Options struct {
 
 const numAreas = generic.MaxArea + 1
 
-// arenaOptions are every shard's arena's: 64 KiB pages, as a shard holds
-// 1/256 of the data by default, and one empty page kept for reuse.
-var arenaOptions = slab.Options{PageSize: slab.MinPageSize, ReservePages: 1}
+// arenaOptions are every shard's arena's: 4 KiB pages and no empty page
+// kept. A shard holds 1/256 of the data by default and every size class
+// in use ties up a partly used page in each shard, so large pages would
+// hold far more than the data of a small store (TestMemoryBounded: a
+// 4 MiB limit over 256 shards); records beyond the largest class (504
+// bytes) become dedicated allocations, one Go object each, which large
+// values amortise.
+var arenaOptions = slab.Options{PageSize: 1 << 12, ReservePages: -1}
 
 // sizer answers BlockSize for the charge of a record before it is
 // allocated; it never allocates (every arena has the same classes).
@@ -461,7 +466,7 @@ func (s *Store) Get(r generic.Ref) (engines.Entry, bool, error) {
 // recordSize is what a record is charged: its arena block, its slot and
 // its Object.
 func recordSize(key []byte, e *engines.Entry) int64 {
-	n := itemOverhead + int64(sizer.BlockSize(hdrLen(e.ExpireAt != 0)+len(key)+len(e.Value)))
+	n := itemOverhead + blockCharge(sizer.BlockSize(hdrLen(e.ExpireAt != 0)+len(key)+len(e.Value)))
 	if e.Object != nil {
 		n += int64(e.Object.Size())
 	}
@@ -472,7 +477,17 @@ func recordSize(key []byte, e *engines.Entry) int64 {
 // keyLen bytes and a value of valueLen bytes, is charged (tables and
 // pkeys are charged apart).
 func Charge(keyLen, valueLen int) int64 {
-	return itemOverhead + int64(sizer.BlockSize(baseHdr+keyLen+valueLen))
+	return itemOverhead + blockCharge(sizer.BlockSize(baseHdr+keyLen+valueLen))
+}
+
+// blockCharge is what an arena block of n bytes (its Cap) takes: n in a
+// page, or for a dedicated allocation (beyond MaxBlock) the Go heap's
+// allocation of n bytes.
+func blockCharge(n int) int64 {
+	if n > sizer.MaxBlock() {
+		return allocSize(n)
+	}
+	return int64(n)
 }
 
 // TableOverhead is the charge of one (bucket, area) table of a shard, paid
@@ -493,7 +508,7 @@ func (s *Store) checkFits(area uint16, size int64) error {
 
 // chargeOf is what h is charged now.
 func (sh *shard) chargeOf(h slab.Handle) int64 {
-	n := itemOverhead + int64(sh.arena.Cap(h))
+	n := itemOverhead + blockCharge(sh.arena.Cap(h))
 	if sh.bits(h)&bitObj != 0 {
 		n += sh.objs[h].size
 	}
