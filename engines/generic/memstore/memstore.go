@@ -130,14 +130,15 @@ type Options struct {
 
 const numAreas = generic.MaxArea + 1
 
-// arenaOptions are every shard's arena's: 4 KiB pages and no empty page
-// kept. A shard holds 1/256 of the data by default and every size class
+// arenaOptions are every shard's arena's: 4 KiB pages and one empty page
+// kept (a key written and deleted again would otherwise allocate a page
+// each time). A shard holds 1/256 of the data by default and every size class
 // in use ties up a partly used page in each shard, so large pages would
 // hold far more than the data of a small store (TestMemoryBounded: a
 // 4 MiB limit over 256 shards); records beyond the largest class (504
 // bytes) become dedicated allocations, one Go object each, which large
 // values amortise.
-var arenaOptions = slab.Options{PageSize: 1 << 12, ReservePages: -1}
+var arenaOptions = slab.Options{PageSize: 1 << 12, ReservePages: 1}
 
 // sizer answers BlockSize for the charge of a record before it is
 // allocated; it never allocates (every arena has the same classes).
@@ -947,12 +948,14 @@ func (s *Store) ForEach(bucket uint32, fn func(r *engines.Record) error) error {
 				if sh.bucketOf(h) != bucket {
 					return true
 				}
-				r := engines.Record{Area: area, Key: cp(sh.keyOf(h)), Entry: entry(h)}
-				if r.Entry.Object == nil {
-					batch = append(batch, r)
+				batch = append(batch, engines.Record{Area: area, Key: cp(sh.keyOf(h)), Entry: entry(h)})
+				if batch[len(batch)-1].Entry.Object == nil {
 					return true
 				}
-				err = fn(&r)
+				// Handed over under the lock, its slot reused.
+				r := batch[len(batch)-1]
+				batch = batch[:len(batch)-1]
+				err = objFn(fn, r)
 				return err == nil
 			})
 			if err != nil {
@@ -989,6 +992,9 @@ func (s *Store) ForEach(bucket uint32, fn func(r *engines.Record) error) error {
 		return nil
 	})
 }
+
+// objFn calls fn with a copy of r, so that r itself stays on the stack.
+func objFn(fn func(r *engines.Record) error, r engines.Record) error { return fn(&r) }
 
 // BucketKeys is engines.KeyLister: the keys of bucket are copied shard by
 // shard under the shard's shared lock (no value is read) into one buffer
