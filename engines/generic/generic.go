@@ -107,6 +107,17 @@ type Engine struct {
 	// expired counts the expired plain keys a write reclaimed or replaced
 	// (lazy expiry); the store counts those its sweeps reclaim.
 	expired atomic.Int64
+	// copies: the store copies the values it is given (ValueCopier), so
+	// Put need not copy the caller's value first.
+	copies bool
+}
+
+// ValueCopier is implemented by stores that copy the values handed to
+// them (Update's next entry, Restore) before the call returns, rather
+// than keep the caller's slice: the engine then hands them the caller's
+// value as is.
+type ValueCopier interface {
+	CopiesValues() bool
 }
 
 // statStripes spreads an area's counters over cache lines (by bucket), so
@@ -125,7 +136,8 @@ var _ engines.Engine = (*Engine)(nil)
 // New returns an engine over c.Store; c.Options are adjusted (defaults).
 func New(c Config) *Engine {
 	c.Options.Adjust()
-	return &Engine{name: c.Name, persistent: c.Persistent, st: c.Store, o: c.Options, group: c.GroupCommit}
+	vc, ok := c.Store.(ValueCopier)
+	return &Engine{name: c.Name, persistent: c.Persistent, st: c.Store, o: c.Options, group: c.GroupCommit, copies: ok && vc.CopiesValues()}
 }
 
 // GroupCommit returns the engine's group committer (nil when writes are
@@ -282,6 +294,14 @@ func (op *updateOp) apply(cur engines.Entry, exists bool) (engines.Entry, engine
 		cur, exists = engines.Entry{}, false
 	}
 	op.existed = exists
+	if len(cur.Value) > 0 && !op.isPut() {
+		// cur.Value may alias the store's memory, valid only until
+		// Update returns (Store's contract), while a caller's fn may
+		// keep it and the entry Update returns may be cur itself: fn
+		// gets a copy. Put's own fn keeps nothing of cur but its
+		// version and expiry.
+		cur.Value = append(make([]byte, 0, len(cur.Value)), cur.Value...)
+	}
 	next, a, err := op.fn(cur, exists)
 	if err != nil {
 		return engines.Entry{}, engines.Keep, err
@@ -312,6 +332,9 @@ func (op *updateOp) apply(cur engines.Entry, exists bool) (engines.Entry, engine
 	case engines.Keep:
 		op.act = engines.Keep
 		op.out = cur
+		if op.isPut() {
+			op.out.Value = nil // may alias the store; put reads the version only
+		}
 		if wasExpired {
 			// Reclaim the expired record while we hold it.
 			return engines.Entry{}, engines.Delete, nil
@@ -371,6 +394,10 @@ func condHolds(c engines.Cond, exists bool) bool {
 	return true
 }
 
+// isPut reports whether op runs Put's or PrefixPut's fn (putApply): put
+// always sets a non-nil value.
+func (op *updateOp) isPut() bool { return op.value != nil }
+
 // putApply is the UpdateFunc of Put and PrefixPut.
 func (op *updateOp) putApply(cur engines.Entry, exists bool) (engines.Entry, engines.Action, error) {
 	if !condHolds(op.po.Cond, exists) {
@@ -414,7 +441,11 @@ func (e *Engine) Put(k engines.Key, value []byte, o engines.PutOptions) (int64, 
 
 func (e *Engine) put(r Ref, value []byte, o *engines.PutOptions) (int64, error) {
 	op := e.getOp()
-	op.fn, op.value, op.po = op.putFn, cloneBytes(value), *o
+	v := value
+	if !e.copies || v == nil {
+		v = cloneBytes(value)
+	}
+	op.fn, op.value, op.po = op.putFn, v, *o
 	ent, _, err := op.run(r)
 	skipped := op.skipped
 	op.release()
@@ -597,7 +628,7 @@ func (e *Engine) PrefixRange(k engines.Key, o engines.RangeOptions) ([]engines.K
 	if o.Limit > 0 {
 		out = make([]engines.KV, 0, min(o.Limit, 256))
 	}
-	var keyBuf []byte // one allocation for many skeys; earlier slices keep old arrays
+	var keyBuf []byte // one allocation for many skeys and values; earlier slices keep old arrays
 	start, end := o.Start, o.End
 	if len(start) == 0 {
 		start = nil
@@ -609,11 +640,19 @@ func (e *Engine) PrefixRange(k engines.Key, o engines.RangeOptions) ([]engines.K
 		if engines.Expired(ent.ExpireAt, now) {
 			return true
 		}
-		if cap(keyBuf)-len(keyBuf) < len(skey) {
-			keyBuf = make([]byte, 0, max(512, len(skey)))
+		// skey and ent.Value may alias the store's memory, valid during
+		// this call only: both are copied.
+		n := len(skey) + len(ent.Value)
+		if cap(keyBuf)-len(keyBuf) < n {
+			keyBuf = make([]byte, 0, max(512, n))
 		}
 		keyBuf = append(keyBuf, skey...)
-		out = append(out, engines.KV{Key: keyBuf[len(keyBuf)-len(skey) : len(keyBuf) : len(keyBuf)], Entry: *ent})
+		kv := engines.KV{Key: keyBuf[len(keyBuf)-len(skey) : len(keyBuf) : len(keyBuf)], Entry: *ent}
+		if ent.Value != nil {
+			keyBuf = append(keyBuf, ent.Value...)
+			kv.Entry.Value = keyBuf[len(keyBuf)-len(ent.Value) : len(keyBuf) : len(keyBuf)]
+		}
+		out = append(out, kv)
 		return o.Limit == 0 || len(out) < o.Limit
 	})
 	if err != nil {

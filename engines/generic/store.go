@@ -51,10 +51,18 @@ type RawUpdate func(cur engines.Entry, exists bool) (next engines.Entry, act eng
 //
 // # Contracts
 //
-//   - Values handed to the store (in Update's next entry, Restore) belong to
-//     the store from then on, and the generic layer never mutates a value it
-//     got from the store: both sides treat values as immutable, so Get may
-//     return the stored slice without copying.
+//   - Values handed to the store (in Update's next entry, Restore) are
+//     copied or kept by the store before the call returns; the generic
+//     layer passes them uncopied only to a store that says it copies them
+//     (ValueCopier), and otherwise hands the store its own copy.
+//   - Values the store hands out may alias its memory only while it holds
+//     the record still: Get and ForEach return values (and keys) the
+//     caller may keep, which an in-memory store whose blocks are reused
+//     (memstore) copies under its lock; the cur entry Update passes to
+//     RawUpdate, and the skey and entry Range passes to fn, are valid
+//     during that call only, and the generic layer copies what it keeps
+//     of them (a caller's UpdateFunc gets a copy of cur's value). The
+//     generic layer never mutates a value it got from the store.
 //   - Objects (Entry.Object) are mutable and owned by the store once
 //     stored. A persistent store serialises them with MarshalBinary and
 //     rebuilds them with engines.DecodeObject.
@@ -70,8 +78,9 @@ type Store interface {
 	// Range calls fn with the raw skeys of pkey k (expired included) whose
 	// skey is within [start, end] (nil: open), in skey byte order, or
 	// descending when reverse, until fn returns false. fn must not call
-	// into the store and must copy what it keeps: skey and e may be reused
-	// for the next call, and e.Object may change once Range returns.
+	// into the store and must copy what it keeps: skey, e and e.Value may
+	// be reused or alias the store's memory, valid during the call only,
+	// and e.Object may change once Range returns.
 	Range(k engines.Key, start, end []byte, reverse bool, fn func(skey []byte, e *engines.Entry) bool) error
 	// RemovePrefix deletes every skey of pkey k and returns how many were
 	// live (not expired).

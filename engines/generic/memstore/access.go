@@ -7,11 +7,12 @@ import (
 
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/engines/generic"
+	"github.com/tairkv/tair/engines/generic/slab"
 )
 
 // Access tracking: what OBJECT FREQ and OBJECT IDLETIME answer, and the
-// CLOCK eviction's referenced bit, in one word per record (item.access),
-// so that a record keeps its 112-byte size class.
+// CLOCK eviction's referenced bit, in one word per record (the first 8
+// bytes of its arena block, record.go).
 //
 // The frequency is Redis's LFU counter (evict.c): a logarithmic counter
 // that a new record starts at lfuInitVal, that an access increments with
@@ -62,7 +63,7 @@ func SetLFURandom(f func() float64) (restore func()) {
 	return func() { lfuRandom = prev }
 }
 
-// accessWord unpacks and packs item.access.
+// accessWord unpacks and packs a record's access word.
 type accessWord uint64
 
 func (w accessWord) counter() uint8 { return uint8(w >> accessCounterBits) }
@@ -165,15 +166,15 @@ var _ engines.AccessTracker = (*Store)(nil)
 
 // Access implements engines.AccessTracker for the plain key k.
 func (s *Store) Access(k engines.Key) (freq uint8, idleSeconds int64, ok bool) {
-	ok = s.withLiveKey(k, false, func(it *item, now int64) {
-		freq, idleSeconds = accessOf(accessWord(it.access.Load()), now)
+	ok = s.withLiveKey(k, false, func(a *atomic.Uint64, now int64) {
+		freq, idleSeconds = accessOf(accessWord(a.Load()), now)
 	})
 	return freq, idleSeconds, ok
 }
 
 // SetAccess implements engines.AccessTracker for the plain key k.
 func (s *Store) SetAccess(k engines.Key, freq int, idleSeconds int64) bool {
-	return s.withLiveKey(k, true, func(it *item, now int64) {
+	return s.withLiveKey(k, true, func(a *atomic.Uint64, now int64) {
 		w := newAccess(now)
 		c, lru := w.counter(), w.lru()
 		if freq >= 0 {
@@ -182,14 +183,14 @@ func (s *Store) SetAccess(k engines.Key, freq int, idleSeconds int64) bool {
 		if idleSeconds > 0 {
 			lru -= uint32(min(idleSeconds, math.MaxInt32)) // mod 2^32, as the clock
 		}
-		it.access.Store(uint64(packAccess(c, w.ldt(), lru, accessWord(it.access.Load()).ref())))
+		a.Store(uint64(packAccess(c, w.ldt(), lru, accessWord(a.Load()).ref())))
 	})
 }
 
 // withLiveKey runs fn on the plain key k's record under its shard's lock
 // (exclusive with write, as a change of the access word by more than one
 // atomic step needs); false: k is missing or expired.
-func (s *Store) withLiveKey(k engines.Key, write bool, fn func(it *item, now int64)) bool {
+func (s *Store) withLiveKey(k engines.Key, write bool, fn func(a *atomic.Uint64, now int64)) bool {
 	now := s.nowMs()
 	sh := s.shardOf(k.Bucket, k.Key)
 	if write {
@@ -199,20 +200,20 @@ func (s *Store) withLiveKey(k engines.Key, write bool, fn func(it *item, now int
 		sh.mu.RLock()
 		defer sh.mu.RUnlock()
 	}
-	it := sh.liveKeyLocked(k, now)
-	if it == nil {
+	h := sh.liveKeyLocked(k, now)
+	if h == 0 {
 		return false
 	}
-	fn(it, now)
+	fn(sh.access(h), now)
 	return true
 }
 
 // liveKeyLocked is the plain key k's record, nil when it is missing or
-// expired at now; the caller holds sh's lock.
-func (sh *shard) liveKeyLocked(k engines.Key, now int64) *item {
+// expired at now (0); the caller holds sh's lock.
+func (sh *shard) liveKeyLocked(k engines.Key, now int64) slab.Handle {
 	r := generic.Ref{Key: k}
-	if _, _, it := sh.lookupLocked(&r); it != nil && !engines.Expired(it.expireAt, now) {
-		return it
+	if _, _, h := sh.lookupLocked(&r); h != 0 && !engines.Expired(sh.expOf(h), now) {
+		return h
 	}
-	return nil
+	return 0
 }

@@ -3,16 +3,55 @@ package memstore
 import (
 	"testing"
 	"unsafe"
+
+	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/engines/generic"
 )
 
-// TestItemSizeClass: the access word did not grow a record out of its
-// 112-byte size class (per-key memory).
-func TestItemSizeClass(t *testing.T) {
-	if n := unsafe.Sizeof(item{}); n != 112 {
-		t.Fatalf("item is %d bytes, want 112", n)
+// TestRecordLayout: a record is one arena block whose access word, at
+// offset 0, is 8-aligned (atomics need it), and a 16-byte key with a
+// 32-byte value fits the 104-byte class without expiry (per-key memory);
+// the header fields do not overlap.
+func TestRecordLayout(t *testing.T) {
+	st := New(Options{Shards: 1, SweepInterval: -1})
+	defer st.Close()
+	sh := &st.shards[0]
+	for i := 0; i < 1000; i++ {
+		h := sh.arena.Alloc(baseHdr + 1 + i%300)
+		if p := uintptr(unsafe.Pointer(&sh.arena.Bytes(h, 8)[0])); p%8 != 0 {
+			t.Fatalf("block %#x at address %#x, not 8-aligned", h, p)
+		}
+		sh.arena.Free(h)
 	}
-	if off := unsafe.Offsetof(item{}.access); off%8 != 0 {
-		t.Fatalf("item.access at offset %d, not 8-byte aligned", off)
+	if n := sizer.BlockSize(baseHdr + 16 + 32); n != 104 {
+		t.Fatalf("a 16/32 record takes a %d-byte block, want 104", n)
+	}
+	if Charge(16, 32) != itemOverhead+104 {
+		t.Fatalf("Charge(16, 32) = %d", Charge(16, 32))
+	}
+	// What a record is charged is its real block: store one of every
+	// value length up to a few classes and compare the charge with the
+	// arena's figures.
+	k := engines.Key{Area: 3, Key: []byte("0123456789abcdef")}
+	e := generic.New(generic.Config{Name: "t", Store: st, Options: engines.Options{}})
+	for n := 0; n < 400; n++ {
+		if _, err := e.Put(k, make([]byte, n), engines.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := st.Usage(3)
+		in := sh.arena.Stats().InUse
+		if b != tableOverhead+itemOverhead+in || b != tableOverhead+Charge(16, n) {
+			t.Fatalf("value of %d: charged %d, arena in use %d, Charge %d", n, b, in, Charge(16, n))
+		}
+	}
+	ends := []struct{ off, size int }{{offAccess, 8}, {offVersion, 8}, {offPrev, 8}, {offNext, 8}, {offFlags, 4}, {offBucket, 4}, {offVlen, 4}, {offArea, 2}, {offKlen, 2}, {offType, 1}, {offBits, 1}, {offExpire, 8}, {offHeap, 4}}
+	for i := 1; i < len(ends); i++ {
+		if ends[i].off != ends[i-1].off+ends[i-1].size {
+			t.Fatalf("field %d at %d, want %d", i, ends[i].off, ends[i-1].off+ends[i-1].size)
+		}
+	}
+	if baseHdr != offExpire || expHdr != offHeap+4 {
+		t.Fatal("header sizes do not match the fields")
 	}
 }
 

@@ -1,6 +1,8 @@
 // Package memstore is the in-memory generic.Store under mdb and rdb: sharded
-// hash maps with one RWMutex per shard, an ordered tree per pkey, an expiry
-// heap per shard and CLOCK (second-chance LRU) eviction per area.
+// tables with one RWMutex per shard, whose records live in memory the Go
+// garbage collector does not walk (package slab), an ordered skey list per
+// pkey, an expiry heap per shard and CLOCK (second-chance LRU) eviction per
+// area.
 //
 // # Layout
 //
@@ -10,16 +12,43 @@
 // buckets' records and filters on the bucket each record carries. Inside a
 // shard, records are grouped by area, so DeleteArea drops whole tables.
 //
+// Each shard owns one slab.Arena of 4 KiB pages and a record is ONE block
+// of it: a packed little-endian header (access word, version, CLOCK
+// links, flags, bucket, lengths, area, type, bits, and for a record with
+// an expiry its expiry time and heap index; see record.go) followed by
+// the key and the value. A table's plain keys are a slab.Index (xxhash of
+// the key to the record's handle); its pkeys a Go map to their skey lists
+// (skeys.go: sorted chunks of handles, compared by the skeys in the
+// arena). The expiry heap is a slice of (expireAt, handle) and the CLOCK
+// lists are linked through the headers. Records whose value is an
+// engines.Object keep it in a per-shard side map by handle: Objects are
+// Go data structures, and few next to string keys. So the collector sees
+// a pointer per page, per table and per pkey, not several per record,
+// and its work does not grow with the number of keys
+// (TestGCWorkIndependentOfKeys).
+//
 // The number of partitions trades scan cost against memory: every area
-// that has records in a shard pays for a table there (two Go maps), so
-// partitions per (bucket, area) would make scans exact but cost a third of
-// a small, spread-out area's quota in tables. Point operations need no more
-// stripes than buckets: the dataserver serialises the commands of one
-// bucket anyway. SubShards > 1 spreads each bucket over that many shards by
-// key hash, for clusters with few buckets, at that factor in scan cost.
+// that has records in a shard pays for a table there, so partitions per
+// (bucket, area) would make scans exact but cost a small, spread-out
+// area's quota in tables. Point operations need no more stripes than
+// buckets: the dataserver serialises the commands of one bucket anyway.
+// SubShards > 1 spreads each bucket over that many shards by key hash, for
+// clusters with few buckets, at that factor in scan cost.
 //
 // A key has one bucket: callers always pass the bucket the cluster computes
 // for the key (route.BucketOf), as the dataserver does.
+//
+// # Values leave the store as copies
+//
+// An arena block is freed and reused when its record is overwritten with
+// another size class, deleted, reclaimed at expiry or evicted, the last
+// two by other goroutines (the sweep, a writer of another bucket), so a
+// slice of the arena is only valid while the shard's lock is held. Get
+// and ForEach therefore hand out values (and ForEach and BucketKeys keys)
+// copied under the lock; Update's fn and Range's fn see values aliasing
+// the arena, valid during the call only (the generic layer copies what it
+// keeps). Values handed to the store (Update's next entry, Restore) are
+// copied into the arena: the caller keeps its slice.
 //
 // # Expiry
 //
@@ -32,21 +61,23 @@
 //
 // Besides its area's totals, each table keeps one generic.BucketKeys per
 // bucket it holds records of (stored, hidden and expiring keys), changed
-// under the shard's exclusive lock by the three places a record is
-// inserted, changed or removed (insertLocked, setLocked, removeLocked), so
-// every write, expiry, eviction, restore and deletion keeps them exact.
-// CountKeys (DBSIZE, INFO keyspace) reads them under the shared lock. A
-// table holds few buckets (about buckets/Shards), so they are a small
-// slice searched linearly, allocated with the table and charged with it
-// (tableAlloc) for the first bucket; those of further buckets (40 bytes
-// each) are not charged.
+// under the shard's exclusive lock by the places a record is inserted,
+// changed or removed (putLocked, removeLocked), so every write, expiry,
+// eviction, restore and deletion keeps them exact. CountKeys (DBSIZE, INFO
+// keyspace) reads them under the shared lock. A table holds few buckets
+// (about buckets/Shards), so they are a small slice searched linearly,
+// allocated with the table and charged with it (tableAlloc) for the first
+// bucket; those of further buckets (40 bytes each) are not charged.
 //
 // # Memory accounting and eviction
 //
-// Each record is charged the allocation sizes of its key and value,
-// Object.Size(), and a fixed overhead for the record header and its map or
-// tree slot; pkeys and per-shard tables are charged too (see itemOverhead;
-// BenchmarkEngine/BytesPerKey compares the sum with the live heap). When a
+// Each record is charged its arena block (the block size its header, key
+// and value round up to; a record is moved to another block whenever its
+// size class changes, so the charge is always its block), plus
+// itemOverhead for its index slot, plus Object.Size() for an Object;
+// pkeys and per-shard tables are charged too. Arena pages that are not
+// full are not charged to any area (a shard's pages serve all its areas).
+// BenchmarkEngine/BytesPerKey compares the sum with the live heap. When a
 // write leaves its area over its quota, or the store over its MemoryLimit,
 // the writer reclaims expired records first and then evicts by CLOCK: each
 // (shard, area) keeps a recency list, reads only set a referenced bit (under
@@ -63,22 +94,21 @@
 // Each record also keeps Redis's LFU counter and its last access time,
 // which OBJECT FREQ and OBJECT IDLETIME answer (engines.AccessTracker):
 // reads update them under the shared lock, with the referenced bit, in
-// one atomic word (access.go).
+// one atomic word at the start of the record's block (access.go).
 package memstore
 
 import (
-	"container/heap"
-	"math"
+	"bytes"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
-	"github.com/google/btree"
 
 	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/engines/generic"
+	"github.com/tairkv/tair/engines/generic/slab"
 	"github.com/tairkv/tair/internal/errs"
 )
 
@@ -100,27 +130,41 @@ type Options struct {
 
 const numAreas = generic.MaxArea + 1
 
-// Fixed overheads, in bytes, on top of the allocation sizes of keys and
-// values. itemOverhead is the item struct plus its slot in a Go map (key
-// string header, pointer, control byte, at the maps' load factor) or in a
-// pkey's B-tree node; psetOverhead is a pkey's header, its map slot and its
-// tree's root node; tableOverhead is an area's table in a shard: its
-// struct, its key map's header and first group, and its slot in the
-// shard's map; mapOverhead is the pkey map a table grows at its first
-// pkey. BenchmarkEngine/BytesPerKey compares the sum with the live heap.
+// arenaOptions are every shard's arena's: 4 KiB pages and one empty page
+// kept (a key written and deleted again would otherwise allocate a page
+// each time). A shard holds 1/256 of the data by default and every size class
+// in use ties up a partly used page in each shard, so large pages would
+// hold far more than the data of a small store (TestMemoryBounded: a
+// 4 MiB limit over 256 shards); records beyond the largest class (504
+// bytes) become dedicated allocations, one Go object each, which large
+// values amortise.
+var arenaOptions = slab.Options{PageSize: 1 << 12, ReservePages: 1}
+
+// sizer answers BlockSize for the charge of a record before it is
+// allocated; it never allocates (every arena has the same classes).
+var sizer = slab.New(arenaOptions)
+
+// Fixed overheads, in bytes, on top of records' arena blocks.
+// itemOverhead is a record's slot in its table's index (16-byte slots at
+// a load of 0.4 to 0.8) or in its pkey's skey list; psetOverhead is a
+// pkey's header, its map slot and its first chunk; tableOverhead is an
+// area's table in a shard: its struct, its index header and first slots,
+// and its slot in the shard's map; mapOverhead is the pkey map a table
+// grows at its first pkey. BenchmarkEngine/BytesPerKey compares the sum
+// with the live heap.
 var (
-	itemOverhead  = allocSize(int(unsafe.Sizeof(item{}))) + 36
+	itemOverhead  = int64(28)
 	psetOverhead  = allocSize(int(unsafe.Sizeof(pset{}))) + 32 + 64
 	mapOverhead   = int64(48 + 208)
-	tableOverhead = allocSize(int(unsafe.Sizeof(tableAlloc{}))) + mapOverhead + 32
+	tableOverhead = allocSize(int(unsafe.Sizeof(tableAlloc{}))) + allocSize(int(unsafe.Sizeof(slab.Index{}))) + 32
 )
 
 // sizeClasses are the Go allocator's small size classes
 // (internal/runtime/gc.SizeClassToSize, stable since Go 1.5 in shape).
 var sizeClasses = [...]int{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256, 288, 320, 352, 384, 416, 448, 480, 512, 576, 640, 704, 768, 896, 1024, 1152, 1280, 1408, 1536, 1792, 2048, 2304, 2688, 3072, 3200, 3456, 4096, 4864, 5376, 6144, 6528, 6784, 6912, 8192, 9472, 9728, 10240, 10880, 12288, 13568, 14336, 16384, 18432, 19072, 20480, 21760, 24576, 27264, 28672, 32768}
 
-// allocSize is the heap bytes an allocation of n bytes really takes: its
-// size class, or whole 8 KiB pages beyond the largest class.
+// allocSize is the heap bytes a Go allocation of n bytes really takes:
+// its size class, or whole 8 KiB pages beyond the largest class.
 func allocSize(n int) int64 {
 	if n <= 0 {
 		return 0
@@ -173,10 +217,24 @@ type areaState struct {
 
 type shard struct {
 	mu     sync.RWMutex
-	tables map[uint16]*table // by area
-	exp    expHeap
-	minExp atomic.Int64 // exp[0].expireAt, 0 when exp is empty
-	_      [64]byte     // keep hot shards on separate cache lines
+	arena  *slab.Arena
+	objs   map[slab.Handle]objRec // the Objects of records holding one
+	tables map[uint16]*table      // by area
+	exp    []expEntry             // min-heap by expireAt
+	minExp atomic.Int64           // exp[0].expireAt, 0 when exp is empty
+	_      [64]byte               // keep hot shards on separate cache lines
+}
+
+// objRec is a record's Object and the Object size it was charged.
+type objRec struct {
+	obj  engines.Object
+	size int64
+}
+
+// expEntry is a record in its shard's expiry heap.
+type expEntry struct {
+	expireAt int64
+	h        slab.Handle
 }
 
 // tableAlloc is a table allocated with room for the counters of its first
@@ -195,8 +253,10 @@ func newTable() *table {
 
 // table holds one area's records within a shard.
 type table struct {
-	keys   map[string]*item
-	pkeys  map[string]*pset
+	keys   slab.Index       // plain keys by xxhash
+	pkeys  map[string]*pset // nil until the first pkey
+	psets  []*pset          // by id (a skey record's bucket field)
+	freeID []uint32         // ids of psets free for reuse
 	lru    lruList
 	counts []bucketCounts // one per bucket with records here
 }
@@ -220,17 +280,17 @@ func (tab *table) countsOf(bucket uint32) *generic.BucketKeys {
 }
 
 // uncountKey takes a stored key (a plain key, or a pkey whose last skey
-// goes) out of bucket's counters, plain with its hidden bit and expiry,
-// and forgets the counters once they count no key: the bucket has no
-// record left in the table.
-func (tab *table) uncountKey(bucket uint32, plain *item) {
+// goes) out of bucket's counters, a plain one with its hidden bit and
+// expiry, and forgets the counters once they count no key: the bucket has
+// no record left in the table.
+func (tab *table) uncountKey(bucket uint32, plain bool, hidden bool, expireAt int64) {
 	for i := range tab.counts {
 		c := &tab.counts[i]
 		if c.bucket != bucket {
 			continue
 		}
-		if plain != nil {
-			c.AddPlain(plain.hidden, plain.expireAt, -1)
+		if plain {
+			c.AddPlain(hidden, expireAt, -1)
 		}
 		if c.Stored--; c.Stored == 0 {
 			last := len(tab.counts) - 1
@@ -244,54 +304,9 @@ func (tab *table) uncountKey(bucket uint32, plain *item) {
 // pset is a pkey: its skeys in byte order.
 type pset struct {
 	name   string
-	tree   *btree.BTreeG[*item]
+	list   skeyList
 	bucket uint32
-}
-
-// item is one record: a plain key, or one skey of a pkey (ps != nil).
-// Its fields change under the shard's exclusive lock, but access, which
-// readers update under the shared lock. It is laid out to fit the 112-byte
-// size class (TestItemSizeClass): the value is a pointer and a length
-// (values are immutable, so their capacity is of no use once stored), the
-// charge a uint32, and the access frequency, the access time and the
-// CLOCK bit share one word.
-type item struct {
-	key      string
-	val      *byte // the value's first byte; nil for an empty value
-	obj      engines.Object
-	version  int64
-	expireAt int64
-	ps       *pset
-	prev     *item // recency list of (shard, area), head = most recent
-	next     *item
-	access   atomic.Uint64 // an accessWord (access.go)
-	vlen     uint32
-	size     uint32 // bytes charged to the area (saturates at 4 GiB)
-	heapIdx  int32  // index in the shard's expiry heap, -1 when absent
-	flags    uint32
-	bucket   uint32
-	area     uint16
-	typ      engines.ValueType
-	hidden   bool
-}
-
-// referenced reports whether it was read since it last reached the head
-// of its recency list (CLOCK's second chance).
-func (it *item) referenced() bool { return accessWord(it.access.Load()).ref() }
-
-// clearRef clears the referenced bit (under the shard's exclusive lock).
-func (it *item) clearRef() {
-	if w := it.access.Load(); w&accessRefBit != 0 {
-		it.access.Store(w &^ accessRefBit)
-	}
-}
-
-// value returns the stored value; it aliases the stored bytes.
-func (it *item) value() []byte {
-	if it.val == nil {
-		return nil
-	}
-	return unsafe.Slice(it.val, it.vlen)
+	id     uint32
 }
 
 var _ generic.Store = (*Store)(nil)
@@ -336,7 +351,10 @@ func New(o Options) *Store {
 		s.subBits++
 	}
 	for i := range s.shards {
-		s.shards[i].tables = map[uint16]*table{}
+		sh := &s.shards[i]
+		sh.tables = map[uint16]*table{}
+		sh.objs = map[slab.Handle]objRec{}
+		sh.arena = slab.New(arenaOptions)
 	}
 	if o.SweepInterval > 0 {
 		s.wg.Add(1)
@@ -344,6 +362,10 @@ func New(o Options) *Store {
 	}
 	return s
 }
+
+// CopiesValues tells the generic layer that the store copies the values
+// it is given (generic.ValueCopier).
+func (s *Store) CopiesValues() bool { return true }
 
 func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
 
@@ -405,77 +427,68 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// lookupLocked finds the record of r; ps is r's pkey when r is a prefix ref.
-func (sh *shard) lookupLocked(r *generic.Ref) (tab *table, ps *pset, it *item) {
+// lookupLocked finds the record of r (0 when missing); ps is r's pkey
+// when r is a prefix ref and the pkey exists.
+func (sh *shard) lookupLocked(r *generic.Ref) (tab *table, ps *pset, h slab.Handle) {
 	tab = sh.tables[r.Area]
 	if tab == nil {
-		return nil, nil, nil
+		return nil, nil, 0
 	}
 	if !r.Prefix {
-		return tab, nil, tab.keys[string(r.Key.Key)]
+		h, _ = tab.keys.Get(xxhash.Sum64(r.Key.Key), sh.keyEq(r.Key.Key))
+		return tab, nil, h
 	}
 	ps = tab.pkeys[string(r.Key.Key)]
 	if ps == nil {
-		return tab, nil, nil
+		return tab, nil, 0
 	}
-	it, _ = ps.tree.Get(&item{key: string(r.Skey)})
-	return tab, ps, it
+	return tab, ps, ps.list.get(sh, r.Skey)
 }
 
-func (it *item) entry() engines.Entry {
-	return engines.Entry{
-		Type:     it.typ,
-		Value:    it.value(),
-		Object:   it.obj,
-		Version:  it.version,
-		ExpireAt: it.expireAt,
-		Hidden:   it.hidden,
-		Flags:    it.flags,
-	}
-}
-
-// Get returns the stored record; under the shared lock, it only records
-// the access (and marks the record referenced), unless r.NoTouch.
+// Get returns the stored record, its value copied under the shared lock;
+// it only records the access (and marks the record referenced), unless
+// r.NoTouch.
 func (s *Store) Get(r generic.Ref) (engines.Entry, bool, error) {
 	sh := s.shardOf(r.Bucket, r.Key.Key)
 	sh.mu.RLock()
-	tab := sh.tables[r.Area]
-	var it *item
-	if tab != nil {
-		if !r.Prefix {
-			it = tab.keys[string(r.Key.Key)]
-		} else if ps := tab.pkeys[string(r.Key.Key)]; ps != nil {
-			probe := item{key: string(r.Skey)}
-			it, _ = ps.tree.Get(&probe)
-		}
-	}
-	if it == nil {
+	_, _, h := sh.lookupLocked(&r)
+	if h == 0 {
 		sh.mu.RUnlock()
 		return engines.Entry{}, false, nil
 	}
-	ent := it.entry()
+	ent := sh.entry(h, true)
 	if !r.NoTouch {
-		touch(&it.access, s.refNow(&r), true)
+		touch(sh.access(h), s.refNow(&r), true)
 	}
 	sh.mu.RUnlock()
 	return ent, true, nil
 }
 
-func itemLess(a, b *item) bool { return a.key < b.key }
-
-// recordSize is what a record is charged.
+// recordSize is what a record is charged: its arena block, its slot and
+// its Object.
 func recordSize(key []byte, e *engines.Entry) int64 {
-	n := itemOverhead + allocSize(len(key)) + allocSize(cap(e.Value))
+	n := itemOverhead + blockCharge(sizer.BlockSize(hdrLen(e.ExpireAt != 0)+len(key)+len(e.Value)))
 	if e.Object != nil {
 		n += int64(e.Object.Size())
 	}
 	return n
 }
 
-// Charge is the bytes a string record with a key of keyLen bytes and a
-// value of valueCap bytes is charged (tables and pkeys are charged apart).
-func Charge(keyLen, valueCap int) int64 {
-	return itemOverhead + allocSize(keyLen) + allocSize(valueCap)
+// Charge is the bytes a string record without expiry, with a key of
+// keyLen bytes and a value of valueLen bytes, is charged (tables and
+// pkeys are charged apart).
+func Charge(keyLen, valueLen int) int64 {
+	return itemOverhead + blockCharge(sizer.BlockSize(baseHdr+keyLen+valueLen))
+}
+
+// blockCharge is what an arena block of n bytes (its Cap) takes: n in a
+// page, or for a dedicated allocation (beyond MaxBlock) the Go heap's
+// allocation of n bytes.
+func blockCharge(n int) int64 {
+	if n > sizer.MaxBlock() {
+		return allocSize(n)
+	}
+	return int64(n)
 }
 
 // TableOverhead is the charge of one (bucket, area) table of a shard, paid
@@ -494,32 +507,42 @@ func (s *Store) checkFits(area uint16, size int64) error {
 	return nil
 }
 
+// chargeOf is what h is charged now.
+func (sh *shard) chargeOf(h slab.Handle) int64 {
+	n := itemOverhead + blockCharge(sh.arena.Cap(h))
+	if sh.bits(h)&bitObj != 0 {
+		n += sh.objs[h].size
+	}
+	return n
+}
+
 // Update runs fn under the shard's exclusive lock and applies its action;
 // it evicts afterwards, outside the lock, when the write left the area or
-// the store over budget.
+// the store over budget. fn's cur.Value aliases the arena: valid during
+// fn only.
 func (s *Store) Update(r generic.Ref, fn generic.RawUpdate) error {
 	now := s.refNow(&r)
 	sh := s.shardOf(r.Bucket, r.Key.Key)
 	sh.mu.Lock()
-	tab, ps, it := sh.lookupLocked(&r)
+	tab, ps, h := sh.lookupLocked(&r)
 	var cur engines.Entry
-	if it != nil {
-		cur = it.entry()
+	if h != 0 {
+		cur = sh.entry(h, false)
 	}
 	// An access, as Redis's lookupKey: whatever fn decides, even to
 	// fail (a WRONGTYPE found the key), the live record it saw is
 	// touched; an expired one is replaced, and the write makes a new
 	// record.
-	live := it != nil && !engines.Expired(it.expireAt, now)
-	next, act, err := fn(cur, it != nil)
+	live := h != 0 && !engines.Expired(cur.ExpireAt, now)
+	next, act, err := fn(cur, h != 0)
 	if err != nil {
 		if live && !r.NoTouch {
-			touch(&it.access, now, true)
+			touch(sh.access(h), now, true)
 		}
 		sh.mu.Unlock()
 		return err
 	}
-	var written *item // spared by the eviction this write triggers
+	var written slab.Handle // spared by the eviction this write triggers
 	switch act {
 	case engines.Store:
 		key := r.Key.Key
@@ -531,135 +554,263 @@ func (s *Store) Update(r generic.Ref, fn generic.RawUpdate) error {
 			sh.mu.Unlock()
 			return err
 		}
-		if it == nil {
-			it = s.insertLocked(sh, tab, ps, &r)
-		}
-		s.setLocked(sh, it, &next, size)
+		h = s.putLocked(sh, tab, ps, &r, key, h, &next, size)
 		switch {
 		case !live:
-			it.access.Store(uint64(newAccess(now)))
+			sh.access(h).Store(uint64(newAccess(now)))
 		case !r.NoTouch:
-			touch(&it.access, now, false) // the write moved it to the front
+			touch(sh.access(h), now, false) // the write moved it to the front
 		}
-		written = it
+		written = h
 	case engines.Delete:
-		if it != nil {
-			s.removeLocked(sh, it)
+		if h != 0 {
+			s.removeLocked(sh, h)
 		}
 	case engines.Keep:
 		if live && !r.NoTouch {
-			touch(&it.access, now, true) // a read
+			touch(sh.access(h), now, true) // a read
 		}
 	}
 	sh.mu.Unlock()
 	if act == engines.Store && s.overBudget(r.Area) {
-		s.evict(r.Area, written)
+		s.evict(r.Area, sh, written)
 	}
 	return nil
 }
 
-// insertLocked creates an empty record for r (table and pkey as needed)
-// and links it at the head of its recency list.
-func (s *Store) insertLocked(sh *shard, tab *table, ps *pset, r *generic.Ref) *item {
+// putLocked stores e as the record of r (key is its key or skey), which
+// is h (0: missing), charging size: it creates the record (table and
+// pkey as needed), rewrites it in its block, or moves it to a block of
+// its new size class; it returns the record's handle. e.Value may alias
+// h's block.
+func (s *Store) putLocked(sh *shard, tab *table, ps *pset, r *generic.Ref, key []byte, h slab.Handle, e *engines.Entry, size int64) slab.Handle {
 	a := &s.areas[r.Area]
-	if tab == nil {
-		tab = newTable()
-		sh.tables[r.Area] = tab
-		a.bytes.Add(tableOverhead)
-		s.total.Add(tableOverhead)
-	}
-	it := &item{heapIdx: -1, bucket: r.Bucket, area: r.Area}
-	if !r.Prefix {
-		if tab.keys == nil {
-			tab.keys = map[string]*item{}
+	exp := e.ExpireAt != 0
+	need := hdrLen(exp) + len(key) + len(e.Value)
+	var oldCharge int64
+	oldExp, oldHidden := int64(0), false
+	if h == 0 {
+		if tab == nil {
+			tab = newTable()
+			sh.tables[r.Area] = tab
+			a.bytes.Add(tableOverhead)
+			s.total.Add(tableOverhead)
 		}
-		it.key = string(r.Key.Key)
-		tab.keys[it.key] = it
-		a.keys.Add(1)
-		tab.countsOf(r.Bucket).Stored++ // not hidden, no expiry yet: setLocked counts those
-	} else {
-		if ps == nil {
-			if tab.pkeys == nil {
-				tab.pkeys = map[string]*pset{}
-				a.bytes.Add(mapOverhead)
-				s.total.Add(mapOverhead)
-			}
-			ps = &pset{name: string(r.Key.Key), tree: btree.NewG(16, itemLess), bucket: r.Bucket}
-			tab.pkeys[ps.name] = ps
+		if r.Prefix && ps == nil {
+			ps = s.newPsetLocked(tab, r)
+		}
+		h = sh.arena.Alloc(need)
+		b := sh.arena.Bytes(h, need)
+		clear(b[:baseHdr])
+		bucket := r.Bucket
+		var bits uint8
+		if r.Prefix {
+			bucket, bits = ps.id, bitSkey
+		}
+		le.PutUint32(b[offBucket:], bucket)
+		le.PutUint16(b[offArea:], r.Area)
+		le.PutUint16(b[offKlen:], uint16(len(key)))
+		le.PutUint32(b[offVlen:], uint32(len(e.Value)))
+		b[offBits] = bits
+		if exp {
+			b[offBits] |= bitExp
+			le.PutUint64(b[offExpire:], 0)
+			le.PutUint32(b[offHeap:], ^uint32(0))
+		}
+		hl := hdrLen(exp)
+		copy(b[hl:], key)
+		copy(b[hl+len(key):], e.Value)
+		if r.Prefix {
+			p, _ := ps.list.search(sh, key)
+			ps.list.insertAt(p, h)
+		} else {
+			tab.keys.Put(xxhash.Sum64(key), h, sh.keyEq(key))
 			a.keys.Add(1)
-			tab.countsOf(r.Bucket).Stored++
-			n := psetOverhead + allocSize(len(ps.name))
-			a.bytes.Add(n)
-			s.total.Add(n)
+			tab.countsOf(r.Bucket).Stored++ // not hidden, no expiry yet: counted below
 		}
-		it.key = string(r.Skey)
-		it.ps = ps
-		ps.tree.ReplaceOrInsert(it)
+		tab.lru.pushFront(sh, h)
+	} else {
+		oldCharge = sh.chargeOf(h)
+		oldExp, oldHidden = sh.expOf(h), sh.hidden(h)
+		oldHasExp := sh.bits(h)&bitExp != 0
+		if oldHasExp != exp || sh.arena.Cap(h) != sh.arena.BlockSize(need) {
+			h = sh.moveLocked(tab, ps, h, key, e.Value, exp)
+		} else {
+			b := sh.arena.Bytes(h, need)
+			le.PutUint32(b[offVlen:], uint32(len(e.Value)))
+			copy(b[hdrLen(exp)+len(key):], e.Value) // memmove: e.Value may be this very value
+		}
+		if sh.bits(h)&bitObj != 0 {
+			delete(sh.objs, h)
+		}
+		tab.lru.moveToFront(sh, h)
 	}
-	tab.lru.pushFront(it)
-	return it
-}
-
-// setLocked stores e into it, charging size, and refreshes its recency and
-// expiry position.
-func (s *Store) setLocked(sh *shard, it *item, e *engines.Entry, size int64) {
-	it.typ, it.obj = e.Type, e.Object
-	it.val, it.vlen = unsafe.SliceData(e.Value), uint32(len(e.Value))
-	if len(e.Value) == 0 {
-		it.val = nil
+	b := sh.hdr(h)
+	le.PutUint64(b[offVersion:], uint64(e.Version))
+	le.PutUint32(b[offFlags:], e.Flags)
+	b[offType] = uint8(e.Type)
+	bits := b[offBits] &^ (bitHidden | bitObj)
+	if e.Hidden {
+		bits |= bitHidden
 	}
-	tab := sh.tables[it.area]
-	if it.ps == nil && (it.hidden != e.Hidden || it.expireAt != e.ExpireAt) {
-		c := tab.countsOf(it.bucket)
-		c.AddPlain(it.hidden, it.expireAt, -1)
+	if e.Object != nil {
+		bits |= bitObj
+		sh.objs[h] = objRec{obj: e.Object, size: int64(e.Object.Size())}
+	}
+	b[offBits] = bits
+	if !r.Prefix && (oldHidden != e.Hidden || oldExp != e.ExpireAt) {
+		c := tab.countsOf(r.Bucket)
+		c.AddPlain(oldHidden, oldExp, -1)
 		c.AddPlain(e.Hidden, e.ExpireAt, 1)
 	}
-	it.version, it.hidden, it.flags = e.Version, e.Hidden, e.Flags
-	size = min(size, math.MaxUint32)
-	a := &s.areas[it.area]
-	if d := size - int64(it.size); d != 0 {
-		a.bytes.Add(d)
-		s.total.Add(d)
-		it.size = uint32(size)
-	}
-	if it.expireAt != e.ExpireAt {
-		it.expireAt = e.ExpireAt
-		sh.exp.set(it)
+	if exp {
+		sh.setExp(h, e.ExpireAt)
+		if i := sh.heapIdx(h); i < 0 {
+			sh.heapPush(h, e.ExpireAt)
+		} else if oldExp != e.ExpireAt {
+			sh.exp[i].expireAt = e.ExpireAt
+			sh.heapFix(i)
+		}
 		sh.syncMinExp()
 	}
-	tab.lru.moveToFront(it)
-	it.clearRef()
+	if d := size - oldCharge; d != 0 {
+		a.bytes.Add(d)
+		s.total.Add(d)
+	}
+	sh.clearRef(h)
+	return h
 }
 
-// removeLocked unlinks it from every structure and uncharges it; it drops
-// the pkey and the table that it leaves empty.
-func (s *Store) removeLocked(sh *shard, it *item) {
-	a := &s.areas[it.area]
-	tab := sh.tables[it.area]
-	if it.ps == nil {
-		delete(tab.keys, it.key)
-		a.keys.Add(-1)
-		tab.uncountKey(it.bucket, it)
+// newPsetLocked creates r's pkey in tab.
+func (s *Store) newPsetLocked(tab *table, r *generic.Ref) *pset {
+	a := &s.areas[r.Area]
+	if tab.pkeys == nil {
+		tab.pkeys = map[string]*pset{}
+		a.bytes.Add(mapOverhead)
+		s.total.Add(mapOverhead)
+	}
+	ps := &pset{name: string(r.Key.Key), bucket: r.Bucket}
+	if n := len(tab.freeID); n > 0 {
+		ps.id = tab.freeID[n-1]
+		tab.freeID = tab.freeID[:n-1]
+		tab.psets[ps.id] = ps
 	} else {
-		it.ps.tree.Delete(it)
-		if it.ps.tree.Len() == 0 {
-			delete(tab.pkeys, it.ps.name)
+		ps.id = uint32(len(tab.psets))
+		tab.psets = append(tab.psets, ps)
+	}
+	tab.pkeys[ps.name] = ps
+	a.keys.Add(1)
+	tab.countsOf(r.Bucket).Stored++
+	n := psetOverhead + allocSize(len(ps.name))
+	a.bytes.Add(n)
+	s.total.Add(n)
+	return ps
+}
+
+// moveLocked moves record h to a new block for a value of len(value)
+// bytes, with or without the expiry part (exp), and relinks it
+// everywhere; value may alias h's block, which it frees last. The
+// expiry part, when added, is left for the caller to fill.
+func (sh *shard) moveLocked(tab *table, ps *pset, h slab.Handle, key, value []byte, exp bool) slab.Handle {
+	ob := sh.hdr(h)
+	oldExp := ob[offBits]&bitExp != 0
+	var oldAt int64
+	oldIdx := -1
+	if oldExp {
+		oldAt, oldIdx = sh.expOf(h), sh.heapIdx(h)
+	}
+	hl := hdrLen(exp)
+	need := hl + len(key) + len(value)
+	nh := sh.arena.Alloc(need)
+	nb := sh.arena.Bytes(nh, need)
+	copy(nb[:baseHdr], ob)
+	le.PutUint32(nb[offVlen:], uint32(len(value)))
+	nb[offBits] &^= bitExp
+	if exp {
+		nb[offBits] |= bitExp
+		if oldExp {
+			le.PutUint64(nb[offExpire:], uint64(oldAt))
+			le.PutUint32(nb[offHeap:], uint32(int32(oldIdx)))
+		} else {
+			le.PutUint32(nb[offHeap:], ^uint32(0))
+		}
+	}
+	copy(nb[hl:], sh.keyOf(h))
+	copy(nb[hl+len(key):], value)
+	// Relink: CLOCK neighbours, heap, index or skey list, Object.
+	if p := sh.prev(nh); p != 0 {
+		sh.setNext(p, nh)
+	} else {
+		tab.lru.head = nh
+	}
+	if n := sh.next(nh); n != 0 {
+		sh.setPrev(n, nh)
+	} else {
+		tab.lru.tail = nh
+	}
+	if oldIdx >= 0 {
+		if exp {
+			sh.exp[oldIdx].h = nh
+		} else {
+			sh.heapRemove(oldIdx)
+			sh.syncMinExp()
+		}
+	}
+	if ob[offBits]&bitSkey != 0 {
+		p, _ := ps.list.search(sh, key)
+		ps.list.chunks[p.c][p.i] = nh
+	} else {
+		tab.keys.Put(xxhash.Sum64(key), nh, func(o slab.Handle) bool { return o == h })
+	}
+	if ob[offBits]&bitObj != 0 {
+		sh.objs[nh] = sh.objs[h]
+		delete(sh.objs, h)
+	}
+	sh.arena.Free(h)
+	return nh
+}
+
+// removeLocked unlinks h from every structure, uncharges and frees it; it
+// drops the pkey and the table that it leaves empty.
+func (s *Store) removeLocked(sh *shard, h slab.Handle) {
+	area := sh.areaOf(h)
+	a := &s.areas[area]
+	tab := sh.tables[area]
+	charge := sh.chargeOf(h)
+	bits := sh.bits(h)
+	if bits&bitSkey == 0 {
+		key := sh.keyOf(h)
+		tab.keys.Delete(xxhash.Sum64(key), func(o slab.Handle) bool { return o == h })
+		a.keys.Add(-1)
+		tab.uncountKey(sh.bucketOf(h), true, bits&bitHidden != 0, sh.expOf(h))
+	} else {
+		ps := tab.psets[sh.bucketOf(h)]
+		p, _ := ps.list.search(sh, sh.keyOf(h))
+		ps.list.deleteAt(p)
+		if ps.list.n == 0 {
+			delete(tab.pkeys, ps.name)
+			tab.psets[ps.id] = nil
+			tab.freeID = append(tab.freeID, ps.id)
 			a.keys.Add(-1)
-			tab.uncountKey(it.bucket, nil)
-			n := psetOverhead + allocSize(len(it.ps.name))
+			tab.uncountKey(ps.bucket, false, false, 0)
+			n := psetOverhead + allocSize(len(ps.name))
 			a.bytes.Add(-n)
 			s.total.Add(-n)
 		}
 	}
-	if it.heapIdx >= 0 {
-		heap.Remove(&sh.exp, int(it.heapIdx))
+	if i := sh.heapIdx(h); i >= 0 {
+		sh.heapRemove(i)
 		sh.syncMinExp()
 	}
-	tab.lru.remove(it)
-	a.bytes.Add(-int64(it.size))
-	s.total.Add(-int64(it.size))
+	tab.lru.remove(sh, h)
+	if bits&bitObj != 0 {
+		delete(sh.objs, h)
+	}
+	sh.arena.Free(h)
+	a.bytes.Add(-charge)
+	s.total.Add(-charge)
 	if tab.lru.n == 0 {
-		delete(sh.tables, it.area)
+		delete(sh.tables, area)
 		n := tableOverhead
 		if tab.pkeys != nil {
 			n += mapOverhead
@@ -669,6 +820,8 @@ func (s *Store) removeLocked(sh *shard, it *item) {
 	}
 }
 
+// Range calls fn with the skeys of k in order; the skey and the entry's
+// value alias the arena and are valid during the call only.
 func (s *Store) Range(k engines.Key, start, end []byte, reverse bool, fn func(skey []byte, e *engines.Entry) bool) error {
 	sh := s.shardOf(k.Bucket, k.Key)
 	sh.mu.RLock()
@@ -682,35 +835,37 @@ func (s *Store) Range(k engines.Key, start, end []byte, reverse bool, fn func(sk
 		return nil
 	}
 	var ent engines.Entry // one for the whole range: fn must not retain it
-	visit := func(it *item) bool {
-		ent = it.entry()
-		return fn(unsafe.Slice(unsafe.StringData(it.key), len(it.key)), &ent)
-	}
 	if !reverse {
-		iter := func(it *item) bool {
-			if end != nil && it.key > string(end) {
+		p := pos{}
+		if start != nil {
+			p, _ = ps.list.search(sh, start)
+		}
+		ps.list.ascend(p, func(h slab.Handle) bool {
+			key := sh.keyOf(h)
+			if end != nil && bytes.Compare(key, end) > 0 {
 				return false
 			}
-			return visit(it)
-		}
-		if start == nil {
-			ps.tree.Ascend(iter)
-		} else {
-			ps.tree.AscendGreaterOrEqual(&item{key: string(start)}, iter)
-		}
+			ent = sh.entry(h, false)
+			return fn(key, &ent)
+		})
 		return nil
 	}
-	iter := func(it *item) bool {
-		if start != nil && it.key < string(start) {
+	p := ps.list.end()
+	if end != nil {
+		var found bool
+		p, found = ps.list.search(sh, end)
+		if found { // end is inclusive: start after it
+			p.i++
+		}
+	}
+	ps.list.descend(p, func(h slab.Handle) bool {
+		key := sh.keyOf(h)
+		if start != nil && bytes.Compare(key, start) < 0 {
 			return false
 		}
-		return visit(it)
-	}
-	if end == nil {
-		ps.tree.Descend(iter)
-	} else {
-		ps.tree.DescendLessOrEqual(&item{key: string(end)}, iter)
-	}
+		ent = sh.entry(h, false)
+		return fn(key, &ent)
+	})
 	return nil
 }
 
@@ -732,27 +887,23 @@ func (s *Store) RemovePrefix(k engines.Key) (int, error) {
 
 // removePsetLocked removes every skey of ps and returns how many were live.
 func (s *Store) removePsetLocked(sh *shard, ps *pset, now int64) int {
-	its := make([]*item, 0, ps.tree.Len())
-	ps.tree.Ascend(func(it *item) bool { its = append(its, it); return true })
 	n := 0
-	for _, it := range its {
-		if !engines.Expired(it.expireAt, now) {
+	for _, h := range ps.list.all() {
+		if !engines.Expired(sh.expOf(h), now) {
 			n++
 		}
-		s.removeLocked(sh, it)
+		s.removeLocked(sh, h)
 	}
 	return n
 }
 
-// ForEach yields bucket's records shard by shard. Items and prefix
-// records are copied out under the shard's shared lock and handed to fn
-// after it is released, so that a slow consumer (a migration sending over
-// the network) does not stall writers; records holding an Object are
-// handed to fn under the lock, since the Object may change once it is
-// released. Keys alias the stored key strings and values the stored,
-// immutable slices: fn must not modify them. Nothing is allocated per
-// record (a bucket copy is a migration's bulk; the batch of records is
-// reused).
+// ForEach yields bucket's records shard by shard. Records are copied out
+// under the shard's shared lock, their keys and values into one buffer
+// allocated for the shard's batch (callers may keep them), and handed to
+// fn after the lock is released, so that a slow consumer (a migration
+// sending over the network) does not stall writers; records holding an
+// Object are handed to fn under the lock, since the Object may change
+// once it is released. Nothing is allocated per plain record.
 func (s *Store) ForEach(bucket uint32, fn func(r *engines.Record) error) error {
 	bp := recordBatches.Get().(*[]engines.Record)
 	defer func() {
@@ -763,30 +914,64 @@ func (s *Store) ForEach(bucket uint32, fn func(r *engines.Record) error) error {
 	return s.bucketShards(bucket, func(sh *shard) error {
 		batch := (*bp)[:0]
 		sh.mu.RLock()
+		// Size the buffer first: it must not move once sliced.
+		total := 0
+		for _, tab := range sh.tables {
+			tab.keys.Range(func(h slab.Handle) bool {
+				if sh.bucketOf(h) == bucket {
+					total += sh.klen(h) + sh.vlen(h)
+				}
+				return true
+			})
+			for _, ps := range tab.pkeys {
+				if ps.bucket == bucket {
+					total += len(ps.name)
+					ps.list.ascend(pos{}, func(h slab.Handle) bool { total += sh.klen(h) + sh.vlen(h); return true })
+				}
+			}
+		}
+		buf := make([]byte, 0, total)
+		cp := func(b []byte) []byte {
+			buf = append(buf, b...)
+			return buf[len(buf)-len(b) : len(buf) : len(buf)]
+		}
+		entry := func(h slab.Handle) engines.Entry {
+			e := sh.entry(h, false)
+			if e.Value != nil {
+				e.Value = cp(e.Value)
+			}
+			return e
+		}
+		var err error
 		for area, tab := range sh.tables {
-			for _, it := range tab.keys {
-				if it.bucket != bucket {
-					continue
+			tab.keys.Range(func(h slab.Handle) bool {
+				if sh.bucketOf(h) != bucket {
+					return true
 				}
-				if it.obj == nil {
-					batch = append(batch, engines.Record{Area: area, Key: keyBytes(it.key), Entry: it.entry()})
-					continue
+				batch = append(batch, engines.Record{Area: area, Key: cp(sh.keyOf(h)), Entry: entry(h)})
+				if batch[len(batch)-1].Entry.Object == nil {
+					return true
 				}
-				r := engines.Record{Area: area, Key: keyBytes(it.key), Entry: it.entry()}
-				if err := fn(&r); err != nil {
-					sh.mu.RUnlock()
-					return err
-				}
+				// Handed over under the lock, its slot reused.
+				r := batch[len(batch)-1]
+				batch = batch[:len(batch)-1]
+				err = objFn(fn, r)
+				return err == nil
+			})
+			if err != nil {
+				sh.mu.RUnlock()
+				return err
 			}
 			for _, ps := range tab.pkeys {
 				if ps.bucket != bucket {
 					continue
 				}
-				r := engines.Record{Area: area, Key: keyBytes(ps.name), Prefix: make([]engines.KV, 0, ps.tree.Len())}
+				r := engines.Record{Area: area, Key: cp([]byte(ps.name)), Prefix: make([]engines.KV, 0, ps.list.n)}
 				hasObj := false
-				ps.tree.Ascend(func(it *item) bool {
-					hasObj = hasObj || it.obj != nil
-					r.Prefix = append(r.Prefix, engines.KV{Key: keyBytes(it.key), Entry: it.entry()})
+				ps.list.ascend(pos{}, func(h slab.Handle) bool {
+					kv := engines.KV{Key: cp(sh.keyOf(h)), Entry: entry(h)}
+					hasObj = hasObj || kv.Entry.Object != nil
+					r.Prefix = append(r.Prefix, kv)
 					return true
 				})
 				if !hasObj {
@@ -808,35 +993,57 @@ func (s *Store) ForEach(bucket uint32, fn func(r *engines.Record) error) error {
 	})
 }
 
-// BucketKeys is engines.KeyLister: the keys of bucket are gathered
-// shard by shard under the shard's shared lock (no value is read or
-// copied: the key strings are immutable) and handed to fn once it is
-// released.
+// objFn calls fn with a copy of r, so that r itself stays on the stack.
+func objFn(fn func(r *engines.Record) error, r engines.Record) error { return fn(&r) }
+
+// BucketKeys is engines.KeyLister: the keys of bucket are copied shard by
+// shard under the shard's shared lock (no value is read) into one buffer
+// per shard and handed to fn once it is released.
 func (s *Store) BucketKeys(bucket uint32, fn func(area uint16, key []byte, prefix bool) error) error {
 	type ref struct {
 		area   uint16
-		key    string
+		key    []byte
 		prefix bool
 	}
 	var batch []ref
 	return s.bucketShards(bucket, func(sh *shard) error {
 		batch = batch[:0]
 		sh.mu.RLock()
-		for area, tab := range sh.tables {
-			for _, it := range tab.keys {
-				if it.bucket == bucket {
-					batch = append(batch, ref{area, it.key, false})
+		total := 0
+		for _, tab := range sh.tables {
+			tab.keys.Range(func(h slab.Handle) bool {
+				if sh.bucketOf(h) == bucket {
+					total += sh.klen(h)
 				}
-			}
+				return true
+			})
 			for _, ps := range tab.pkeys {
 				if ps.bucket == bucket {
-					batch = append(batch, ref{area, ps.name, true})
+					total += len(ps.name)
+				}
+			}
+		}
+		buf := make([]byte, 0, total)
+		cp := func(b []byte) []byte {
+			buf = append(buf, b...)
+			return buf[len(buf)-len(b) : len(buf) : len(buf)]
+		}
+		for area, tab := range sh.tables {
+			tab.keys.Range(func(h slab.Handle) bool {
+				if sh.bucketOf(h) == bucket {
+					batch = append(batch, ref{area, cp(sh.keyOf(h)), false})
+				}
+				return true
+			})
+			for _, ps := range tab.pkeys {
+				if ps.bucket == bucket {
+					batch = append(batch, ref{area, cp([]byte(ps.name)), true})
 				}
 			}
 		}
 		sh.mu.RUnlock()
 		for _, r := range batch {
-			if err := fn(r.area, keyBytes(r.key), r.prefix); err != nil {
+			if err := fn(r.area, r.key, r.prefix); err != nil {
 				return err
 			}
 		}
@@ -847,44 +1054,27 @@ func (s *Store) BucketKeys(bucket uint32, fn func(area uint16, key []byte, prefi
 // recordBatches recycles ForEach's record batches.
 var recordBatches = sync.Pool{New: func() any { return new([]engines.Record) }}
 
-// keyBytes is a stored key as bytes, aliasing its string (read-only).
-func keyBytes(k string) []byte {
-	if k == "" {
-		return []byte{}
-	}
-	return unsafe.Slice(unsafe.StringData(k), len(k))
-}
-
-func cloneEntry(e engines.Entry) engines.Entry {
-	if e.Value != nil {
-		v := make([]byte, len(e.Value))
-		copy(v, e.Value)
-		e.Value = v
-	}
-	return e
-}
-
 // Restore replaces the record (or the whole pkey) with r, as given, as a
 // new record: its access frequency and time start afresh (Redis's
-// RESTORE and MIGRATE do the same without IDLETIME or FREQ).
+// RESTORE and MIGRATE do the same without IDLETIME or FREQ). Values are
+// copied into the arena.
 func (s *Store) Restore(bucket uint32, r *engines.Record) error {
 	now := s.nowMs()
 	sh := s.shardOf(bucket, r.Key)
 	sh.mu.Lock()
 	ref := generic.Ref{Key: engines.Key{Bucket: bucket, Area: r.Area, Key: r.Key}}
+	var keep slab.Handle
 	if r.Prefix == nil {
-		tab, _, it := sh.lookupLocked(&ref)
-		ent := cloneEntry(r.Entry)
+		tab, _, h := sh.lookupLocked(&ref)
+		ent := r.Entry
 		size := recordSize(r.Key, &ent)
 		if err := s.checkFits(r.Area, size); err != nil {
 			sh.mu.Unlock()
 			return err
 		}
-		if it == nil {
-			it = s.insertLocked(sh, tab, nil, &ref)
-		}
-		s.setLocked(sh, it, &ent, size)
-		it.access.Store(uint64(newAccess(now))) // a new record: RESTORE makes one
+		h = s.putLocked(sh, tab, nil, &ref, r.Key, h, &ent, size)
+		sh.access(h).Store(uint64(newAccess(now))) // a new record: RESTORE makes one
+		keep = h
 	} else {
 		for i := range r.Prefix {
 			if err := s.checkFits(r.Area, recordSize(r.Prefix[i].Key, &r.Prefix[i].Entry)); err != nil {
@@ -900,19 +1090,16 @@ func (s *Store) Restore(bucket uint32, r *engines.Record) error {
 		ref.Prefix = true
 		for i := range r.Prefix {
 			kv := &r.Prefix[i]
-			ent := cloneEntry(kv.Entry)
+			ent := kv.Entry
 			ref.Skey = kv.Key
-			tab, ps, it := sh.lookupLocked(&ref)
-			if it == nil {
-				it = s.insertLocked(sh, tab, ps, &ref)
-			}
-			s.setLocked(sh, it, &ent, recordSize(kv.Key, &ent))
-			it.access.Store(uint64(newAccess(now)))
+			tab, ps, h := sh.lookupLocked(&ref)
+			h = s.putLocked(sh, tab, ps, &ref, kv.Key, h, &ent, recordSize(kv.Key, &ent))
+			sh.access(h).Store(uint64(newAccess(now)))
 		}
 	}
 	sh.mu.Unlock()
 	if s.overBudget(r.Area) {
-		s.evict(r.Area, nil)
+		s.evict(r.Area, sh, keep)
 	}
 	return nil
 }
@@ -921,23 +1108,24 @@ func (s *Store) Restore(bucket uint32, r *engines.Record) error {
 // many live keys (a pkey once) it removed at now.
 func (s *Store) dropLocked(sh *shard, tab *table, now int64, keep func(bucket uint32) bool) int64 {
 	var n int64
-	var its []*item
-	for _, it := range tab.keys {
-		if !keep(it.bucket) {
-			its = append(its, it)
-			if !engines.Expired(it.expireAt, now) {
+	var hs []slab.Handle
+	tab.keys.Range(func(h slab.Handle) bool {
+		if !keep(sh.bucketOf(h)) {
+			hs = append(hs, h)
+			if !engines.Expired(sh.expOf(h), now) {
 				n++
 			}
 		}
-	}
+		return true
+	})
 	var pss []*pset
 	for _, ps := range tab.pkeys {
 		if !keep(ps.bucket) {
 			pss = append(pss, ps)
 		}
 	}
-	for _, it := range its {
-		s.removeLocked(sh, it)
+	for _, h := range hs {
+		s.removeLocked(sh, h)
 	}
 	for _, ps := range pss {
 		if s.removePsetLocked(sh, ps, now) > 0 {
@@ -977,13 +1165,8 @@ func (s *Store) DeleteBucket(bucket uint32) error {
 // held, shared or not).
 func (sh *shard) holdsLocked(bucket uint32) bool {
 	for _, tab := range sh.tables {
-		for _, it := range tab.keys {
-			if it.bucket == bucket {
-				return true
-			}
-		}
-		for _, ps := range tab.pkeys {
-			if ps.bucket == bucket {
+		for i := range tab.counts {
+			if tab.counts[i].bucket == bucket {
 				return true
 			}
 		}
@@ -1057,11 +1240,31 @@ func (s *Store) ExpiredKeys() int64 { return s.expired.Load() }
 // TotalBytes returns the accounted bytes of all areas.
 func (s *Store) TotalBytes() int64 { return s.total.Load() }
 
+// ArenaStats sums the shards' arena figures (tests, diagnostics).
+func (s *Store) ArenaStats() slab.Stats {
+	var t slab.Stats
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.RLock()
+		st := sh.arena.Stats()
+		sh.mu.RUnlock()
+		t.InUse += st.InUse
+		t.Reserved += st.Reserved
+		t.Metadata += st.Metadata
+		t.Pages += st.Pages
+		t.EmptyPages += st.EmptyPages
+		t.Blocks += st.Blocks
+		t.Dedicated += st.Dedicated
+		t.DedicatedBytes += st.DedicatedBytes
+	}
+	return t
+}
+
 // SetQuota sets area's quota and evicts at once down to it.
 func (s *Store) SetQuota(area uint16, bytes int64) {
 	s.areas[area].quota.Store(bytes)
 	if s.overBudget(area) {
-		s.evict(area, nil)
+		s.evict(area, nil, 0)
 	}
 }
 
@@ -1088,10 +1291,11 @@ func (s *Store) reclaimShard(sh *shard, now int64) {
 	}
 	sh.mu.Lock()
 	for len(sh.exp) > 0 && engines.Expired(sh.exp[0].expireAt, now) {
-		if it := sh.exp[0]; it.ps == nil {
+		h := sh.exp[0].h
+		if !sh.isSkey(h) {
 			s.expired.Add(1)
 		}
-		s.removeLocked(sh, sh.exp[0])
+		s.removeLocked(sh, h)
 	}
 	sh.mu.Unlock()
 }
@@ -1107,12 +1311,14 @@ func (s *Store) overBudget(area uint16) bool {
 
 // evict brings area under its quota and the store under its limit:
 // expired records go first, then CLOCK victims taken round-robin over the
-// shards. keep (the record whose write called evict, or nil) is never the
-// victim: a write that fits is not acknowledged and then evicted by its
-// own eviction, which a fresh record alone in its shard's table (CLOCK
-// victim there) would otherwise be whenever the round-robin reached its
-// shard first.
-func (s *Store) evict(area uint16, keep *item) {
+// shards. The record keep of shard keepSh (the record whose write called
+// evict, or none) is never the victim: a write that fits is not
+// acknowledged and then evicted by its own eviction, which a fresh record
+// alone in its shard's table (CLOCK victim there) would otherwise be
+// whenever the round-robin reached its shard first. keep may have been
+// freed (and its block reused) since: sparing another record once is
+// harmless.
+func (s *Store) evict(area uint16, keepSh *shard, keep slab.Handle) {
 	s.evictMu.Lock()
 	defer s.evictMu.Unlock()
 	if !s.overBudget(area) {
@@ -1126,7 +1332,7 @@ func (s *Store) evict(area uint16, keep *item) {
 		} else if !(s.limit > 0 && s.total.Load() > s.limit) {
 			return
 		}
-		if !s.evictOne(victimArea, keep) {
+		if !s.evictOne(victimArea, keepSh, keep) {
 			return // nothing left to evict
 		}
 	}
@@ -1135,28 +1341,32 @@ func (s *Store) evict(area uint16, keep *item) {
 // evictOne evicts one record of area (any area when area < 0) from the
 // next shard that holds an unreferenced one; it reports false when no shard
 // holds any record. Two rounds suffice: the first clears every bit.
-func (s *Store) evictOne(area int, keep *item) bool {
+func (s *Store) evictOne(area int, keepSh *shard, keep slab.Handle) bool {
 	for tries := 0; tries < 2*len(s.shards)+1; tries++ {
 		sh := &s.shards[s.cursor&s.mask]
 		s.cursor++
+		k := slab.Handle(0)
+		if sh == keepSh {
+			k = keep
+		}
 		sh.mu.Lock()
-		var victim *item
+		var victim slab.Handle
 		if area >= 0 {
 			if tab := sh.tables[uint16(area)]; tab != nil {
-				victim = tab.lru.clockVictim(keep)
+				victim = tab.lru.clockVictim(sh, k)
 			}
 		} else {
 			for _, tab := range sh.tables {
-				if victim = tab.lru.clockVictim(keep); victim != nil {
+				if victim = tab.lru.clockVictim(sh, k); victim != 0 {
 					break
 				}
 			}
 		}
-		if victim == nil {
+		if victim == 0 {
 			sh.mu.Unlock()
 			continue
 		}
-		s.areas[victim.area].evictions.Add(1)
+		s.areas[sh.areaOf(victim)].evictions.Add(1)
 		s.removeLocked(sh, victim)
 		sh.mu.Unlock()
 		return true
@@ -1172,101 +1382,133 @@ func (sh *shard) syncMinExp() {
 	}
 }
 
-// lruList is an intrusive doubly linked recency list.
+// lruList is a doubly linked recency list through the records' headers.
 type lruList struct {
-	head, tail *item
+	head, tail slab.Handle
 	n          int
 }
 
-func (l *lruList) pushFront(it *item) {
+func (l *lruList) pushFront(sh *shard, h slab.Handle) {
 	l.n++
-	it.prev, it.next = nil, l.head
-	if l.head != nil {
-		l.head.prev = it
+	sh.setPrev(h, 0)
+	sh.setNext(h, l.head)
+	if l.head != 0 {
+		sh.setPrev(l.head, h)
 	} else {
-		l.tail = it
+		l.tail = h
 	}
-	l.head = it
+	l.head = h
 }
 
-func (l *lruList) remove(it *item) {
+func (l *lruList) remove(sh *shard, h slab.Handle) {
 	l.n--
-	if it.prev != nil {
-		it.prev.next = it.next
+	p, n := sh.prev(h), sh.next(h)
+	if p != 0 {
+		sh.setNext(p, n)
 	} else {
-		l.head = it.next
+		l.head = n
 	}
-	if it.next != nil {
-		it.next.prev = it.prev
+	if n != 0 {
+		sh.setPrev(n, p)
 	} else {
-		l.tail = it.prev
+		l.tail = p
 	}
-	it.prev, it.next = nil, nil
+	sh.setPrev(h, 0)
+	sh.setNext(h, 0)
 }
 
-func (l *lruList) moveToFront(it *item) {
-	if l.head == it {
+func (l *lruList) moveToFront(sh *shard, h slab.Handle) {
+	if l.head == h {
 		return
 	}
-	l.remove(it)
-	l.pushFront(it)
+	l.remove(sh, h)
+	l.pushFront(sh, h)
 }
 
 // clockVictim returns the least recently used record that was not read
 // since it last reached the front, giving read records a second chance
-// (their bit is cleared and they move to the front). It returns nil when
+// (their bit is cleared and they move to the front). It returns 0 when
 // every record of the list had been read: the evictor then tries another
 // shard, so a shard holding only hot records keeps them. keep is never
 // returned (it moves to the front, its bit unchanged).
-func (l *lruList) clockVictim(keep *item) *item {
+func (l *lruList) clockVictim(sh *shard, keep slab.Handle) slab.Handle {
 	for n := l.n; n > 0; n-- {
-		it := l.tail
-		if it == keep {
-			l.moveToFront(it)
+		h := l.tail
+		if h == keep {
+			l.moveToFront(sh, h)
 			continue
 		}
-		if !it.referenced() {
-			return it
+		if !sh.referenced(h) {
+			return h
 		}
-		it.clearRef()
-		l.moveToFront(it)
+		sh.clearRef(h)
+		l.moveToFront(sh, h)
 	}
-	return nil
+	return 0
 }
 
-// expHeap is a min-heap of records by expiry time; items track their index.
-type expHeap []*item
+// The expiry heap: a min-heap of (expireAt, handle), each record keeping
+// its index in its header.
 
-func (h expHeap) Len() int           { return len(h) }
-func (h expHeap) Less(i, j int) bool { return h[i].expireAt < h[j].expireAt }
-func (h expHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].heapIdx = int32(i)
-	h[j].heapIdx = int32(j)
-}
-func (h *expHeap) Push(x any) {
-	it := x.(*item)
-	it.heapIdx = int32(len(*h))
-	*h = append(*h, it)
-}
-func (h *expHeap) Pop() any {
-	old := *h
-	it := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	it.heapIdx = -1
-	return it
+func (sh *shard) heapSwap(i, j int) {
+	e := sh.exp
+	e[i], e[j] = e[j], e[i]
+	sh.setHeapIdx(e[i].h, i)
+	sh.setHeapIdx(e[j].h, j)
 }
 
-// set places it according to its (new) expireAt: in, out of, or moved
-// within the heap.
-func (h *expHeap) set(it *item) {
-	switch {
-	case it.expireAt == 0 && it.heapIdx >= 0:
-		heap.Remove(h, int(it.heapIdx))
-	case it.expireAt != 0 && it.heapIdx < 0:
-		heap.Push(h, it)
-	case it.expireAt != 0:
-		heap.Fix(h, int(it.heapIdx))
+func (sh *shard) heapUp(j int) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if sh.exp[i].expireAt <= sh.exp[j].expireAt {
+			break
+		}
+		sh.heapSwap(i, j)
+		j = i
+	}
+}
+
+func (sh *shard) heapDown(i0 int) bool {
+	n := len(sh.exp)
+	i := i0
+	for {
+		j := 2*i + 1
+		if j >= n || j < 0 {
+			break
+		}
+		if r := j + 1; r < n && sh.exp[r].expireAt < sh.exp[j].expireAt {
+			j = r
+		}
+		if sh.exp[j].expireAt >= sh.exp[i].expireAt {
+			break
+		}
+		sh.heapSwap(i, j)
+		i = j
+	}
+	return i > i0
+}
+
+func (sh *shard) heapPush(h slab.Handle, at int64) {
+	sh.exp = append(sh.exp, expEntry{at, h})
+	sh.setHeapIdx(h, len(sh.exp)-1)
+	sh.heapUp(len(sh.exp) - 1)
+}
+
+func (sh *shard) heapFix(i int) {
+	if !sh.heapDown(i) {
+		sh.heapUp(i)
+	}
+}
+
+// heapRemove removes the entry at i; the record's index is not reset
+// (the caller frees or moves the record).
+func (sh *shard) heapRemove(i int) {
+	n := len(sh.exp) - 1
+	if n != i {
+		sh.heapSwap(i, n)
+		sh.exp = sh.exp[:n]
+		sh.heapFix(i)
+	} else {
+		sh.exp = sh.exp[:n]
 	}
 }

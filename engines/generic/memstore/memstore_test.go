@@ -45,14 +45,23 @@ func TestAllocSizes(t *testing.T) {
 			t.Fatalf("Charge(%d, %d) = %d, less than the bytes", c.keyLen, c.valCap, got)
 		}
 	}
-	// Size classes: 17 bytes take 24, 33 take 48, 1 MiB takes 1 MiB.
+	// A record is charged its arena block: the size classes round a
+	// record up by at most 1/4 (and 8 bytes), charges never shrink as the
+	// value grows, and a record beyond the largest class (a dedicated
+	// allocation) is charged its Go allocation: its bytes rounded up to
+	// the heap's 8 KiB pages.
 	base := memstore.Charge(0, 0)
-	for _, c := range []struct {
-		n    int
-		want int64
-	}{{1, 8}, {8, 8}, {9, 16}, {17, 24}, {33, 48}, {1025, 1152}, {32768, 32768}, {32769, 40960}, {1 << 20, 1 << 20}} {
-		if got := memstore.Charge(0, c.n) - base; got != c.want {
-			t.Fatalf("value of %d bytes charged %d, want %d", c.n, got, c.want)
+	prev := base
+	for n := 1; n <= 9000; n++ {
+		got := memstore.Charge(0, n)
+		if got < prev || got-base > (int64(n)+64)*5/4+8 {
+			t.Fatalf("value of %d bytes charged %d over an empty record (%d before)", n, got-base, prev-base)
+		}
+		prev = got
+	}
+	for _, n := range []int{1 << 17, 1 << 20} {
+		if d := memstore.Charge(0, n) - base; d < int64(n) || d > int64(n)+8192+64 {
+			t.Fatalf("a dedicated record of %d bytes charged %d over an empty record", n, d)
 		}
 	}
 }

@@ -68,7 +68,7 @@ const (
 	// DefaultPageSize is the page size when Options.PageSize is 0.
 	DefaultPageSize = 1 << 20
 	// MinPageSize and MaxPageSize bound Options.PageSize.
-	MinPageSize = 1 << 16
+	MinPageSize = 1 << 12
 	MaxPageSize = 1 << offsetBits
 	// DefaultReservePages is the number of empty pages kept for reuse when
 	// Options.ReservePages is 0.

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-const smallPage = MinPageSize // 64 KiB pages keep page-level tests cheap
+const smallPage = 1 << 16 // 64 KiB pages keep page-level tests cheap
 
 func TestClasses(t *testing.T) {
 	for ps := MinPageSize; ps <= MaxPageSize; ps *= 2 {
