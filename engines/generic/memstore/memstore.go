@@ -464,6 +464,27 @@ func (s *Store) Get(r generic.Ref) (engines.Entry, bool, error) {
 	return ent, true, nil
 }
 
+// maxRecordKey is the longest key (or skey) a record holds: its header
+// keeps the length in 16 bits. The engines' key limit (MaxKeySize, 1024 by
+// default) is far below, but it is an operator's setting.
+const maxRecordKey = 1<<16 - 1
+
+// recordKey is the key r's record stores: the skey of a prefix ref.
+func recordKey(r *generic.Ref) []byte {
+	if r.Prefix {
+		return r.Skey
+	}
+	return r.Key.Key
+}
+
+// checkRecordKey refuses a key longer than a record can hold.
+func checkRecordKey(key []byte) error {
+	if len(key) > maxRecordKey {
+		return errs.ErrKeyTooLong
+	}
+	return nil
+}
+
 // recordSize is what a record is charged: its arena block, its slot and
 // its Object.
 func recordSize(key []byte, e *engines.Entry) int64 {
@@ -521,6 +542,9 @@ func (sh *shard) chargeOf(h slab.Handle) int64 {
 // the store over budget. fn's cur.Value aliases the arena: valid during
 // fn only.
 func (s *Store) Update(r generic.Ref, fn generic.RawUpdate) error {
+	if err := checkRecordKey(recordKey(&r)); err != nil {
+		return err
+	}
 	now := s.refNow(&r)
 	sh := s.shardOf(r.Bucket, r.Key.Key)
 	sh.mu.Lock()
@@ -1059,6 +1083,14 @@ var recordBatches = sync.Pool{New: func() any { return new([]engines.Record) }}
 // RESTORE and MIGRATE do the same without IDLETIME or FREQ). Values are
 // copied into the arena.
 func (s *Store) Restore(bucket uint32, r *engines.Record) error {
+	if err := checkRecordKey(r.Key); err != nil {
+		return err
+	}
+	for i := range r.Prefix {
+		if err := checkRecordKey(r.Prefix[i].Key); err != nil {
+			return err
+		}
+	}
 	now := s.nowMs()
 	sh := s.shardOf(bucket, r.Key)
 	sh.mu.Lock()

@@ -181,3 +181,39 @@ func TestChaosAccounting(t *testing.T) {
 		t.Fatalf("total bytes %d after deleting everything", st.TotalBytes())
 	}
 }
+
+// TestKeyLongerThanARecordHolds: a record keeps its key's length in 16
+// bits, so with an operator's key limit above that a longer key (or skey)
+// is refused with ErrKeyTooLong, never stored with a cut length; the
+// longest that fits reads back whole.
+func TestKeyLongerThanARecordHolds(t *testing.T) {
+	e := opener(4, 1)(t, engines.Options{MaxKeySize: 1 << 17})
+	long := make([]byte, 1<<16)
+	for i := range long {
+		long[i] = byte('a' + i%26)
+	}
+	if _, err := e.Put(engines.Key{Key: long}, []byte("v"), engines.PutOptions{}); err != errs.ErrKeyTooLong {
+		t.Fatalf("Put of a %d-byte key: %v, want ErrKeyTooLong", len(long), err)
+	}
+	if _, err := e.PrefixPut(engines.Key{Key: []byte("pk")}, long, []byte("v"), engines.PutOptions{}); err != errs.ErrKeyTooLong {
+		t.Fatalf("PrefixPut of a %d-byte skey: %v, want ErrKeyTooLong", len(long), err)
+	}
+	fits := long[:1<<16-1]
+	if _, err := e.Put(engines.Key{Key: fits}, []byte("v"), engines.PutOptions{}); err != nil {
+		t.Fatalf("Put of a %d-byte key: %v", len(fits), err)
+	}
+	got, err := e.Get(engines.Key{Key: fits})
+	if err != nil || string(got.Value) != "v" {
+		t.Fatalf("Get of the %d-byte key: %q, %v", len(fits), got.Value, err)
+	}
+	var keys int
+	if err := e.ForEach(0, func(r *engines.Record) error {
+		if string(r.Key) != string(fits) {
+			t.Errorf("ForEach key of %d bytes, want the %d-byte key", len(r.Key), len(fits))
+		}
+		keys++
+		return nil
+	}); err != nil || keys != 1 {
+		t.Fatalf("ForEach: %d records, %v; want 1", keys, err)
+	}
+}
