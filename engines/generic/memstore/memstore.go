@@ -569,10 +569,7 @@ func (s *Store) Update(r generic.Ref, fn generic.RawUpdate) error {
 	var written slab.Handle // spared by the eviction this write triggers
 	switch act {
 	case engines.Store:
-		key := r.Key.Key
-		if r.Prefix {
-			key = r.Skey
-		}
+		key := recordKey(&r)
 		size := recordSize(key, &next)
 		if err := s.checkFits(r.Area, size); err != nil {
 			sh.mu.Unlock()

@@ -279,19 +279,21 @@ func (m *indexModel) put(k int) {
 func (m *indexModel) del(k int) {
 	key := fmt.Sprint("key", k)
 	h, ok := m.x.Delete(m.hash(key), m.keys.eq(key))
-	prev, had := m.want[key]
-	if ok != had || h != prev {
-		m.t.Fatalf("Delete %s = %#x, %v; want %#x, %v", key, h, ok, prev, had)
-	}
+	m.expect("Delete", key, h, ok)
 	delete(m.want, key)
 }
 
 func (m *indexModel) get(k int) {
 	key := fmt.Sprint("key", k)
 	h, ok := m.x.Get(m.hash(key), m.keys.eq(key))
+	m.expect("Get", key, h, ok)
+}
+
+// expect checks that op found key's handle h (ok) as the model has it.
+func (m *indexModel) expect(op, key string, h Handle, ok bool) {
 	prev, had := m.want[key]
 	if ok != had || h != prev {
-		m.t.Fatalf("Get %s = %#x, %v; want %#x, %v", key, h, ok, prev, had)
+		m.t.Fatalf("%s %s = %#x, %v; want %#x, %v", op, key, h, ok, prev, had)
 	}
 }
 
