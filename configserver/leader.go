@@ -455,8 +455,7 @@ func (s *Server) applyReports(t *route.Table, m *meta, view map[string]nodeView,
 			// The slave copy it moved fell behind its master during the
 			// move: the new copy may lack what the master's backlog
 			// holds for the old one. Made again, from the master.
-			ls.failed[mv] = now.Add(time.Second)
-			delete(ls.started, mv)
+			ls.retryLater(mv, now)
 			s.log.Warn("move dropped: its source copy is behind its master; will copy from the master", "bucket", b,
 				"from", mv.From, "to", mv.To, "master", t.Master(b))
 			continue
@@ -470,15 +469,13 @@ func (s *Server) applyReports(t *route.Table, m *meta, view map[string]nodeView,
 			s.log.Info("move done", "bucket", b, "from", mv.From, "to", mv.To, "keys", r.KeysSent)
 			continue
 		case fresh && r.Failed != "":
-			ls.failed[mv] = now.Add(time.Second)
-			delete(ls.started, mv)
+			ls.retryLater(mv, now)
 			s.log.Warn("move failed; will retry", "bucket", b, "from", mv.From, "to", mv.To, "err", r.Failed)
 			continue
 		case now.Sub(lastWord(ls.started[mv], r, ok)) > s.cfg.MoveStall:
 			s.log.Warn("move stalled: its source stopped reporting it; will retry", "bucket", b,
 				"from", mv.From, "to", mv.To, "silent_for", now.Sub(lastWord(ls.started[mv], r, ok)).Round(time.Millisecond))
-			ls.failed[mv] = now.Add(time.Second)
-			delete(ls.started, mv)
+			ls.retryLater(mv, now)
 			continue
 		case !wanted(t, mv):
 			delete(ls.started, mv)
@@ -489,6 +486,13 @@ func (s *Server) applyReports(t *route.Table, m *meta, view map[string]nodeView,
 	}
 	t.Migrating = keep
 	return done
+}
+
+// retryLater ends a running move that did not complete; startMoves may
+// start it again after a pause of a second.
+func (ls *leaderState) retryLater(mv route.Move, now time.Time) {
+	ls.failed[mv] = now.Add(time.Second)
+	delete(ls.started, mv)
 }
 
 // lastWord is when the source last spoke of a move: its last report, or
