@@ -86,10 +86,16 @@ type bucketWalk struct {
 	inflight *pieceState
 	keyBuf   []int
 	noted    *atomic.Int64 // Server.walkWrites
+	// resume: the walk resumes the destination's copy (migresume.go):
+	// its slices go as digests, and pos passes a slice's names only once
+	// the destination's report on its digest was read (digests are the
+	// ones not read yet, in stream order).
+	resume  bool
+	digests []sentDigest
 }
 
-func newBucketWalk(noted *atomic.Int64) *bucketWalk {
-	return &bucketWalk{active: true, dirty: map[walkName]struct{}{}, noted: noted}
+func newBucketWalk(noted *atomic.Int64, resume bool) *bucketWalk {
+	return &bucketWalk{active: true, dirty: map[walkName]struct{}{}, noted: noted, resume: resume}
 }
 
 // sentLocked reports whether the destination holds n as the master does.
@@ -436,18 +442,33 @@ func (w *bucketWalk) dirtySorted() []walkName {
 	return out
 }
 
+// walkCursor is where a walk is: the names it sends (the listed ones,
+// then a round of dirty ones), how far it got, and the digest item a
+// resumed walk waits for before its dirty rounds.
+type walkCursor struct {
+	queue  []walkName
+	qpos   int
+	listed bool
+	round  int
+	// tail: a resumed walk pushed its last digest (to +inf); wait: it
+	// waits for that digest's report.
+	tail bool
+	wait *entry
+}
+
 // walkBucket sends the bucket's keys onto st (see above) and returns the
-// number of records sent. The stream is attached, with w.
+// number of records sent and of names digested (a resumed walk). The
+// stream is attached, with w.
 //
 // It runs in holds of the bucket's lock: first the listed names, a slice
 // a hold, then rounds of the dirty names, the last of them in one hold.
 // A big hash or set (in-memory engines) takes a hold a piece.
-func (m *migration) walkBucket(st *stream, w *bucketWalk) (int, error) {
+func (m *migration) walkBucket(st *stream, w *bucketWalk) (recs, digested int, err error) {
 	s, b := m.s, m.move.Bucket
 	bk := s.bucket(b)
 	names, err := s.listBucketNames(b)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	bk.lock()
 	w.names = names
@@ -458,55 +479,76 @@ func (m *migration) walkBucket(st *stream, w *bucketWalk) (int, error) {
 		bk.unlock()
 	}()
 	c := &chunker{st: st, b: b}
-	queue, qpos, listed, round := names, 0, true, 0
+	cur := &walkCursor{queue: names, listed: true}
 	for {
-		if err := m.await(st, func() bool { return st.pending() <= walkWindow }, time.Time{}, false); err != nil {
-			return c.recs, err
+		ready := func() bool { return st.pending() <= walkWindow }
+		if e := cur.wait; e != nil {
+			// Every digest's report is read before the dirty rounds.
+			ready = func() bool { return e.fin.Load() }
+		}
+		if err := m.await(st, ready, time.Time{}, false); err != nil {
+			return c.recs, digested, err
 		}
 		s.bulkMu.Lock()
 		bk.lock()
 		held := time.Now()
-		done, err := m.walkHoldLocked(c, w, &queue, &qpos, &listed, &round)
+		done, n, err := m.walkHoldLocked(c, w, cur)
 		if d := int64(time.Since(held)); d > s.walkMaxHold.Load() {
 			s.walkMaxHold.Store(d) // the walks of one node: racy max, for the benchmark
 		}
 		bk.unlock()
 		s.bulkMu.Unlock()
+		digested += n
 		s.walkSlices.Add(1)
 		if err != nil || done {
-			return c.recs, err
+			return c.recs, digested, err
 		}
 	}
 }
 
 // walkHoldLocked is one hold of walkBucket's (the bucket's lock held):
-// the next piece of a big key, or the next slice of names.
-func (m *migration) walkHoldLocked(c *chunker, w *bucketWalk, queue *[]walkName, qpos *int, listed *bool, round *int) (bool, error) {
+// the next piece of a big key, or the next slice of names; it returns
+// whether the walk is through and the names it digested.
+func (m *migration) walkHoldLocked(c *chunker, w *bucketWalk, cur *walkCursor) (bool, int, error) {
 	s, b := m.s, m.move.Bucket
 	if s.bucket(b).mig != m || m.walk != w {
-		return false, errMigrationStopped
+		return false, 0, errMigrationStopped
 	}
-	final := !*listed && *round >= walkRounds
+	if w.resume {
+		m.confirmDigestsLocked(w)
+	}
+	cur.wait = nil
+	final := !cur.listed && cur.round >= walkRounds
 	if final {
 		// Nothing writes during this hold: what is dirty now is all.
-		*queue, *qpos = w.dirtySorted(), 0
+		cur.queue, cur.qpos = w.dirtySorted(), 0
 	}
 	c.bytes = 0
-	if w.inflight != nil {
+	digested := 0
+	switch {
+	case w.inflight != nil:
 		if err := s.continuePiecesLocked(c.st, b, w); err != nil {
-			return false, err
+			return false, 0, err
 		}
-	} else {
-		for start := *qpos; *qpos < len(*queue) && (final || *qpos-start < walkSliceNames && c.bytes < walkSliceBytes); {
-			n := (*queue)[*qpos]
+	case cur.listed && w.resume && !cur.tail:
+		// (An empty list still sends one digest, from -inf to +inf.)
+		n, err := m.digestSliceLocked(c, w, cur.queue, &cur.qpos)
+		if err != nil {
+			return false, 0, err
+		}
+		digested = n
+		cur.tail = cur.qpos == len(cur.queue)
+	default:
+		for start := cur.qpos; cur.qpos < len(cur.queue) && (final || cur.qpos-start < walkSliceNames && c.bytes < walkSliceBytes); {
+			n := cur.queue[cur.qpos]
 			_, d := w.dirty[n]
-			*qpos++
-			if !*listed && !d {
+			cur.qpos++
+			if !cur.listed && !d {
 				continue // sent again already
 			}
-			started, err := s.sendNameLocked(c, w, b, n, d || !*listed, !final)
+			started, err := s.sendNameLocked(c, w, b, n, d || !cur.listed, !final)
 			if err != nil {
-				return false, err
+				return false, 0, err
 			}
 			delete(w.dirty, n)
 			if started {
@@ -515,26 +557,32 @@ func (m *migration) walkHoldLocked(c *chunker, w *bucketWalk, queue *[]walkName,
 		}
 	}
 	c.flush()
-	if *listed {
-		w.pos = *qpos
+	if cur.listed && !w.resume {
+		w.pos = cur.qpos
 	}
-	if w.inflight != nil || *qpos < len(*queue) {
-		return false, nil
+	if w.inflight != nil || cur.qpos < len(cur.queue) {
+		return false, digested, nil
 	}
 	// The listed names, or a round of dirty ones, are through.
-	if *listed {
-		*listed = false
+	if cur.listed {
+		if len(w.digests) > 0 {
+			// A resumed walk's names are not all confirmed: the dirty
+			// rounds (and w.done) wait for the last report.
+			cur.wait = w.digests[len(w.digests)-1].e
+			return false, digested, nil
+		}
+		cur.listed = false
 		w.done = true
 	} else {
-		*round++
+		cur.round++
 	}
 	if w.tainted {
-		return false, errors.New("a write of unknown keys ran during the walk")
+		return false, digested, errors.New("a write of unknown keys ran during the walk")
 	}
 	if final || len(w.dirty) == 0 {
 		w.active, w.dirty = false, nil
-		return true, nil
+		return true, digested, nil
 	}
-	*queue, *qpos = w.dirtySorted(), 0
-	return false, nil
+	cur.queue, cur.qpos = w.dirtySorted(), 0
+	return false, digested, nil
 }
