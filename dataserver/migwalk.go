@@ -57,6 +57,68 @@ import (
 // The walk is a name at a time: a name is a key of an area, in both its
 // namespaces (the plain record and the pkey of the same name), read and
 // sent together.
+//
+// # A resumed walk
+//
+// When the attempt resumes the copy the destination holds (migresume.go),
+// "begin" leaves that copy in place, whatever it is: the state the
+// argument above starts from ("absent from the attach on, which is the
+// destination's state after begin") no longer holds, and the slices send
+// digests, which the destination compares with its own records. What
+// changes:
+//
+//   - A slice's names that are dirty are sent whole, record or tombstone,
+//     as in a plain walk (the digest item lists them as such and the
+//     destination leaves them be); the others are digested, and a name
+//     the source does not hold is not listed. The item covers the walk
+//     names (lo, hi]: the last name of the slice before (-inf for the
+//     first) to its own last (+inf for the last slice, so that the names
+//     past the source's last are covered too).
+//   - The destination deletes each name of its own list (taken at
+//     "begin", sorted) in the item's interval that the item does not
+//     list, and reports the listed names whose digest differs from its
+//     own or that it lacks ("needs").
+//   - pos passes a slice's names only once the destination's report on
+//     its digest was read and its needs made dirty (confirmDigestsLocked),
+//     and done waits for the last report. So a write between the slice
+//     and the report makes its keys dirty, as a write to a name not yet
+//     walked does: until the report is read, the source cannot know the
+//     destination's copy of the name is right, and a write that read it
+//     there (SMOVE from a name the destination holds stale into one it
+//     holds right) could make another name wrong.
+//
+// Why that suffices: take a name K that is not dirty at the end. If the
+// last write that made it dirty was followed by sending its record
+// (whole in a slice, or in a dirty round), the record replaced it whole
+// there, and nothing wrote K from then until pos passed it (else dirty
+// again): the writes after keep it right, as before. Otherwise no write
+// named K from the attach until K was confirmed, so at the destination
+// no item touched K between "begin" and K's digest item but that item,
+// and the source's K did not change either:
+//
+//   - K listed and held at the slice: its digest was compared with the
+//     destination's K as "begin" left it. Equal (the same recordHash the
+//     final checksum sums, expiry, version and hidden bit included), both
+//     sides hold the same record at that stream point, which is "a record
+//     replaces its key whole" without the record; different or lacking,
+//     the report made K dirty, a contradiction; and a report that was lost
+//     (the items acknowledged by a reconnect's hello, or refused) made
+//     every name of the item dirty, a contradiction again.
+//   - K not held at the source at the slice (listed, or never listed:
+//     absent from the attach on): the item does not list it. If the
+//     destination held K at "begin", K is in its list and the item
+//     deletes it; if not, nothing has written it since. Either way it is
+//     absent on both sides at that stream point. Names the destination
+//     came to hold after "begin" (through writes of the stream) are not
+//     in its list, but those writes made their names dirty at the source,
+//     which sends them again, record or tombstone.
+//
+// Digests are a hash: two records that differ and digest alike would
+// also pass the final checksum, which sums the same hashes. And the
+// checksum still runs (a master's move): a copy that came out wrong
+// anyway starts the move over, and the next attempt's destination, whose
+// copy the failed attempt left, may resume again; each attempt is as
+// sound as the first.
 
 // walkName is one key of a bucket as a move walks it.
 type walkName struct {
