@@ -50,7 +50,10 @@ type migration struct {
 	keys atomic.Int64
 	// The attempt's figures: records sent (the walk's), names its
 	// digests found equal at the destination (skipped) or not (needed).
-	resumed               bool // run goroutine
+	resumed bool // run goroutine
+	// fromZero: the next attempt copies from zero (a copy failed its
+	// checksum; run goroutine).
+	fromZero              bool
 	sent, skipped, needed atomic.Int64
 	done                  atomic.Bool
 	// broken: a master's write this slave copy applied could not be
@@ -158,7 +161,10 @@ func (m *migration) run() {
 			break
 		}
 		m.failed.Store(&msg)
-		m.log.Warn("migration attempt failed, restarting", "err", err)
+		// A copy that failed its checksum is not resumed: whatever made
+		// it differ, a copy from zero cannot keep it, so the move ends.
+		m.fromZero = errors.Is(err, errCopyDiffers)
+		m.log.Warn("migration attempt failed, restarting", "err", err, "from_zero", m.fromZero)
 		select {
 		case <-time.After(backoff):
 		case <-m.stop:
@@ -201,7 +207,7 @@ func (m *migration) attempt() error {
 	}
 	// 1. Attach, then walk the bucket in slices (migwalk.go), or digests
 	// of them when the destination holds enough to resume (migresume.go).
-	resume := m.resumeMode()
+	resume := !m.fromZero && m.resumeMode()
 	m.resumed = resume
 	m.sent.Store(0)
 	m.skipped.Store(0)

@@ -2,6 +2,7 @@ package dataserver
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -161,6 +162,9 @@ func (s *Server) clock() time.Time {
 	return time.Now()
 }
 
+// errCopyDiffers: the checksums of a move's two copies differ.
+var errCopyDiffers = errors.New("the moved copy differs")
+
 // verifyMove compares the bucket's digest here and at the destination;
 // the bucket is frozen and the destination applied everything sent.
 func (m *migration) verifyMove() error {
@@ -215,7 +219,7 @@ func (m *migration) verifyMove() error {
 	want := fmt.Sprintf("+%d %x", n, sum)
 	if got != want {
 		s.m.migSumMismatches.Inc()
-		return fmt.Errorf("the moved copy differs: the destination's checksum is %q, this node's %q", got, want)
+		return fmt.Errorf("%w: the destination's checksum is %q, this node's %q", errCopyDiffers, got, want)
 	}
 	return nil
 }

@@ -116,9 +116,8 @@ import (
 // Digests are a hash: two records that differ and digest alike would
 // also pass the final checksum, which sums the same hashes. And the
 // checksum still runs (a master's move): a copy that came out wrong
-// anyway starts the move over, and the next attempt's destination, whose
-// copy the failed attempt left, may resume again; each attempt is as
-// sound as the first.
+// anyway starts the move over, copying from zero (migration.fromZero),
+// so that it cannot come out wrong the same way again.
 
 // walkName is one key of a bucket as a move walks it.
 type walkName struct {
