@@ -48,8 +48,9 @@ type migration struct {
 	verifyTook time.Duration
 
 	keys atomic.Int64
-	// The attempt's figures: records sent (the walk's), names its
-	// digests found equal at the destination (skipped) or not (needed).
+	// The attempt's figures: names its walk sent whole (records or
+	// tombstones), names its digests found equal at the destination
+	// (skipped) or not (needed).
 	resumed bool // run goroutine
 	// fromZero: the next attempt copies from zero (a copy failed its
 	// checksum; run goroutine).
@@ -232,7 +233,6 @@ func (m *migration) attempt() error {
 	bk.unlock()
 	recs, digested, err := m.walkBucket(st, w)
 	st.endCopy()
-	m.sent.Store(int64(recs))
 	s.m.fullCopy("migration", recs)
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)

@@ -240,6 +240,7 @@ type chunker struct {
 	chunk []byte
 	in    int // records in chunk
 	recs  int // records pushed in all
+	names int // names sent whole (sendNameLocked)
 	bytes int // bytes encoded since reset
 }
 
@@ -284,6 +285,7 @@ func (c *chunker) flush() {
 // engine is sent in pieces (started: its first one, the rest to follow,
 // continuePiecesLocked). The bucket's lock is held.
 func (s *Server) sendNameLocked(c *chunker, w *bucketWalk, b route.BucketID, n walkName, tomb, pieces bool) (started bool, err error) {
+	c.names++
 	k := engines.Key{Bucket: uint32(b), Area: n.area, Key: []byte(n.key), NoStats: true, NoTouch: true}
 	e, err := s.eng.Get(k)
 	switch {
@@ -518,8 +520,8 @@ type walkCursor struct {
 }
 
 // walkBucket sends the bucket's keys onto st (see above) and returns the
-// number of records sent and of names digested (a resumed walk). The
-// stream is attached, with w.
+// number of records sent and of names digested (a resumed walk); m.sent
+// counts the names sent whole. The stream is attached, with w.
 //
 // It runs in holds of the bucket's lock: first the listed names, a slice
 // a hold, then rounds of the dirty names, the last of them in one hold.
@@ -560,6 +562,7 @@ func (m *migration) walkBucket(st *stream, w *bucketWalk) (recs, digested int, e
 		bk.unlock()
 		s.bulkMu.Unlock()
 		digested += n
+		m.sent.Store(int64(c.names))
 		s.walkSlices.Add(1)
 		if err != nil || done {
 			return c.recs, digested, err
