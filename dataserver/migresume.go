@@ -89,20 +89,20 @@ func (s *Server) migHeldRequest(out []byte, args [][]byte) []byte {
 
 // destinationHeld asks the move's destination how many keys of the
 // bucket it holds (an error from one of an earlier version, which
-// knows no TAIR.MIGHELD: the attempt copies from zero).
+// knows no TAIR.MIGHELD: the attempt copies from zero). On a connection
+// of its own: one an attempt ago, pooled, may lead to the process the
+// destination was before it restarted, which is what attempts follow.
 func (m *migration) destinationHeld() (int64, error) {
-	s := m.s
-	c, err := s.pool.get(m.move.To)
+	c, err := dialPeer(m.move.To, time.Second)
 	if err != nil {
 		return 0, err
 	}
+	defer func() { _ = c.Close() }()
 	raw, err := c.roundTrip(resp.AppendCommand(nil, []byte("TAIR.MIGHELD"),
 		strconv.AppendUint(nil, uint64(m.move.Bucket), 10)), 5*time.Second)
 	if err != nil {
-		_ = c.Close()
 		return 0, err
 	}
-	s.pool.put(m.move.To, c)
 	return replyInt(raw)
 }
 
