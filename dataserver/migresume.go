@@ -43,8 +43,8 @@ import (
 // (+ACK ... <seq>:<indexes>, parseAck). The source marks them dirty as it
 // reads the reports, under the bucket's lock, before it counts the
 // slice's names as sent (confirmDigestsLocked); an item acknowledged
-// without its report (on a reconnect's hello, or refused) makes all its
-// names dirty. Once every digest is confirmed, the walk's dirty rounds
+// without its report (on a reconnect's hello) makes all its names dirty,
+// and one refused fails the attempt. Once every digest is confirmed, the walk's dirty rounds
 // send them as any dirty name. migwalk.go's header says why the copy is
 // then exact.
 
@@ -316,6 +316,14 @@ func (s *Server) beginResumeLocked(bk *bucket, session string) {
 	bk.resume = &resumeCopy{session: session, names: names}
 }
 
+// forgetResume drops what bk kept of a resumed incoming copy (its names
+// may be many), once the move that sent it is no longer in the table.
+func (s *Server) forgetResume(bk *bucket) {
+	bk.lock()
+	bk.resume = nil
+	bk.unlock()
+}
+
 // applyDigestLocked applies digest item d of an incoming copy that
 // resumes this node's copy of bucket b (the bucket's lock held): every
 // name of r in d's interval that d does not list is deleted, and the
@@ -469,15 +477,19 @@ type sentDigest struct {
 // confirmDigestsLocked reads the reports of the digest items the
 // destination acknowledged, in order (the bucket's lock held): the
 // names it needs become dirty, and then the item's names count as sent
-// (w.pos). An item refused, or acknowledged without its report, makes
-// all its names dirty.
-func (m *migration) confirmDigestsLocked(w *bucketWalk) {
+// (w.pos). An item acknowledged without its report makes all its names
+// dirty; one the destination refused (it deleted nothing) fails the
+// attempt.
+func (m *migration) confirmDigestsLocked(w *bucketWalk) error {
 	for len(w.digests) > 0 {
 		sd := w.digests[0]
 		if !sd.e.fin.Load() {
-			return
+			return nil
 		}
-		if rep := sd.e.report; sd.e.err != nil || rep == nil || !rep.known {
+		if sd.e.err != nil {
+			return fmt.Errorf("the destination did not apply a digest: %w", sd.e.err)
+		}
+		if rep := sd.e.report; rep == nil || !rep.known {
 			for _, n := range sd.names {
 				w.dirty[n] = struct{}{}
 			}
@@ -496,6 +508,7 @@ func (m *migration) confirmDigestsLocked(w *bucketWalk) {
 		w.digests[0] = sentDigest{}
 		w.digests = w.digests[1:]
 	}
+	return nil
 }
 
 // digestSliceLocked is a slice of a resumed walk (the bucket's lock

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -524,4 +525,67 @@ func ldbKeys(t *testing.T, dir string, b route.BucketID) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestResumedWalkConfirms: a resumed walk counts a slice's names as sent
+// only once the destination's report on its digest is read. Before, a
+// write to one of them makes its keys dirty (the destination's copy of
+// the name may be wrong until then); the names reported needed become
+// dirty; an item acknowledged without its report (a reconnect's hello)
+// makes all its names dirty; a refused one fails the attempt.
+func TestResumedWalkConfirms(t *testing.T) {
+	_, nodes := cluster2(t, nil)
+	m := &migration{s: nodes[0], move: route.Move{Bucket: 0}}
+	names := []walkName{{0, "a"}, {0, "b"}, {0, "c"}, {0, "d"}, {0, "e"}, {0, "f"}}
+	var noted atomic.Int64
+	w := newBucketWalk(&noted, true)
+	w.names = names
+	pushed := func(from, to int) *entry {
+		e := &entry{kind: kindDigest}
+		w.digests = append(w.digests, sentDigest{e: e, names: names[from:to], count: to - from, end: to})
+		return e
+	}
+	acked := func(e *entry, rep *digestReport) {
+		e.report = rep
+		e.fin.Store(true)
+	}
+	dirty := func() string {
+		var out []string
+		for _, n := range w.dirtySorted() {
+			out = append(out, n.key)
+		}
+		return strings.Join(out, ",")
+	}
+	e1, e2, e3 := pushed(0, 2), pushed(2, 4), pushed(4, 6)
+	// "b" was digested, its report not read: a write naming it and "a"
+	// (whose report is not read either) makes both dirty.
+	w.noteLocked(0, [][][]byte{{[]byte("SMOVE"), []byte("b"), []byte("a"), []byte("m")}})
+	if got := dirty(); got != "a,b" {
+		t.Fatalf("dirty after a write to unconfirmed names: %q, want a,b", got)
+	}
+	delete(w.dirty, walkName{0, "a"})
+	delete(w.dirty, walkName{0, "b"})
+	acked(e1, &digestReport{needs: []int{1}, known: true}) // "b" needed
+	acked(e2, &digestReport{known: false})                 // a hello's: unknown
+	if err := m.confirmDigestsLocked(w); err != nil {
+		t.Fatal(err)
+	}
+	if got := dirty(); got != "b,c,d" || w.pos != 4 || len(w.digests) != 1 {
+		t.Fatalf("after two reports: dirty %q, pos %d, %d digests left; want b,c,d, 4, 1", got, w.pos, len(w.digests))
+	}
+	if m.skipped.Load() != 1 || m.needed.Load() != 3 {
+		t.Fatalf("skipped %d, needed %d; want 1, 3", m.skipped.Load(), m.needed.Load())
+	}
+	// Confirmed names are sent: a write to "a" alone leaves it clean;
+	// "e" is not confirmed yet.
+	w.noteLocked(0, [][][]byte{{[]byte("SET"), []byte("a"), []byte("1")}})
+	w.noteLocked(0, [][][]byte{{[]byte("SET"), []byte("e"), []byte("1")}})
+	if got := dirty(); got != "b,c,d,e" {
+		t.Fatalf("dirty after writes to a confirmed and an unconfirmed name: %q, want b,c,d,e", got)
+	}
+	e3.err = errRefused
+	e3.fin.Store(true)
+	if err := m.confirmDigestsLocked(w); err == nil {
+		t.Fatal("a refused digest did not fail the walk")
+	}
 }

@@ -101,9 +101,10 @@ import (
 //     final checksum sums, expiry, version and hidden bit included), both
 //     sides hold the same record at that stream point, which is "a record
 //     replaces its key whole" without the record; different or lacking,
-//     the report made K dirty, a contradiction; and a report that was lost
-//     (the items acknowledged by a reconnect's hello, or refused) made
-//     every name of the item dirty, a contradiction again.
+//     the report made K dirty, a contradiction; a report that was lost
+//     (the items acknowledged by a reconnect's hello) made every name of
+//     the item dirty, a contradiction again; and an item the destination
+//     refused fails the attempt.
 //   - K not held at the source at the slice (listed, or never listed:
 //     absent from the attach on): the item does not list it. If the
 //     destination held K at "begin", K is in its list and the item
@@ -579,7 +580,9 @@ func (m *migration) walkHoldLocked(c *chunker, w *bucketWalk, cur *walkCursor) (
 		return false, 0, errMigrationStopped
 	}
 	if w.resume {
-		m.confirmDigestsLocked(w)
+		if err := m.confirmDigestsLocked(w); err != nil {
+			return false, 0, err
+		}
 	}
 	cur.wait = nil
 	final := !cur.listed && cur.round >= walkRounds
