@@ -564,6 +564,10 @@ func (m *migration) walkBucket(st *stream, w *bucketWalk) (recs, digested int, e
 		s.bulkMu.Unlock()
 		digested += n
 		m.sent.Store(int64(c.names))
+		// The heartbeat's progress: what the destination acknowledged,
+		// records and names digests covered (a resumed walk sends most
+		// of its records in its dirty rounds, still in here).
+		m.keys.Store(st.recsAcked.Load())
 		s.walkSlices.Add(1)
 		if err != nil || done {
 			return c.recs, digested, err
