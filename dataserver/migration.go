@@ -51,7 +51,7 @@ type migration struct {
 	// The attempt's figures: names its walk sent whole (records or
 	// tombstones), names its digests found equal at the destination
 	// (skipped) or not (needed).
-	resumed bool // run goroutine
+	resumed atomic.Bool
 	// fromZero: the next attempt copies from zero (a copy failed its
 	// checksum; run goroutine).
 	fromZero              bool
@@ -209,7 +209,7 @@ func (m *migration) attempt() error {
 	// 1. Attach, then walk the bucket in slices (migwalk.go), or digests
 	// of them when the destination holds enough to resume (migresume.go).
 	resume := !m.fromZero && m.resumeMode()
-	m.resumed = resume
+	m.resumed.Store(resume)
 	m.sent.Store(0)
 	m.skipped.Store(0)
 	m.needed.Store(0)
@@ -443,7 +443,7 @@ func (m *migration) inSync(st *stream, n int64, start, snapped, drained time.Tim
 	now := time.Now()
 	m.log.Info("migration copied, waiting for the table switch", "records", n, "took", now.Sub(start),
 		"snapshot", snapped.Sub(start), "copy", drained.Sub(snapped), "final", now.Sub(drained), "checksum", m.verifyTook,
-		"resumed", m.resumed, "sent", m.sent.Load(), "skipped", m.skipped.Load(), "needed", m.needed.Load())
+		"resumed", m.resumed.Load(), "sent", m.sent.Load(), "skipped", m.skipped.Load(), "needed", m.needed.Load())
 
 	// 4. Stay in sync until the table switches (or the move is cancelled).
 	bk := s.bucket(m.move.Bucket)

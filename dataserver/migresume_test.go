@@ -296,9 +296,9 @@ func TestResumedMoveMakesStaleCopyExact(t *testing.T) {
 
 	// Needed: the keys with another expiry, another value, or missing.
 	wantNeeded := int64(ttls + changed + missing)
-	if !m.resumed || m.skipped.Load() != n+1-wantNeeded || m.needed.Load() != wantNeeded || m.sent.Load() != wantNeeded {
+	if !m.resumed.Load() || m.skipped.Load() != n+1-wantNeeded || m.needed.Load() != wantNeeded || m.sent.Load() != wantNeeded {
 		t.Fatalf("resumed %v, skipped %d, needed %d, sent %d; want resumed, %d, %d, %d",
-			m.resumed, m.skipped.Load(), m.needed.Load(), m.sent.Load(), n+1-wantNeeded, wantNeeded, wantNeeded)
+			m.resumed.Load(), m.skipped.Load(), m.needed.Load(), m.sent.Load(), n+1-wantNeeded, wantNeeded, wantNeeded)
 	}
 	if d := counterValue(t, a.m.migSkipped) - skippedBefore; d != float64(n+1-wantNeeded) {
 		t.Fatalf("the skipped counter grew by %v, want %d", d, n+1-wantNeeded)
@@ -419,7 +419,13 @@ func TestMoveResumesAfterDestinationRestart(t *testing.T) {
 	var mu sync.Mutex
 	nodes[2] = startNode(t, cfgs[2])
 	c := nodes[2]
-	// During the resumed attempt: writes to keys the destination did not
+	testutil.Eventually(t, 20*time.Second, func() bool {
+		bk := a.bucket(bucket)
+		bk.lock()
+		defer bk.unlock()
+		return bk.mig == m && m.walk != nil && m.walk.resume
+	}, "the move did not resume its walk after the restart")
+	// During the resumed walk: writes to keys the destination did not
 	// hold (so the skipped count stays exact) and new ones.
 	after := notHeld[delsLacking:]
 	var writesAfter int
@@ -478,8 +484,8 @@ func TestMoveResumesAfterDestinationRestart(t *testing.T) {
 	// it skipped every key it held that no write changed.
 	sent, skipped, needed := m.sent.Load(), m.skipped.Load(), m.needed.Load()
 	t.Logf("n %d, held at the restart %d, writes %d down + %d after: resumed %v, sent %d, skipped %d, needed %d",
-		n, len(held), writesDown, writesAfter, m.resumed, sent, skipped, needed)
-	if !m.resumed {
+		n, len(held), writesDown, writesAfter, m.resumed.Load(), sent, skipped, needed)
+	if !m.resumed.Load() {
 		t.Fatal("the attempt after the restart did not resume the destination's copy")
 	}
 	if bound := int64(n - len(held) + writesDown + writesAfter); sent > bound || sent >= int64(n/2) {
