@@ -48,13 +48,14 @@ type migration struct {
 	verifyTook time.Duration
 
 	keys atomic.Int64
-	// The attempt's figures: names its walk sent whole (records or
-	// tombstones), names its digests found equal at the destination
-	// (skipped) or not (needed).
-	resumed atomic.Bool
 	// fromZero: the next attempt copies from zero (a copy failed its
 	// checksum; run goroutine).
-	fromZero              bool
+	fromZero bool
+	// The attempt's figures: whether it resumed the destination's copy,
+	// the names its walk sent whole (records or tombstones), the names
+	// its digests found equal at the destination (skipped) or not
+	// (needed).
+	resumed               atomic.Bool
 	sent, skipped, needed atomic.Int64
 	done                  atomic.Bool
 	// broken: a master's write this slave copy applied could not be
