@@ -316,25 +316,31 @@ func TestResumedMoveMakesStaleCopyExact(t *testing.T) {
 	}
 }
 
-// TestMoveResumesAfterDestinationRestart: an ldb destination restarts
-// in the middle of a move's walk; the next attempt resumes the copy it
-// kept and sends only the names it lacks or holds otherwise, and the
-// copy ends equal to the source's with every write made during and
-// after the interruption (overwrites, deletes, new keys, and keys the
-// source deleted while the destination was down, which it held).
+// TestMoveResumesAfterDestinationRestart: a persistent destination
+// (ldb; kdb) restarts in the middle of a move's walk; the next attempt
+// resumes the copy it kept and sends only the names it lacks or holds
+// otherwise, and the copy ends equal to the source's with every write
+// made during and after the interruption (overwrites, deletes, new keys,
+// and keys the source deleted while the destination was down, which it
+// held).
 func TestMoveResumesAfterDestinationRestart(t *testing.T) {
-	defer func(w, n int) { walkWindow, walkSliceNames = w, n }(walkWindow, walkSliceNames)
-	walkWindow, walkSliceNames = 1, 256 // a walk of many slices, one in flight
 	n := 20_000
 	if testing.Short() || testutil.Race {
 		n = 5_000
 	}
+	t.Run("ldb", func(t *testing.T) { runResumeAfterRestart(t, "ldb", n) })
+	t.Run("kdb", func(t *testing.T) { runResumeAfterRestart(t, "kdb", n/4) })
+}
+
+func runResumeAfterRestart(t *testing.T, eng string, n int) {
+	defer func(w, n int) { walkWindow, walkSliceNames = w, n }(walkWindow, walkSliceNames)
+	walkWindow, walkSliceNames = 1, 256 // a walk of many slices, one in flight
 	cs := newFakeCS(t)
 	cfgs := make([]Config, 3)
 	nodes := make([]*Server, 3)
 	for i := range nodes {
 		c := testConfig(cs.addr())
-		c.Engine, c.Dir = "ldb", t.TempDir()
+		c.Engine, c.Dir = eng, t.TempDir()
 		c.ReplicationMode = ReplicationStrict
 		c.ReplicationTimeout = 2 * time.Second
 		c.Listen = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
@@ -364,7 +370,7 @@ func TestMoveResumesAfterDestinationRestart(t *testing.T) {
 	if err := nodes[2].Close(); err != nil {
 		t.Fatal(err)
 	}
-	held := ldbKeys(t, cfgs[2].Dir, bucket) // what the destination kept
+	held := storedKeys(t, eng, cfgs[2].Dir, bucket) // what the destination kept
 	if len(held) >= n {
 		t.Fatalf("the destination held all %d keys at its restart: the walk was through", len(held))
 	}
@@ -400,7 +406,8 @@ func TestMoveResumesAfterDestinationRestart(t *testing.T) {
 			model[args[1]] = args[2]
 		}
 	}
-	const over, dels, delsLacking, fresh = 100, 100, 50, 100
+	// (100, 100, 50, 100 and at most 400 writes after, of 20k keys.)
+	over, dels, delsLacking, fresh, maxAfter := n/200, n/200, n/400, n/200, n/50
 	for _, k := range inHeld[:over] {
 		do("SET", k, "new-"+k)
 	}
@@ -430,7 +437,7 @@ func TestMoveResumesAfterDestinationRestart(t *testing.T) {
 	after := notHeld[delsLacking:]
 	var writesAfter int
 	stop := writeUntilStopped(t, cs, 1, func(_, i int, wr *writer) bool {
-		if i >= len(after) || i > 400 {
+		if i >= len(after) || i > maxAfter {
 			return false
 		}
 		mu.Lock()
@@ -467,10 +474,11 @@ func TestMoveResumesAfterDestinationRestart(t *testing.T) {
 	stop()
 	waitVersion(t, cs.getTable().Version, a, sl, c)
 	// After the move: through the new master.
-	for _, k := range inHeld[over+dels : over+dels+20] {
+	post := max(n/1000, 1)
+	for _, k := range inHeld[over+dels : over+dels+post] {
 		do("SET", k, "post")
 	}
-	for _, k := range inHeld[over+dels+20 : over+dels+40] {
+	for _, k := range inHeld[over+dels+post : over+dels+2*post] {
 		do("DEL", k)
 	}
 	if t.Failed() {
@@ -480,7 +488,7 @@ func TestMoveResumesAfterDestinationRestart(t *testing.T) {
 	// The resumed attempt sent the names the destination lacked when it
 	// restarted or held otherwise: at most the n-len(held) keys it
 	// lacked and one name a write made since it stopped (each writes
-	// one key), under n/4 + 750 as it held 3/4 of the bucket or more;
+	// one key), under n/4 + 0.04n as it held 3/4 of the bucket or more;
 	// it skipped every key it held that no write changed.
 	sent, skipped, needed := m.sent.Load(), m.skipped.Load(), m.needed.Load()
 	t.Logf("n %d, held at the restart %d, writes %d down + %d after: resumed %v, sent %d, skipped %d, needed %d",
@@ -511,11 +519,11 @@ func TestMoveResumesAfterDestinationRestart(t *testing.T) {
 	}
 }
 
-// ldbKeys reads the keys of bucket b, with their values, from the data
-// directory of a stopped ldb node.
-func ldbKeys(t *testing.T, dir string, b route.BucketID) map[string]string {
+// storedKeys reads the plain keys of bucket b, with their values, from
+// the data directory of a stopped node of engine eng.
+func storedKeys(t *testing.T, eng, dir string, b route.BucketID) map[string]string {
 	t.Helper()
-	e, err := engines.Open("ldb", engines.Options{Dir: dir})
+	e, err := engines.Open(eng, engines.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
