@@ -70,7 +70,7 @@ func TestCopyInFlightUntilAcknowledged(t *testing.T) {
 		acked uint64
 		want  bool
 	}{{1, true}, {2, true}, {3, false}, {4, false}} {
-		st.ackUpTo(c.acked, nil)
+		st.ackUpTo(c.acked, nil, nil)
 		if got := st.copyInFlight(); got != c.want {
 			t.Fatalf("acknowledged up to %d: in flight %v, want %v", c.acked, got, c.want)
 		}
@@ -108,12 +108,12 @@ func TestInSyncOnlyOnceEverythingAcknowledged(t *testing.T) {
 	if st.inSync() {
 		t.Fatal("in sync with an unconfirmed write queued")
 	}
-	st.ackUpTo(1, nil)
+	st.ackUpTo(1, nil, nil)
 	st.setUnreachable(false)
 	if st.inSync() {
 		t.Fatal("in sync before the unconfirmed write (seq 2) is acknowledged")
 	}
-	st.ackUpTo(2, nil)
+	st.ackUpTo(2, nil, nil)
 	if !st.inSync() {
 		t.Fatal("not in sync once the unconfirmed write is acknowledged (seq 3, waited for, still in flight)")
 	}
@@ -131,7 +131,7 @@ func TestInSyncOnlyOnceEverythingAcknowledged(t *testing.T) {
 	if st.inSync() {
 		t.Fatal("in sync before the copy is acknowledged")
 	}
-	st.ackUpTo(4, nil)
+	st.ackUpTo(4, nil, nil)
 	if !st.inSync() {
 		t.Fatal("not in sync once the copy is acknowledged")
 	}

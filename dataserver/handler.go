@@ -150,7 +150,7 @@ func upper(b []byte) string {
 }
 
 // specials are the commands the dataserver answers itself.
-var specials = []string{"TAIR.REPLHELLO", "TAIR.REPL", "TAIR.TABLE", "TAIR.RESYNC", "TAIR.MIGSUM",
+var specials = []string{"TAIR.REPLHELLO", "TAIR.REPL", "TAIR.TABLE", "TAIR.RESYNC", "TAIR.MIGSUM", "TAIR.MIGHELD",
 	"PING", "ECHO", "QUIT", "DBSIZE", "SCANBUCKET", "FLUSHDB", "FLUSHALL", "MULTIEXEC", "TAIR.KEYVER", "NODESTATS", "TAIR.SCRIPT",
 	"EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO"}
 
@@ -217,6 +217,8 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []
 		return s.resyncRequest(out, args)
 	case name == "TAIR.MIGSUM":
 		return s.migSumRequest(out, args)
+	case name == "TAIR.MIGHELD":
+		return s.migHeldRequest(out, args)
 	case name == "TAIR.SCRIPT":
 		return s.scriptVerb(out, args, p, peer)
 	}

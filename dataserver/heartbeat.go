@@ -380,6 +380,11 @@ func (s *Server) applyTable(t *route.Table) {
 		if holds(old, b, me) && !holds(t, b, me) {
 			s.scheduleDrop(b, now.Add(s.cfg.ForwardGrace))
 		}
+		if mv, ok := old.MoveOf(b); ok && mv.To == me {
+			if next, ok := t.MoveOf(b); !ok || next != mv {
+				s.forgetResume(bk) // a move here that ended or was dropped
+			}
+		}
 	}
 	// The cutover (cutover.go): the streams that must drain before the
 	// table is published drain while their buckets refuse writes, and

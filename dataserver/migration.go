@@ -10,13 +10,15 @@ import (
 
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/wire"
+	"github.com/tairkv/tair/resp"
 )
 
 // migration is one outgoing bucket move (Tair's online migration).
 //
 // Steps, each restartable from the top (a new attempt starts a new stream
 // session whose first item tells the destination to drop its partial
-// copy):
+// copy, or, when it holds enough of the bucket, to keep it: the attempt
+// then resumes it, migresume.go):
 //  1. under the bucket's lock: stream "begin" and attach the stream to
 //     the bucket, so every later write is streamed, in order; then walk
 //     the bucket, sending its keys as records in short slices, each under
@@ -46,7 +48,16 @@ type migration struct {
 	verifyTook time.Duration
 
 	keys atomic.Int64
-	done atomic.Bool
+	// fromZero: the next attempt copies from zero (a copy failed its
+	// checksum; run goroutine).
+	fromZero bool
+	// The attempt's figures: whether it resumed the destination's copy,
+	// the names its walk sent whole (records or tombstones), the names
+	// its digests found equal at the destination (skipped) or not
+	// (needed).
+	resumed               atomic.Bool
+	sent, skipped, needed atomic.Int64
+	done                  atomic.Bool
 	// broken: a master's write this slave copy applied could not be
 	// passed on to the destination in time; the copy starts over (check).
 	broken  atomic.Bool
@@ -152,7 +163,10 @@ func (m *migration) run() {
 			break
 		}
 		m.failed.Store(&msg)
-		m.log.Warn("migration attempt failed, restarting", "err", err)
+		// A copy that failed its checksum is not resumed: whatever made
+		// it differ, a copy from zero cannot keep it, so the move ends.
+		m.fromZero = errors.Is(err, errCopyDiffers)
+		m.log.Warn("migration attempt failed, restarting", "err", err, "from_zero", m.fromZero)
 		select {
 		case <-time.After(backoff):
 		case <-m.stop:
@@ -193,7 +207,13 @@ func (m *migration) attempt() error {
 	if lockedSnapshot {
 		return m.attemptLocked(st, start)
 	}
-	// 1. Attach, then walk the bucket in slices (migwalk.go).
+	// 1. Attach, then walk the bucket in slices (migwalk.go), or digests
+	// of them when the destination holds enough to resume (migresume.go).
+	resume := !m.fromZero && m.resumeMode()
+	m.resumed.Store(resume)
+	m.sent.Store(0)
+	m.skipped.Store(0)
+	m.needed.Store(0)
 	bk.lock()
 	t := s.Table()
 	if t == nil || !holds(t, b, s.addr) {
@@ -202,18 +222,25 @@ func (m *migration) attempt() error {
 		return fmt.Errorf("this node holds no copy of bucket %d", b)
 	}
 	st.beginCopy()
-	st.push(b, 0, kindBegin, payload{})
-	w := newBucketWalk(&s.walkWrites)
+	begin := payload{}
+	if resume {
+		begin = payload{data: resp.AppendBulkString(nil, "keep"), nargs: 1}
+		s.m.migResumes.Inc()
+	}
+	st.push(b, 0, kindBegin, begin)
+	w := newBucketWalk(&s.walkWrites, resume)
 	m.st, m.synced, m.walk = st, false, w
 	bk.mig = m
 	bk.unlock()
-	recs, err := m.walkBucket(st, w)
+	recs, digested, err := m.walkBucket(st, w)
 	st.endCopy()
 	s.m.fullCopy("migration", recs)
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
-	return m.copied(st, t, int64(recs), start)
+	// What the destination acknowledges before the drain ends: the
+	// records, and the names digests covered.
+	return m.copied(st, t, int64(recs+digested), start)
 }
 
 // lockedSnapshot makes moves copy their bucket the way they did before
@@ -416,7 +443,8 @@ func (m *migration) inSync(st *stream, n int64, start, snapped, drained time.Tim
 	s.kickHeartbeat()
 	now := time.Now()
 	m.log.Info("migration copied, waiting for the table switch", "records", n, "took", now.Sub(start),
-		"snapshot", snapped.Sub(start), "copy", drained.Sub(snapped), "final", now.Sub(drained), "checksum", m.verifyTook)
+		"snapshot", snapped.Sub(start), "copy", drained.Sub(snapped), "final", now.Sub(drained), "checksum", m.verifyTook,
+		"resumed", m.resumed.Load(), "sent", m.sent.Load(), "skipped", m.skipped.Load(), "needed", m.needed.Load())
 
 	// 4. Stay in sync until the table switches (or the move is cancelled).
 	bk := s.bucket(m.move.Bucket)

@@ -2,6 +2,7 @@ package dataserver
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -54,37 +55,12 @@ const sumCutoffAhead = 5 * time.Second
 // bucketSum digests bucket b's records that live past cutoff (unix ms).
 func (s *Server) bucketSum(b route.BucketID, cutoff int64) (n int64, sum uint64, err error) {
 	var d xxhash.Digest
-	var buf [8]byte
-	put := func(v uint64) {
-		binary.LittleEndian.PutUint64(buf[:], v)
-		_, _ = d.Write(buf[:])
-	}
 	one := func(area uint16, key, skey []byte, e *engines.Entry) {
 		if e.ExpireAt != 0 && e.ExpireAt <= cutoff {
 			return
 		}
-		d.Reset()
-		put(uint64(area))
-		put(uint64(len(key)))
-		_, _ = d.Write(key)
-		put(uint64(len(skey)))
-		_, _ = d.Write(skey)
-		hidden := uint64(0)
-		if e.Hidden {
-			hidden = 1
-		}
-		put(uint64(e.Type)<<8 | hidden)
-		put(uint64(e.Version))
-		put(uint64(e.ExpireAt))
-		put(uint64(e.Flags))
-		if e.Object == nil {
-			put(uint64(len(e.Value)))
-			_, _ = d.Write(e.Value)
-		} else {
-			put(objectSum(e.Object))
-		}
 		n++
-		sum += d.Sum64()
+		sum += recordHash(&d, area, key, skey, e)
 	}
 	err = s.eng.ForEach(uint32(b), func(r *engines.Record) error {
 		if r.Prefix == nil {
@@ -97,6 +73,39 @@ func (s *Server) bucketSum(b route.BucketID, cutoff int64) (n int64, sum uint64,
 		return nil
 	})
 	return n, sum, err
+}
+
+// recordHash is one record's hash in a bucket's digest (see above): a
+// plain key (skey nil) or one skey of a pkey. A resumed move compares
+// names by the same hashes (migresume.go), so that "equal" means one
+// thing to both. d is scratch.
+func recordHash(d *xxhash.Digest, area uint16, key, skey []byte, e *engines.Entry) uint64 {
+	var buf [8]byte
+	put := func(v uint64) {
+		binary.LittleEndian.PutUint64(buf[:], v)
+		_, _ = d.Write(buf[:])
+	}
+	d.Reset()
+	put(uint64(area))
+	put(uint64(len(key)))
+	_, _ = d.Write(key)
+	put(uint64(len(skey)))
+	_, _ = d.Write(skey)
+	hidden := uint64(0)
+	if e.Hidden {
+		hidden = 1
+	}
+	put(uint64(e.Type)<<8 | hidden)
+	put(uint64(e.Version))
+	put(uint64(e.ExpireAt))
+	put(uint64(e.Flags))
+	if e.Object == nil {
+		put(uint64(len(e.Value)))
+		_, _ = d.Write(e.Value)
+	} else {
+		put(objectSum(e.Object))
+	}
+	return d.Sum64()
 }
 
 // objectSum digests an object's content (see above).
@@ -153,6 +162,9 @@ func (s *Server) clock() time.Time {
 	return time.Now()
 }
 
+// errCopyDiffers: the checksums of a move's two copies differ.
+var errCopyDiffers = errors.New("the moved copy differs")
+
 // verifyMove compares the bucket's digest here and at the destination;
 // the bucket is frozen and the destination applied everything sent.
 func (m *migration) verifyMove() error {
@@ -207,7 +219,7 @@ func (m *migration) verifyMove() error {
 	want := fmt.Sprintf("+%d %x", n, sum)
 	if got != want {
 		s.m.migSumMismatches.Inc()
-		return fmt.Errorf("the moved copy differs: the destination's checksum is %q, this node's %q", got, want)
+		return fmt.Errorf("%w: the destination's checksum is %q, this node's %q", errCopyDiffers, got, want)
 	}
 	return nil
 }

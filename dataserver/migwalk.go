@@ -57,6 +57,68 @@ import (
 // The walk is a name at a time: a name is a key of an area, in both its
 // namespaces (the plain record and the pkey of the same name), read and
 // sent together.
+//
+// # A resumed walk
+//
+// When the attempt resumes the copy the destination holds (migresume.go),
+// "begin" leaves that copy in place, whatever it is: the state the
+// argument above starts from ("absent from the attach on, which is the
+// destination's state after begin") no longer holds, and the slices send
+// digests, which the destination compares with its own records. What
+// changes:
+//
+//   - A slice's names that are dirty are sent whole, record or tombstone,
+//     as in a plain walk (the digest item lists them as such and the
+//     destination leaves them be); the others are digested, and a name
+//     the source does not hold is not listed. The item covers the walk
+//     names (lo, hi]: the last name of the slice before (-inf for the
+//     first) to its own last (+inf for the last slice, so that the names
+//     past the source's last are covered too).
+//   - The destination deletes each name of its own list (taken at
+//     "begin", sorted) in the item's interval that the item does not
+//     list, and reports the listed names whose digest differs from its
+//     own or that it lacks ("needs").
+//   - pos passes a slice's names only once the destination's report on
+//     its digest was read and its needs made dirty (confirmDigestsLocked),
+//     and done waits for the last report. So a write between the slice
+//     and the report makes its keys dirty, as a write to a name not yet
+//     walked does: until the report is read, the source cannot know the
+//     destination's copy of the name is right, and a write that read it
+//     there (SMOVE from a name the destination holds stale into one it
+//     holds right) could make another name wrong.
+//
+// Why that suffices: take a name K that is not dirty at the end. If the
+// last write that made it dirty was followed by sending its record
+// (whole in a slice, or in a dirty round), the record replaced it whole
+// there, and nothing wrote K from then until pos passed it (else dirty
+// again): the writes after keep it right, as before. Otherwise no write
+// named K from the attach until K was confirmed, so at the destination
+// no item touched K between "begin" and K's digest item but that item,
+// and the source's K did not change either:
+//
+//   - K listed and held at the slice: its digest was compared with the
+//     destination's K as "begin" left it. Equal (the same recordHash the
+//     final checksum sums, expiry, version and hidden bit included), both
+//     sides hold the same record at that stream point, which is "a record
+//     replaces its key whole" without the record; different or lacking,
+//     the report made K dirty, a contradiction; a report that was lost
+//     (the items acknowledged by a reconnect's hello) made every name of
+//     the item dirty, a contradiction again; and an item the destination
+//     refused fails the attempt.
+//   - K not held at the source at the slice (listed, or never listed:
+//     absent from the attach on): the item does not list it. If the
+//     destination held K at "begin", K is in its list and the item
+//     deletes it; if not, nothing has written it since. Either way it is
+//     absent on both sides at that stream point. Names the destination
+//     came to hold after "begin" (through writes of the stream) are not
+//     in its list, but those writes made their names dirty at the source,
+//     which sends them again, record or tombstone.
+//
+// Digests are a hash: two records that differ and digest alike would
+// also pass the final checksum, which sums the same hashes. And the
+// checksum still runs (a master's move): a copy that came out wrong
+// anyway starts the move over, copying from zero (migration.fromZero),
+// so that it cannot come out wrong the same way again.
 
 // walkName is one key of a bucket as a move walks it.
 type walkName struct {
@@ -86,10 +148,16 @@ type bucketWalk struct {
 	inflight *pieceState
 	keyBuf   []int
 	noted    *atomic.Int64 // Server.walkWrites
+	// resume: the walk resumes the destination's copy (migresume.go):
+	// its slices go as digests, and pos passes a slice's names only once
+	// the destination's report on its digest was read (digests are the
+	// ones not read yet, in stream order).
+	resume  bool
+	digests []sentDigest
 }
 
-func newBucketWalk(noted *atomic.Int64) *bucketWalk {
-	return &bucketWalk{active: true, dirty: map[walkName]struct{}{}, noted: noted}
+func newBucketWalk(noted *atomic.Int64, resume bool) *bucketWalk {
+	return &bucketWalk{active: true, dirty: map[walkName]struct{}{}, noted: noted, resume: resume}
 }
 
 // sentLocked reports whether the destination holds n as the master does.
@@ -173,6 +241,7 @@ type chunker struct {
 	chunk []byte
 	in    int // records in chunk
 	recs  int // records pushed in all
+	names int // names sent whole (sendNameLocked)
 	bytes int // bytes encoded since reset
 }
 
@@ -217,6 +286,7 @@ func (c *chunker) flush() {
 // engine is sent in pieces (started: its first one, the rest to follow,
 // continuePiecesLocked). The bucket's lock is held.
 func (s *Server) sendNameLocked(c *chunker, w *bucketWalk, b route.BucketID, n walkName, tomb, pieces bool) (started bool, err error) {
+	c.names++
 	k := engines.Key{Bucket: uint32(b), Area: n.area, Key: []byte(n.key), NoStats: true, NoTouch: true}
 	e, err := s.eng.Get(k)
 	switch {
@@ -436,18 +506,33 @@ func (w *bucketWalk) dirtySorted() []walkName {
 	return out
 }
 
+// walkCursor is where a walk is: the names it sends (the listed ones,
+// then a round of dirty ones), how far it got, and the digest item a
+// resumed walk waits for before its dirty rounds.
+type walkCursor struct {
+	queue  []walkName
+	qpos   int
+	listed bool
+	round  int
+	// tail: a resumed walk pushed its last digest (to +inf); wait: it
+	// waits for that digest's report.
+	tail bool
+	wait *entry
+}
+
 // walkBucket sends the bucket's keys onto st (see above) and returns the
-// number of records sent. The stream is attached, with w.
+// number of records sent and of names digested (a resumed walk); m.sent
+// counts the names sent whole. The stream is attached, with w.
 //
 // It runs in holds of the bucket's lock: first the listed names, a slice
 // a hold, then rounds of the dirty names, the last of them in one hold.
 // A big hash or set (in-memory engines) takes a hold a piece.
-func (m *migration) walkBucket(st *stream, w *bucketWalk) (int, error) {
+func (m *migration) walkBucket(st *stream, w *bucketWalk) (recs, digested int, err error) {
 	s, b := m.s, m.move.Bucket
 	bk := s.bucket(b)
 	names, err := s.listBucketNames(b)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	bk.lock()
 	w.names = names
@@ -458,55 +543,83 @@ func (m *migration) walkBucket(st *stream, w *bucketWalk) (int, error) {
 		bk.unlock()
 	}()
 	c := &chunker{st: st, b: b}
-	queue, qpos, listed, round := names, 0, true, 0
+	cur := &walkCursor{queue: names, listed: true}
 	for {
-		if err := m.await(st, func() bool { return st.pending() <= walkWindow }, time.Time{}, false); err != nil {
-			return c.recs, err
+		ready := func() bool { return st.pending() <= walkWindow }
+		if e := cur.wait; e != nil {
+			// Every digest's report is read before the dirty rounds.
+			ready = func() bool { return e.fin.Load() }
+		}
+		if err := m.await(st, ready, time.Time{}, false); err != nil {
+			return c.recs, digested, err
 		}
 		s.bulkMu.Lock()
 		bk.lock()
 		held := time.Now()
-		done, err := m.walkHoldLocked(c, w, &queue, &qpos, &listed, &round)
+		done, n, err := m.walkHoldLocked(c, w, cur)
 		if d := int64(time.Since(held)); d > s.walkMaxHold.Load() {
 			s.walkMaxHold.Store(d) // the walks of one node: racy max, for the benchmark
 		}
 		bk.unlock()
 		s.bulkMu.Unlock()
+		digested += n
+		m.sent.Store(int64(c.names))
+		// The heartbeat's progress: what the destination acknowledged,
+		// records and names digests covered (a resumed walk sends most
+		// of its records in its dirty rounds, still in here).
+		m.keys.Store(st.recsAcked.Load())
 		s.walkSlices.Add(1)
 		if err != nil || done {
-			return c.recs, err
+			return c.recs, digested, err
 		}
 	}
 }
 
 // walkHoldLocked is one hold of walkBucket's (the bucket's lock held):
-// the next piece of a big key, or the next slice of names.
-func (m *migration) walkHoldLocked(c *chunker, w *bucketWalk, queue *[]walkName, qpos *int, listed *bool, round *int) (bool, error) {
+// the next piece of a big key, or the next slice of names; it returns
+// whether the walk is through and the names it digested.
+func (m *migration) walkHoldLocked(c *chunker, w *bucketWalk, cur *walkCursor) (bool, int, error) {
 	s, b := m.s, m.move.Bucket
 	if s.bucket(b).mig != m || m.walk != w {
-		return false, errMigrationStopped
+		return false, 0, errMigrationStopped
 	}
-	final := !*listed && *round >= walkRounds
+	if w.resume {
+		if err := m.confirmDigestsLocked(w); err != nil {
+			return false, 0, err
+		}
+	}
+	cur.wait = nil
+	final := !cur.listed && cur.round >= walkRounds
 	if final {
 		// Nothing writes during this hold: what is dirty now is all.
-		*queue, *qpos = w.dirtySorted(), 0
+		cur.queue, cur.qpos = w.dirtySorted(), 0
 	}
 	c.bytes = 0
-	if w.inflight != nil {
+	digested := 0
+	switch {
+	case w.inflight != nil:
 		if err := s.continuePiecesLocked(c.st, b, w); err != nil {
-			return false, err
+			return false, 0, err
 		}
-	} else {
-		for start := *qpos; *qpos < len(*queue) && (final || *qpos-start < walkSliceNames && c.bytes < walkSliceBytes); {
-			n := (*queue)[*qpos]
+	case cur.listed && w.resume && !cur.tail:
+		// (An empty list still sends one digest, from -inf to +inf.)
+		n, err := m.digestSliceLocked(c, w, cur.queue, &cur.qpos)
+		if err != nil {
+			return false, 0, err
+		}
+		digested = n
+		cur.tail = cur.qpos == len(cur.queue)
+	default:
+		for start := cur.qpos; cur.qpos < len(cur.queue) && (final || cur.qpos-start < walkSliceNames && c.bytes < walkSliceBytes); {
+			n := cur.queue[cur.qpos]
 			_, d := w.dirty[n]
-			*qpos++
-			if !*listed && !d {
+			cur.qpos++
+			if !cur.listed && !d {
 				continue // sent again already
 			}
-			started, err := s.sendNameLocked(c, w, b, n, d || !*listed, !final)
+			started, err := s.sendNameLocked(c, w, b, n, d || !cur.listed, !final)
 			if err != nil {
-				return false, err
+				return false, 0, err
 			}
 			delete(w.dirty, n)
 			if started {
@@ -515,26 +628,32 @@ func (m *migration) walkHoldLocked(c *chunker, w *bucketWalk, queue *[]walkName,
 		}
 	}
 	c.flush()
-	if *listed {
-		w.pos = *qpos
+	if cur.listed && !w.resume {
+		w.pos = cur.qpos
 	}
-	if w.inflight != nil || *qpos < len(*queue) {
-		return false, nil
+	if w.inflight != nil || cur.qpos < len(cur.queue) {
+		return false, digested, nil
 	}
 	// The listed names, or a round of dirty ones, are through.
-	if *listed {
-		*listed = false
+	if cur.listed {
+		if len(w.digests) > 0 {
+			// A resumed walk's names are not all confirmed: the dirty
+			// rounds (and w.done) wait for the last report.
+			cur.wait = w.digests[len(w.digests)-1].e
+			return false, digested, nil
+		}
+		cur.listed = false
 		w.done = true
 	} else {
-		*round++
+		cur.round++
 	}
 	if w.tainted {
-		return false, errors.New("a write of unknown keys ran during the walk")
+		return false, digested, errors.New("a write of unknown keys ran during the walk")
 	}
 	if final || len(w.dirty) == 0 {
 		w.active, w.dirty = false, nil
-		return true, nil
+		return true, digested, nil
 	}
-	*queue, *qpos = w.dirtySorted(), 0
-	return false, nil
+	cur.queue, cur.qpos = w.dirtySorted(), 0
+	return false, digested, nil
 }

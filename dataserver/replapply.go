@@ -207,7 +207,8 @@ type item struct {
 	area   uint16
 	kind   byte
 	cmds   [][][]byte
-	record []byte
+	record []byte // a copy's records, or a digest
+	keep   bool   // a begin that resumes the receiver's copy
 }
 
 // parseItem parses one item at args[i:] and returns the index after it;
@@ -227,7 +228,11 @@ func parseItem(args [][]byte, i int, cmds [][][]byte) (item, int, bool) {
 	i += 4
 	switch it.kind {
 	case kindBegin:
-	case kindRecord, kindRecords:
+		if i < len(args) && string(args[i]) == "keep" { // never a sequence number
+			it.keep = true
+			i++
+		}
+	case kindRecord, kindRecords, kindDigest:
 		if i >= len(args) {
 			return it, 0, false
 		}
@@ -262,8 +267,10 @@ func parseItem(args [][]byte, i int, cmds [][][]byte) (item, int, bool) {
 }
 
 // replApply: TAIR.REPL <table-version> <from> <session> <item>... (see
-// replstream.go) -> +ACK <last> <stale> <refused>, refused being "-" or
-// the refused items' sequence numbers joined by commas (see refusal).
+// replstream.go) -> +ACK <last> <stale> <refused> [<reports>], refused
+// being "-" or the refused items' sequence numbers joined by commas (see
+// refusal), reports the digest items' (migresume.go), when any needs a
+// name.
 //
 // On the event loop (p.onLoop) a batch applies its writes there, without
 // copying the batch or handing it to a goroutine, up to the first item
@@ -300,6 +307,7 @@ func (s *Server) replApply(out []byte, args [][]byte, p *pending) []byte {
 	refused := rs.refused
 	rs.refused = nil
 	var chained []chainWait
+	var needs []string // digest items' reports (never on the loop: not commands)
 	stale, resync := false, false
 	defer func() {
 		if resync { // on every return: a batch handed off the loop too
@@ -342,7 +350,7 @@ func (s *Server) replApply(out []byte, args [][]byte, p *pending) []byte {
 		var e *entry
 		var mig *migration
 		var applied, wait bool
-		scratch, e, mig, applied, wait = s.applyItemContained(it, from, session, ver, scratch, p.onLoop)
+		scratch, e, mig, applied, wait = s.applyItemContained(it, from, session, ver, scratch, p.onLoop, &needs)
 		if wait {
 			rs.refused = refused
 			p.bailed = true
@@ -406,7 +414,11 @@ func (s *Server) replApply(out []byte, args [][]byte, p *pending) []byte {
 	if stale {
 		st = "1"
 	}
-	return resp.AppendStatus(out, "ACK "+strconv.FormatUint(rs.last, 10)+" "+st+" "+ref)
+	ack := "ACK " + strconv.FormatUint(rs.last, 10) + " " + st + " " + ref
+	if len(needs) > 0 {
+		ack += " " + strings.Join(needs, ";")
+	}
+	return resp.AppendStatus(out, ack)
 }
 
 // applyItemContained is applyItem, a copy's records (or its start) one
@@ -414,7 +426,7 @@ func (s *Server) replApply(out []byte, args [][]byte, p *pending) []byte {
 // is refused (its write is not acknowledged to the master's client) and
 // the copy is marked diverged, so this slave asks its master for a full
 // copy (contain.go).
-func (s *Server) applyItemContained(it item, from, session string, ver route.Version, scratch []byte, onLoop bool) (_ []byte, e *entry, mig *migration, ok, wait bool) {
+func (s *Server) applyItemContained(it item, from, session string, ver route.Version, scratch []byte, onLoop bool, needs *[]string) (_ []byte, e *entry, mig *migration, ok, wait bool) {
 	bulk := it.kind != kindCmds
 	if bulk {
 		s.bulkMu.Lock()
@@ -433,7 +445,7 @@ func (s *Server) applyItemContained(it item, from, session string, ver route.Ver
 	if testHook.Load() != nil {
 		runTestHook("apply", "tair.repl")
 	}
-	return s.applyItem(it, from, session, ver, scratch, onLoop)
+	return s.applyItem(it, from, session, ver, scratch, onLoop, needs)
 }
 
 type chainWait struct {
@@ -454,7 +466,9 @@ type chainWait struct {
 // onLoop: the caller runs on an event loop and cannot wait; a write
 // that would be passed on to a destination it must wait for is left
 // unapplied (wait true), for the caller to apply off the loop.
-func (s *Server) applyItem(it item, from, session string, ver route.Version, scratch []byte, onLoop bool) (_ []byte, _ *entry, _ *migration, ok, wait bool) {
+//
+// A digest item's report goes to needs (applyDigestItem).
+func (s *Server) applyItem(it item, from, session string, ver route.Version, scratch []byte, onLoop bool, needs *[]string) (_ []byte, _ *entry, _ *migration, ok, wait bool) {
 	bk := s.bucket(it.bucket)
 	bk.lock()
 	defer bk.unlock()
@@ -479,6 +493,13 @@ func (s *Server) applyItem(it item, from, session string, ver route.Version, scr
 	case kindBegin:
 		bk.inMig = session
 		bk.diverged.Store(false)
+		bk.resume = nil
+		if it.keep {
+			s.beginResumeLocked(bk, session)
+			s.log.Info("incoming migration begins, resuming this node's copy", "bucket", it.bucket, "from", from,
+				"names", len(bk.resume.names))
+			break
+		}
 		if err := s.eng.DeleteBucket(uint32(it.bucket)); err != nil {
 			s.log.Error("clearing bucket for an incoming migration", "bucket", it.bucket, "err", err)
 		}
@@ -486,6 +507,10 @@ func (s *Server) applyItem(it item, from, session string, ver route.Version, scr
 		s.fx.drop(uint32(it.bucket))
 		s.fx.markScanned(uint32(it.bucket))
 		s.log.Info("incoming migration begins", "bucket", it.bucket, "from", from)
+	case kindDigest:
+		if !s.applyDigestItem(bk, it, session, needs) {
+			return scratch, nil, nil, false, false
+		}
 	case kindRecord:
 		rec, err := engines.DecodeRecord(it.record)
 		if err == nil {

@@ -36,7 +36,7 @@ import (
 //	    (a receiver that knows less than <acked> lost its state: it
 //	    restarted; it replies what it knew and continues from <acked>)
 //	TAIR.REPL <table-version> <from> <session> <item>...
-//	                                                -> +ACK <last seq> <stale 0|1> <refused seqs, comma-separated or ->
+//	                                                -> +ACK <last seq> <stale 0|1> <refused seqs, comma-separated or -> [<reports>]
 //
 // where an item is <seq> <bucket> <area> <kind> <payload...>:
 //
@@ -45,6 +45,13 @@ import (
 //	                                  each record carries its own)
 //	R <record>                        one migrated record (engines.AppendRecord; no longer sent)
 //	B                                 migration begins: drop any partial copy of the bucket
+//	B keep                            migration begins, resuming the copy the receiver holds
+//	                                  (migresume.go): digest items follow
+//	D <digest>                        a resumed copy's names of an interval and their digests
+//	                                  (migresume.go digestItem); the receiver deletes what it
+//	                                  holds there that the item does not list, and its ACK
+//	                                  reports the names it needs: <reports> is
+//	                                  <seq>:<indexes>[;<seq>:<indexes>...], indexes as 0-3,7
 //
 // The receiver refuses an item when, in its table, <from> is neither the
 // bucket's master nor the source of a move of the bucket to it; when its
@@ -56,10 +63,11 @@ const (
 	kindRecords = 'S'
 	kindRecord  = 'R'
 	kindBegin   = 'B'
+	kindDigest  = 'D'
 )
 
 // snapshotKind reports whether items of kind k carry a bucket's copy.
-func snapshotKind(k byte) bool { return k == kindRecords || k == kindRecord }
+func snapshotKind(k byte) bool { return k == kindRecords || k == kindRecord || k == kindDigest }
 
 var (
 	errRefused = errors.New("replication refused: the slave does not take this node as the bucket's master")
@@ -86,6 +94,8 @@ type entry struct {
 	// channel per stream rather than one per write.
 	fin atomic.Bool
 	err error
+	// report: what the receiver said of a digest item (set before fin).
+	report *digestReport
 }
 
 // finish marks e finished with err (the stream's lock held, or e not yet
@@ -619,12 +629,12 @@ func (st *stream) runConn(c *peerConn) error {
 				return
 			}
 			buf = raw
-			last, stale, refused, err := parseAck(raw)
+			last, stale, refused, needs, err := parseAck(raw)
 			if err != nil {
 				errc <- err
 				return
 			}
-			st.ackUpTo(last, refused)
+			st.ackUpTo(last, refused, needs)
 			rtt := time.Since(f.at)
 			st.lastRTT.Store(int64(rtt))
 			if st.mig {
@@ -774,7 +784,7 @@ func (st *stream) connect() (*peerConn, error) {
 		st.receiverLost.Store(true)
 		st.log.Warn("receiver lost the stream's state (restarted?)", "acked", acked, "receiver_last", last)
 	}
-	st.ackUpTo(uint64(last), nil)
+	st.ackUpTo(uint64(last), nil, nil) // no reports: the items' digests count as differing
 	return c, nil
 }
 
@@ -831,7 +841,11 @@ func (st *stream) encodeBatch(b []byte, batch []*entry) []byte {
 // a dropped copy's (droppedBy in replapply.go): such an item does not make
 // this copy diverged, the table that dropped the receiver still naming
 // this node master (refusedWrite decides the write's answer).
-func (st *stream) ackUpTo(last uint64, refused map[uint64]bool) {
+//
+// needs are the names each digest item acknowledged needs (migresume.go,
+// by item; none listed: none needed); nil when the acknowledgement
+// carries no reports (a hello's), so that they are unknown.
+func (st *stream) ackUpTo(last uint64, refused map[uint64]bool, needs map[uint64][]int) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if last > st.mu.acked {
@@ -855,6 +869,9 @@ func (st *stream) ackUpTo(last uint64, refused map[uint64]bool) {
 				// the new master lacks.
 				st.s.markDiverged(e.bucket)
 			}
+		}
+		if e.kind == kindDigest {
+			e.report = &digestReport{needs: needs[e.seq], known: needs != nil}
 		}
 		st.mu.bytes -= int64(len(e.hdr) + len(e.payload))
 		if e.kind == kindCmds {
@@ -883,18 +900,26 @@ func (st *stream) ackUpTo(last uint64, refused map[uint64]bool) {
 	}
 }
 
-// parseAck parses "+ACK <last> <stale> <refused>"; refused maps each
-// refused item to whether its refusal was a dropped copy's ("<seq>d").
-func parseAck(raw []byte) (last uint64, stale bool, refused map[uint64]bool, err error) {
+// parseAck parses "+ACK <last> <stale> <refused> [<reports>]"; refused
+// maps each refused item to whether its refusal was a dropped copy's
+// ("<seq>d"); needs are the digest items' reports (parseNeeds), empty
+// when there are none.
+func parseAck(raw []byte) (last uint64, stale bool, refused map[uint64]bool, needs map[uint64][]int, err error) {
 	if len(raw) < 3 || raw[0] != '+' {
-		return 0, false, nil, replyErr(raw)
+		return 0, false, nil, nil, replyErr(raw)
 	}
 	f := bytes.Fields(raw[1 : len(raw)-2])
-	if len(f) != 4 || string(f[0]) != "ACK" {
-		return 0, false, nil, fmt.Errorf("dataserver: bad ack %q", raw)
+	if len(f) != 4 && len(f) != 5 || string(f[0]) != "ACK" {
+		return 0, false, nil, nil, fmt.Errorf("dataserver: bad ack %q", raw)
 	}
 	if last, err = strconv.ParseUint(string(f[1]), 10, 64); err != nil {
-		return 0, false, nil, err
+		return 0, false, nil, nil, err
+	}
+	needs = noNeeds
+	if len(f) == 5 {
+		if needs, err = parseNeeds(string(f[4])); err != nil {
+			return 0, false, nil, nil, err
+		}
 	}
 	stale = string(f[2]) == "1"
 	if string(f[3]) != "-" {
@@ -909,5 +934,9 @@ func parseAck(raw []byte) (last uint64, stale bool, refused map[uint64]bool, err
 			}
 		}
 	}
-	return last, stale, refused, nil
+	return last, stale, refused, needs, nil
 }
+
+// noNeeds is an acknowledgement's reports when it carries none: every
+// digest item it covers matched (read only).
+var noNeeds = map[uint64][]int{}

@@ -229,6 +229,9 @@ type bucket struct {
 	// inMig is the stream session of the latest incoming migration
 	// (guarded by mu).
 	inMig string
+	// resume (guarded by mu): the incoming copy of session inMig resumes
+	// the one this node holds (migresume.go).
+	resume *resumeCopy
 	// diverged: a write applied here was refused by a slave that had
 	// moved to a newer table; once this node is a slave of the bucket it
 	// asks its master for a full copy (replresync.go).
