@@ -7,7 +7,9 @@
 # between them in 1 s slices (so the machine's noise falls on both alike),
 # and prints the GET p99 ratio beside the aim (no worse with the large
 # count). PROFILE=1 also takes a CPU profile of the large count's
-# dataserver during the run (bench/out/heap-<time>.cpu.pb).
+# dataserver during the run (bench/out/heap-<time>.cpu.pb). Then the same
+# driver runs on two plain redis-servers (the anchor; SKIP_ANCHOR=1 skips
+# it), so the ratio shows beside what redis-server gets on this machine.
 # Knobs: HEAP_SMALL, HEAP_LARGE, CLIENTS (20), RATE (4000), WINDOW (15s),
 # ENGINE (rdb).
 set -u
@@ -57,4 +59,22 @@ new_report heap
   go run ./bench/heap --proxy "127.0.0.1:$PX_small" --dataserver-http "127.0.0.1:$DSH_small" \
     --proxy-large "127.0.0.1:$PX_large" --dataserver-http-large "127.0.0.1:$DSH_large" --small "$HEAP_SMALL" --large "$HEAP_LARGE" \
     --clients "$CLIENTS" --rate "$RATE" --window "$WINDOW" ${PROFILE:+--profile "$OUT/heap-$STAMP.cpu.pb"} || tail -n 30 "$TMP"/*.log
+  [ -n "${SKIP_ANCHOR:-}" ] && exit 0
+  # The anchor: the same driver, the same key counts and load, on two
+  # plain redis-servers (Debian's package) side by side, the clusters
+  # above stopped first (its Go-heap columns read 0). What a store that keeps no Go heap gets on this
+  # machine when one of its two instances holds 10M keys.
+  stop_all
+  echo
+  echo "## the anchor: two redis-servers side by side, the same driver and load"
+  echo
+  R1=$(free_port); R2=$(free_port)
+  for r in "$R1" "$R2"; do
+    redis-server --port "$r" --bind 127.0.0.1 --save "" --appendonly no >"$TMP/redis-$r.log" 2>&1 &
+    PIDS+=($!)
+    wait_ping "$r" || exit 1
+  done
+  go run ./bench/heap --label redis-server --proxy "127.0.0.1:$R1" --dataserver-http none \
+    --proxy-large "127.0.0.1:$R2" --dataserver-http-large none --small "$HEAP_SMALL" --large "$HEAP_LARGE" \
+    --clients "$CLIENTS" --rate "$RATE" --window "$WINDOW"
 } | tee "$REPORT"
