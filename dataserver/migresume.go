@@ -129,19 +129,14 @@ func (m *migration) resumeMode() bool {
 // of recordHash, so two copies agree on a name only if they agree on its
 // expiry too. size is about the bytes read.
 func (s *Server) nameDigest(d *xxhash.Digest, b route.BucketID, n walkName) (sum uint64, held bool, size int, err error) {
-	k := engines.Key{Bucket: uint32(b), Area: n.area, Key: []byte(n.key), NoStats: true, NoTouch: true}
-	e, err := s.eng.Get(k)
-	switch {
-	case err == nil:
-		held = true
-		sum += recordHash(d, n.area, k.Key, nil, &e)
-		size += len(e.Value)
-	case !errors.Is(err, errs.ErrNotFound):
+	k, e, kvs, err := s.readNameLocked(b, n)
+	if err != nil {
 		return 0, false, 0, err
 	}
-	kvs, err := s.eng.PrefixRange(k, engines.RangeOptions{})
-	if err != nil && !errors.Is(err, errs.ErrNotFound) {
-		return 0, false, 0, err
+	if e != nil {
+		held = true
+		sum += recordHash(d, n.area, k.Key, nil, e)
+		size += len(e.Value)
 	}
 	for i := range kvs {
 		held = true
@@ -367,7 +362,7 @@ func (s *Server) dropNameLocked(b route.BucketID, n walkName) error {
 	_, err := s.eng.Get(k)
 	switch {
 	case err == nil:
-		if err := s.restoreMigrated(b, &engines.Record{Area: n.area, Key: k.Key, Entry: tombstoneEntry}); err != nil {
+		if err := s.restoreMigrated(b, plainTombstone(n.area, k.Key)); err != nil {
 			return err
 		}
 	case !errors.Is(err, errs.ErrNotFound):
@@ -378,7 +373,7 @@ func (s *Server) dropNameLocked(b route.BucketID, n walkName) error {
 		return err
 	}
 	if len(kvs) > 0 {
-		return s.restoreMigrated(b, &engines.Record{Area: n.area, Key: k.Key, Prefix: []engines.KV{{Key: []byte{}, Entry: tombstoneEntry}}})
+		return s.restoreMigrated(b, pkeyTombstone(n.area, k.Key))
 	}
 	return nil
 }

@@ -287,40 +287,62 @@ func (c *chunker) flush() {
 // continuePiecesLocked). The bucket's lock is held.
 func (s *Server) sendNameLocked(c *chunker, w *bucketWalk, b route.BucketID, n walkName, tomb, pieces bool) (started bool, err error) {
 	c.names++
-	k := engines.Key{Bucket: uint32(b), Area: n.area, Key: []byte(n.key), NoStats: true, NoTouch: true}
-	e, err := s.eng.Get(k)
+	k, e, kvs, err := s.readNameLocked(b, n)
+	if err != nil {
+		return false, err
+	}
 	switch {
-	case err == nil:
+	case e != nil:
 		if pieces && !s.eng.Persistent() && !e.Hidden && e.Object != nil && e.Object.Len() > pieceElems {
-			started = s.startPiecesLocked(w, n, &e)
+			started = s.startPiecesLocked(w, n, e)
 		}
-		if err := c.add(&engines.Record{Area: n.area, Key: k.Key, Entry: e}); err != nil {
-			w.endPiecesLocked()
-			return false, err
-		}
-	case !errors.Is(err, errs.ErrNotFound):
-		return false, err
+		err = c.add(&engines.Record{Area: n.area, Key: k.Key, Entry: *e})
 	case tomb:
-		if err := c.add(&engines.Record{Area: n.area, Key: k.Key, Entry: tombstoneEntry}); err != nil {
-			return false, err
+		err = c.add(plainTombstone(n.area, k.Key))
+	}
+	if err == nil {
+		switch {
+		case len(kvs) > 0:
+			err = c.add(&engines.Record{Area: n.area, Key: k.Key, Prefix: kvs})
+		case tomb:
+			err = c.add(pkeyTombstone(n.area, k.Key))
 		}
-	}
-	kvs, err := s.eng.PrefixRange(k, engines.RangeOptions{})
-	if err != nil && !errors.Is(err, errs.ErrNotFound) {
-		w.endPiecesLocked()
-		return false, err
-	}
-	switch {
-	case len(kvs) > 0:
-		err = c.add(&engines.Record{Area: n.area, Key: k.Key, Prefix: kvs})
-	case tomb:
-		err = c.add(&engines.Record{Area: n.area, Key: k.Key, Prefix: []engines.KV{{Key: []byte{}, Entry: tombstoneEntry}}})
 	}
 	if err != nil {
 		w.endPiecesLocked()
 		return false, err
 	}
 	return started, nil
+}
+
+// readNameLocked reads name n of bucket b in both its namespaces: its
+// plain record (nil when there is none) and its pkey's skeys (none when
+// there is no pkey). k is the name's engine key. The bucket's lock is
+// held.
+func (s *Server) readNameLocked(b route.BucketID, n walkName) (k engines.Key, plain *engines.Entry, skeys []engines.KV, err error) {
+	k = engines.Key{Bucket: uint32(b), Area: n.area, Key: []byte(n.key), NoStats: true, NoTouch: true}
+	e, err := s.eng.Get(k)
+	switch {
+	case err == nil:
+		plain = &e
+	case !errors.Is(err, errs.ErrNotFound):
+		return k, nil, nil, err
+	}
+	skeys, err = s.eng.PrefixRange(k, engines.RangeOptions{})
+	if err != nil && !errors.Is(err, errs.ErrNotFound) {
+		return k, nil, nil, err
+	}
+	return k, plain, skeys, nil
+}
+
+// plainTombstone and pkeyTombstone are the records that delete a name's
+// plain record and its pkey where a copy is applied.
+func plainTombstone(area uint16, key []byte) *engines.Record {
+	return &engines.Record{Area: area, Key: key, Entry: tombstoneEntry}
+}
+
+func pkeyTombstone(area uint16, key []byte) *engines.Record {
+	return &engines.Record{Area: area, Key: key, Prefix: []engines.KV{{Key: []byte{}, Entry: tombstoneEntry}}}
 }
 
 // # Big keys in pieces
