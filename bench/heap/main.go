@@ -23,7 +23,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand"
 	"net/http"
 	"os"
 	"os/signal"
@@ -32,8 +31,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/tairkv/tair/bench/internal/benchload"
 )
@@ -159,60 +156,51 @@ type result struct {
 // interleaved runs the paced load for total: slice k (from 0) goes to
 // sides[k%2], at rate requests a second over clients connections per
 // cluster, each connection alternating GET and SET of random keys of
-// its cluster. A request is scheduled only inside its cluster's slices;
-// one still running when the slice ends finishes late and counts late.
+// its cluster (benchload.SteadyGated). A request is scheduled only inside
+// its cluster's slices; one still running when the slice ends finishes
+// late and counts late.
 func interleaved(sides [2]side, clients, rate int, slice, total time.Duration) [2]result {
 	var out [2]result
 	var mu sync.Mutex
 	for i := range out {
 		out[i].slow = make([]int, int(total/slice+1)/2)
 	}
-	interval := time.Duration(float64(time.Second) * float64(clients) / float64(rate))
 	t0 := time.Now().Add(100 * time.Millisecond)
-	end := t0.Add(total)
+	stop := make(chan struct{})
+	time.AfterFunc(time.Until(t0.Add(total)), func() { close(stop) })
 	var wg sync.WaitGroup
 	for i, sd := range sides {
+		// Outside this cluster's slices: on to the start of its next one.
+		gate := func(next time.Time, jitter time.Duration) time.Time {
+			if next.Before(t0) {
+				next = t0.Add(jitter)
+			}
+			if k := int(next.Sub(t0) / slice); k%2 != i {
+				next = t0.Add(time.Duration(k+1)*slice + jitter)
+			}
+			return next
+		}
 		for c := 0; c < clients; c++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				cl := redis.NewClient(&redis.Options{Addr: sd.proxy, PoolSize: 1, MaxRetries: -1, ReadTimeout: 10 * time.Second})
-				defer cl.Close()
-				rng := rand.New(rand.NewSource(int64(i*clients + c)))
-				next := t0.Add(time.Duration(rng.Int63n(int64(interval))))
-				for gen := 1; ; gen++ {
-					// Outside this cluster's slices: on to its next one.
-					if k := int(next.Sub(t0) / slice); k%2 != i {
-						next = t0.Add(time.Duration(k+1)*slice + time.Duration(rng.Int63n(int64(interval))))
-					}
-					if !next.Before(end) {
-						return
-					}
-					time.Sleep(time.Until(next))
-					sched := next
-					next = next.Add(interval)
-					key := benchload.Key(rng.Intn(sd.keys))
-					rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-					var err error
-					if benchload.IsGet(gen) {
-						err = cl.Get(rctx, key).Err()
-					} else {
-						err = cl.Set(rctx, key, benchload.Value(gen, gen), 0).Err()
-					}
-					cancel()
-					lt := time.Since(sched)
-					mu.Lock()
-					if err != nil {
-						out[i].errs++
-					}
-					if benchload.IsGet(gen) {
-						out[i].gets = append(out[i].gets, lt)
-						if k := int(sched.Sub(t0)/slice) / 2; lt > slowGet && k < len(out[i].slow) {
-							out[i].slow[k]++
+				calls := 0
+				benchload.SteadyGated(sd.proxy, i*clients+c, sd.keys, float64(rate)/float64(clients), stop, gate,
+					func(_ int, lt, _ time.Duration, err error) {
+						calls++
+						sched := time.Now().Add(-lt)
+						mu.Lock()
+						defer mu.Unlock()
+						if err != nil {
+							out[i].errs++
 						}
-					}
-					mu.Unlock()
-				}
+						if benchload.IsGet(calls) {
+							out[i].gets = append(out[i].gets, lt)
+							if k := int(sched.Sub(t0)/slice) / 2; lt > slowGet && k >= 0 && k < len(out[i].slow) {
+								out[i].slow[k]++
+							}
+						}
+					})
 			}()
 		}
 	}

@@ -74,12 +74,26 @@ func IsGet(n int) bool { return n%2 == 1 }
 // and hands done each request's key, latency (from its scheduled time),
 // service latency (from when it was sent) and error.
 func Steady(addr string, id, n int, perSec float64, stop <-chan struct{}, done func(i int, lt, svc time.Duration, err error)) {
+	SteadyGated(addr, id, n, perSec, stop, nil, done)
+}
+
+// SteadyGated is Steady whose requests go only when gate lets them: a
+// request scheduled at next goes at gate(next, jitter) instead (next, or
+// a later time when next falls where the caller sends nothing), its
+// latency counted from then, and the schedule goes on from there. jitter
+// is a random offset below the request interval, for a gate that moves
+// many clients to the same time to spread them. A nil gate lets every
+// request go when scheduled.
+func SteadyGated(addr string, id, n int, perSec float64, stop <-chan struct{}, gate func(next time.Time, jitter time.Duration) time.Time, done func(i int, lt, svc time.Duration, err error)) {
 	cl := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1, MaxRetries: -1, ReadTimeout: 10 * time.Second})
 	defer cl.Close()
 	rng := rand.New(rand.NewSource(int64(id)))
 	interval := time.Duration(float64(time.Second) / perSec)
 	next := time.Now().Add(time.Duration(rng.Int63n(int64(interval))))
 	for gen := 1; ; gen++ {
+		if gate != nil {
+			next = gate(next, time.Duration(rng.Int63n(int64(interval))))
+		}
 		if d := time.Until(next); d > 0 {
 			select {
 			case <-stop:
