@@ -19,8 +19,10 @@ import (
 // TestHotkeysThroughProxy: redis-cli --hotkeys, against a cluster as
 // tair up runs it, names the key read most first, as it does against
 // redis-server; OBJECT FREQ after the same reads is redis-server's
-// (allkeys-lfu): exact for a key read once (the first increment is
-// certain), close for one read 100 times (later increments are drawn).
+// (allkeys-lfu). A key read once is exact (the first increment is
+// certain). Later increments are drawn at random, so one key read 100
+// times is one draw from a distribution (redis-server alone gives 7 to
+// 13): the comparison is of the mean over many such keys, on both sides.
 func TestHotkeysThroughProxy(t *testing.T) {
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		t.Skip("redis-cli not installed (make test installs it)")
@@ -54,7 +56,7 @@ func TestHotkeysThroughProxy(t *testing.T) {
 		if err1 != nil || err2 != nil {
 			t.Fatalf("OBJECT FREQ %s: %v, redis-server: %v", k, err1, err2)
 		}
-		if n <= 1 && got != want || (got-want > 3 || want-got > 3) {
+		if n <= 1 && got != want {
 			t.Errorf("OBJECT FREQ %s after %d reads = %d, redis-server %d", k, n, got, want)
 		}
 	}
@@ -74,6 +76,41 @@ func TestHotkeysThroughProxy(t *testing.T) {
 	if len(found) != 3 || found[0] != `"hot"` || found[1] != `"warm"` {
 		t.Fatalf("redis-cli --hotkeys found %q, want hot, warm, cold:\n%s", found, out)
 	}
+
+	// The drawn increments: 40 keys read 100 times each on both sides.
+	// One key's counter has a standard deviation near 1.4, so the
+	// difference of the two means has one near 0.3; a bound of 1.5 is
+	// five of those, and still catches an increment rule that is off by
+	// one step.
+	const keys, hits = 40, 100
+	mean := func(cl *redis.Client) float64 {
+		waitMinuteStart() // a minute boundary between reads decays the counter
+		sum := 0.0
+		for i := range keys {
+			k := "freq:" + strconv.Itoa(i)
+			if err := cl.Set(ctx, k, "v-"+k, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			p := cl.Pipeline()
+			for range hits {
+				p.Get(ctx, k)
+			}
+			if _, err := p.Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			f, err := cl.ObjectFreq(ctx, k).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum += float64(f)
+		}
+		return sum / keys
+	}
+	got, want := mean(ours), mean(theirs)
+	if got-want > 1.5 || want-got > 1.5 {
+		t.Errorf("mean OBJECT FREQ of %d keys read %d times = %.2f, redis-server %.2f", keys, hits, got, want)
+	}
+	t.Logf("mean OBJECT FREQ of %d keys read %d times = %.2f, redis-server %.2f", keys, hits, got, want)
 }
 
 // TestNoTouchThroughProxy: a client in CLIENT NO-TOUCH mode reads a key
