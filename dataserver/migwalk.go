@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"iter"
+	"math"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -196,7 +197,14 @@ func (w *bucketWalk) noteLocked(area uint16, cmds [][][]byte) {
 			continue
 		}
 		if p := w.inflight; len(idx) == 1 && p != nil && p.name.area == area && p.name.key == string(c[idx[0]]) {
-			continue // a big key's pieces and its own writes commute
+			if commutesWithPieces(p.typ, c[0]) {
+				continue // a big key's pieces and this write commute
+			}
+			// The write acts on the partial copy by position: the
+			// key goes again, replacing that copy.
+			w.endPiecesLocked()
+			w.dirty[p.name] = struct{}{}
+			continue
 		}
 		all := false
 		for _, i := range idx {
@@ -282,7 +290,7 @@ func (c *chunker) flush() {
 // sendNameLocked reads name n of bucket b as it is now and adds it to c:
 // its plain record and its pkey, whichever exist; a namespace that does
 // not exist is sent as a tombstone when tomb says the destination may
-// hold something there. With pieces, a big hash or set of an in-memory
+// hold something there. With pieces, a big hash, set, sorted set or list of an in-memory
 // engine is sent in pieces (started: its first one, the rest to follow,
 // continuePiecesLocked). The bucket's lock is held.
 func (s *Server) sendNameLocked(c *chunker, w *bucketWalk, b route.BucketID, n walkName, tomb, pieces bool) (started bool, err error) {
@@ -347,63 +355,76 @@ func pkeyTombstone(area uint16, key []byte) *engines.Record {
 
 // # Big keys in pieces
 //
-// A hash or a set of more than pieceElems elements (in-memory engines,
-// whose records hold the object itself) is not encoded in one hold of the
-// bucket's lock: its first piece is a record of the key holding its first
-// pieceElems elements (version, expiry and flags as they are), which
-// replaces the key on the destination; each further piece, in a hold of
-// its own, sets the next pieceElems elements, as they are then, with
-// HSET or SADD under the key's current version (a versions entry, so the
-// destination's version stays the master's).
+// A hash, set, sorted set or list of more than pieceElems elements
+// (in-memory engines, whose records hold the object itself) is not
+// encoded in one hold of the bucket's lock: its first piece is a record
+// of the key holding its first pieceElems elements (version, expiry and
+// flags as they are), which replaces the key on the destination; each
+// further piece, in a hold of its own, adds the next pieceElems elements
+// with HSET, SADD, ZADD or RPUSH under the key's current version (a
+// versions entry, so the destination's version stays the master's).
 //
-// A write to the key between its pieces reaches the destination in order
-// and acts there element by element, as it did on the master: on an
-// element already sent, it leaves it as the master's; on one not yet
-// sent, whatever it leaves is replaced by that element's piece, which
+// Hashes, sets and sorted sets: a piece carries its elements as they are
+// when it is sent (current values and scores; an element gone by then is
+// skipped). A write to the key between its pieces reaches the destination
+// in order and acts there element by element, as it did on the master:
+// on an element already sent, it leaves it as the master's; on one not
+// yet sent, whatever it leaves is replaced by that element's piece, which
 // reads the master's element then (or skips it if the master has none);
-// an element the write added is the write's on both sides, and if a
-// later piece carries it too, it carries the master's value then. A whole-key write (DEL, EXPIRE, RESTORE) acts on the
-// whole partial key, and the pieces that follow only add the master's
-// current elements. Hashes and sets have no write that depends on an
-// element's position, so single-key writes need no care (noteLocked lets
-// them through); a write naming the key and another makes both dirty, as
-// any write naming a key not yet sent. Lists, sorted sets (ranks) and
-// streams have such writes, and go whole. If between pieces the key is
-// gone, hidden or of another type, the rest is not sent and the key is
-// dirty: it is sent again whole or as a tombstone.
+// an element the write added is the write's on both sides, and if a later
+// piece carries it too, it carries the master's value then. A whole-key
+// write (DEL, EXPIRE, RESTORE) acts on the whole partial key, and the
+// pieces that follow only add the master's current elements. So such
+// single-key writes pass (noteLocked, commutesWithPieces), except the
+// ones that pick elements by position, which the partial copy does not
+// have: ZPOPMIN, ZPOPMAX, ZREMRANGEBYRANK (and the pops propagated as
+// them). A list's every write is positional (an RPUSH would land before
+// the elements not yet sent), and a list's pieces are its elements as
+// they were at the first piece. Such a write stops the pieces and makes
+// the key dirty: the stream still carries the write to the partial copy,
+// and the key is sent again (whole, or in pieces in a round that is not
+// the last), replacing that copy. A write naming the key and another
+// makes both dirty, as any write naming a key not yet sent. If between
+// pieces the key is gone, hidden, of another type or (for the kinds
+// paused in a map iteration or a listing) another object, the rest is
+// not sent and the key is dirty, sent again whole or as a tombstone.
+// Streams go whole.
 
-// pieceElems is the most elements of a hash or set sent in one piece (a
-// variable for the tests).
+// pieceElems is the most elements of a big key sent in one piece (a
+// variable for the tests). It is above Redis's listpack sizes (128), so
+// a partial sorted set keeps its -0 scores as the master's does.
 var pieceElems = 2_000
 
 // pieceState is the big key a walk is sending in pieces.
 type pieceState struct {
 	name walkName
 	typ  engines.ValueType
-	// A set: its members after the first piece's, as they were then;
-	// members[:next] were sent.
+	obj  engines.Object // the object the pieces come from
+	// A set or a list: its members or elements after the first piece's,
+	// as they were then; members[:next] were sent.
 	members []string
 	next    int
-	// A hash: the paused iteration of its map (the object it iterates).
-	hash *ds.Hash
-	pull func() (string, string, bool)
-	stop func()
+	// A hash or a sorted set: the paused iteration of its map.
+	pull  func() (string, string, bool)
+	pullZ func() (string, float64, bool)
+	stop  func()
 }
 
 // startPiecesLocked makes e (of name n) its first piece and notes the
-// rest in w; false when e is not of a kind sent in pieces. A hash is
-// walked by a paused iteration of its map (iter.Pull2), resumed a piece a
-// hold: Go's map iteration allows the map to change between its steps (an
-// entry removed before it is reached is not produced, one added may or
-// may not be), and both the steps and the changes run under the bucket's
-// lock. So no hold lists a million fields. A set's members are listed
-// (a copy of its member slice) at the first piece: its members move
-// within that slice as others are removed.
+// rest in w; false when e is not of a kind sent in pieces. A hash or a
+// sorted set is walked by a paused iteration of its map (iter.Pull2),
+// resumed a piece a hold: Go's map iteration allows the map to change
+// between its steps (an entry removed before it is reached is not
+// produced, one added may or may not be), and both the steps and the
+// changes run under the bucket's lock. So no hold lists a million
+// fields. A set's members are listed (a copy of its member slice) at the
+// first piece: its members move within that slice as others are removed.
+// A list's elements are copied at the first piece too (a copy of string
+// headers: milliseconds for a million).
 func (s *Server) startPiecesLocked(w *bucketWalk, n walkName, e *engines.Entry) bool {
-	p := &pieceState{name: n, typ: e.Type}
+	p := &pieceState{name: n, typ: e.Type, obj: e.Object}
 	switch o := e.Object.(type) {
 	case *ds.Hash:
-		p.hash = o
 		p.pull, p.stop = iter.Pull2(iter.Seq2[string, string](o.Range))
 		first := ds.NewHash()
 		for first.Len() < pieceElems {
@@ -414,6 +435,17 @@ func (s *Server) startPiecesLocked(w *bucketWalk, n walkName, e *engines.Entry) 
 			first.Set(f, v)
 		}
 		e.Object = first
+	case *ds.ZSet:
+		p.pullZ, p.stop = iter.Pull2(iter.Seq2[string, float64](o.RangeUnordered))
+		first := ds.NewZSet()
+		for first.Len() < pieceElems {
+			m, sc, ok := p.pullZ()
+			if !ok {
+				break
+			}
+			first.SetSigned(m, sc) // the master's score, -0 included
+		}
+		e.Object = first
 	case *ds.Set:
 		members := o.Members()
 		first := ds.NewSet()
@@ -422,12 +454,41 @@ func (s *Server) startPiecesLocked(w *bucketWalk, n walkName, e *engines.Entry) 
 		}
 		p.members = members[pieceElems:]
 		e.Object = first
+	case *ds.List:
+		elems := o.Elements()
+		first := ds.NewList()
+		for _, v := range elems[:pieceElems] {
+			first.PushBack(v)
+		}
+		p.members = elems[pieceElems:]
+		e.Object = first
 	default:
 		return false
 	}
 	w.inflight = p
 	s.walkPieces.Add(1)
 	return true
+}
+
+// commutesWithPieces reports whether a single-key write (verb) to a key
+// of type typ being sent in pieces may pass: it acts on the partial copy
+// element by element as on the master (see above).
+func commutesWithPieces(typ engines.ValueType, verb []byte) bool {
+	switch typ {
+	case engines.TypeHash, engines.TypeSet:
+		return true
+	case engines.TypeZSet:
+		spec := command.Lookup(verb)
+		return spec != nil && !positionalZSetWrites[spec.Name]
+	}
+	return false
+}
+
+// positionalZSetWrites pick their elements by rank: on a partial copy
+// they would pick others.
+var positionalZSetWrites = map[string]bool{
+	"zpopmin": true, "zpopmax": true, "zremrangebyrank": true,
+	"zmpop": true, "bzpopmin": true, "bzpopmax": true, "bzmpop": true,
 }
 
 // endPiecesLocked forgets w's big key (the bucket's lock held).
@@ -439,9 +500,11 @@ func (w *bucketWalk) endPiecesLocked() {
 }
 
 var (
-	verbHSET = []byte("HSET")
-	verbSADD = []byte("SADD")
-	replVer  = []byte("TAIR.REPLVER")
+	verbHSET  = []byte("HSET")
+	verbSADD  = []byte("SADD")
+	verbZADD  = []byte("ZADD")
+	verbRPUSH = []byte("RPUSH")
+	replVer   = []byte("TAIR.REPLVER")
 )
 
 // continuePiecesLocked pushes the next piece of w's big key onto st (the
@@ -455,33 +518,56 @@ func (s *Server) continuePiecesLocked(st *stream, b route.BucketID, w *bucketWal
 	}
 	more := false
 	var cmd [][]byte
-	switch o := e.Object.(type) {
-	case *ds.Hash:
-		if err != nil || e.Hidden || e.Type != p.typ || o != p.hash {
-			break // another object now: its fields are not the iteration's
-		}
-		cmd = append(make([][]byte, 0, 2+2*pieceElems), verbHSET, k.Key)
-		for len(cmd) < 2+2*pieceElems {
-			f, v, ok := p.pull()
-			if !ok {
+	if err == nil && !e.Hidden && e.Type == p.typ {
+		switch o := e.Object.(type) {
+		case *ds.Hash:
+			if o != p.obj {
+				break // another object now: its fields are not the iteration's
+			}
+			cmd = append(make([][]byte, 0, 2+2*pieceElems), verbHSET, k.Key)
+			for len(cmd) < 2+2*pieceElems {
+				f, v, ok := p.pull()
+				if !ok {
+					break
+				}
+				cmd = append(cmd, []byte(f), []byte(v))
+			}
+			more = len(cmd) == 2+2*pieceElems
+		case *ds.ZSet:
+			if o != p.obj {
 				break
 			}
-			cmd = append(cmd, []byte(f), []byte(v))
-		}
-		more = len(cmd) == 2+2*pieceElems
-	case *ds.Set:
-		if err != nil || e.Hidden || e.Type != p.typ {
-			break
-		}
-		end := min(p.next+pieceElems, len(p.members))
-		cmd = append(make([][]byte, 0, 2+end-p.next), verbSADD, k.Key)
-		for _, m := range p.members[p.next:end] {
-			if o.Has(m) {
-				cmd = append(cmd, []byte(m))
+			cmd = append(make([][]byte, 0, 2+2*pieceElems), verbZADD, k.Key)
+			for len(cmd) < 2+2*pieceElems {
+				m, sc, ok := p.pullZ()
+				if !ok {
+					break
+				}
+				cmd = append(cmd, pieceScore(sc), []byte(m))
 			}
+			more = len(cmd) == 2+2*pieceElems
+		case *ds.Set:
+			end := min(p.next+pieceElems, len(p.members))
+			cmd = append(make([][]byte, 0, 2+end-p.next), verbSADD, k.Key)
+			for _, m := range p.members[p.next:end] {
+				if o.Has(m) {
+					cmd = append(cmd, []byte(m))
+				}
+			}
+			p.next = end
+			more = end < len(p.members)
+		case *ds.List:
+			if o != p.obj {
+				break // (a write to it stopped the pieces already)
+			}
+			end := min(p.next+pieceElems, len(p.members))
+			cmd = append(make([][]byte, 0, 2+end-p.next), verbRPUSH, k.Key)
+			for _, v := range p.members[p.next:end] {
+				cmd = append(cmd, []byte(v))
+			}
+			p.next = end
+			more = end < len(p.members)
 		}
-		p.next = end
-		more = end < len(p.members)
 	}
 	if cmd == nil {
 		// Gone, hidden or replaced: send it again, whole or as a
@@ -498,6 +584,18 @@ func (s *Server) continuePiecesLocked(st *stream, b route.BucketID, w *bucketWal
 		w.endPiecesLocked()
 	}
 	return nil
+}
+
+// pieceScore is a score as ZADD parses it back to the same float64 (the
+// shortest exact form; infinities as Redis spells them).
+func pieceScore(f float64) []byte {
+	switch {
+	case math.IsInf(f, 1):
+		return []byte("inf")
+	case math.IsInf(f, -1):
+		return []byte("-inf")
+	}
+	return strconv.AppendFloat(nil, f, 'g', -1, 64)
 }
 
 // Slices of a walk: about this many bytes of records, or names, under one
