@@ -120,7 +120,7 @@ func (s *Server) writePanicked(bk *bucket, out []byte, args [][]byte, p *pending
 	name := commandName(args)
 	s.panicked(name, v)
 	p.waits, p.write, p.migrating = nil, false, false
-	bk.diverged.Store(true)
+	bk.setDivergedAll()
 	if m := bk.mig; m != nil {
 		m.broken.Store(true)
 	}

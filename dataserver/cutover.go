@@ -190,9 +190,10 @@ func (s *Server) markDeposed(old, t *route.Table) {
 		}
 		for _, st := range rt.slaves[b] {
 			if st.unreachable.Load() && st.pendingFor(b) {
-				s.log.Warn("deposed with writes its slave never acknowledged: this copy will be copied again from the new master",
-					"bucket", b, "slave", st.to, "new_master", t.Master(b))
-				s.markDiverged(b)
+				names, ok := st.pendingNames(b)
+				s.log.Warn("deposed with writes its slave never acknowledged: this copy will be repaired from the new master",
+					"bucket", b, "slave", st.to, "new_master", t.Master(b), "keys", len(names), "whole", !ok)
+				s.markDivergedNames(b, names, ok)
 				break
 			}
 		}

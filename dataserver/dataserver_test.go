@@ -331,11 +331,32 @@ func TestSlaveRefusalIsNotMaster(t *testing.T) {
 // master's last writes; the one that refuses must not go on as a copy
 // that agrees with the others (chaos seed 9519: a slave refused four
 // writes its new master had, applied the next ones, and was promoted
-// with the latest value at a version four lower).
+// with the latest value at a version four lower). The copies are made to
+// agree on the refused write's key alone (replrepair.go): no bucket is
+// copied in full.
 func TestRefusedWriteMakesTheCopyDiverged(t *testing.T) {
 	// A long replication timeout: the refusal, not a timeout, decides.
 	cs, nodes := clusterN(t, 3, func(_ int, c *Config) { c.ReplicationTimeout = 5 * time.Second })
 	a, b, c := nodes[0], nodes[1], nodes[2]
+	fullCopies := func() (n float64) {
+		for _, s := range nodes {
+			for _, reason := range []string{"resync", "resync_master", "replace_stream"} {
+				n += counterValue(t, s.m.fullCopies.WithLabelValues(reason))
+			}
+		}
+		return n
+	}
+	copiesBefore := fullCopies()
+	defer func() {
+		if n := fullCopies() - copiesBefore; n != 0 && !t.Failed() {
+			t.Errorf("%v buckets copied in full, want the refused writes' keys repaired alone", n)
+		}
+		// One key per refused write; more if c asked again before the
+		// first answer came.
+		if n := counterValue(t, b.m.repairedNames); n < 2 {
+			t.Errorf("b sent its records of %v keys, want one per refused write (2)", n)
+		}
+	}()
 	v1 := cs.getTable()
 	for _, bucket := range []int{0, 3} {
 		if row := v1.Serving[bucket]; !slices.Equal(row, []string{a.Addr(), b.Addr(), c.Addr()}) {

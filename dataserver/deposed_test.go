@@ -38,6 +38,11 @@ func TestDeposedMasterMarksItsCopyDiverged(t *testing.T) {
 	if !a.bucket(0).diverged.Load() {
 		t.Fatal("the deposed master's copy of bucket 0, with a write its slave never acknowledged, is not marked diverged")
 	}
+	// On the keys of the writes the slave never acknowledged, not whole
+	// (replrepair.go: the new master's records of them will do).
+	if names, all := a.bucket(0).divergedNames(); all || !slices.Contains(names, walkName{0, k1}) {
+		t.Fatalf("the deposed copy diverged on %v (whole: %v), want the unacknowledged writes' keys, %s among them", names, all, k1)
+	}
 	if a.bucket(2).diverged.Load() {
 		t.Fatal("bucket 2, still mastered here, is marked diverged")
 	}

@@ -317,7 +317,9 @@ func (s *Server) sendNameLocked(c *chunker, w *bucketWalk, b route.BucketID, n w
 		}
 	}
 	if err != nil {
-		w.endPiecesLocked()
+		if w != nil {
+			w.endPiecesLocked()
+		}
 		return false, err
 	}
 	return started, nil

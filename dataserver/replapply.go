@@ -109,9 +109,12 @@ func (s *Server) droppedBy(t *route.Table, b route.BucketID, from, session strin
 // lower). So the copies are made to agree again before either side can
 // be promoted: a slave reports its copy diverged (never promoted while
 // it is) and asks its master for a full copy; a master sets *resync, and
-// the caller has it send its slaves one at once (resyncDiverged). A copy
-// the table dropped (droppedBy) holds nothing to diverge, and an
-// abandoned move's items land on no copy.
+// the caller has it send its slaves one at once (resyncDiverged). When
+// the item's keys are known, only they are made to agree (replrepair.go):
+// a master sends its slaves its records of them at once
+// (repairAfterRefusal), a slave is diverged on them alone. A copy the
+// table dropped (droppedBy) holds nothing to diverge, and an abandoned
+// move's items land on no copy.
 func (s *Server) refuse(t *route.Table, it item, from, session string, resync *bool) string {
 	s.m.replRefused.Inc()
 	dropped := s.droppedBy(t, it.bucket, from, session)
@@ -122,6 +125,15 @@ func (s *Server) refuse(t *route.Table, it item, from, session string, resync *b
 			s.log.Warn("refused a write of a bucket this node holds: its copy may differ from one that took it; copying again",
 				"bucket", it.bucket, "from", from, "master", t.Master(it.bucket), "table", t.Version)
 			s.m.replRefusedHeld.Inc()
+		}
+		if names, ok := itemNames(it); ok {
+			if t.IsMaster(it.bucket, s.addr) {
+				go s.repairAfterRefusal(it.bucket, names)
+			} else {
+				s.markDivergedNames(it.bucket, names, true)
+				s.kickHeartbeat()
+			}
+			return refusal(it.seq, dropped)
 		}
 		s.markDiverged(it.bucket)
 		if t.IsMaster(it.bucket, s.addr) {
@@ -492,7 +504,7 @@ func (s *Server) applyItem(it item, from, session string, ver route.Version, scr
 	switch it.kind {
 	case kindBegin:
 		bk.inMig = session
-		bk.diverged.Store(false)
+		bk.clearDiverged()
 		bk.resume = nil
 		if it.keep {
 			s.beginResumeLocked(bk, session)
@@ -516,6 +528,9 @@ func (s *Server) applyItem(it item, from, session string, ver route.Version, scr
 		if err == nil {
 			err = s.restoreMigrated(it.bucket, rec)
 		}
+		if err == nil && !migSession(session) {
+			s.repairedName(bk, walkName{rec.Area, string(rec.Key)})
+		}
 		s.noteRestoreError(it.bucket, err)
 	case kindRecords:
 		cr := engines.NewChunkReader(it.record)
@@ -526,6 +541,9 @@ func (s *Server) applyItem(it item, from, session string, ver route.Version, scr
 			}
 			if err == nil {
 				err = s.restoreMigrated(it.bucket, rec)
+			}
+			if err == nil && !migSession(session) {
+				s.repairedName(bk, walkName{rec.Area, string(rec.Key)}) // a record from the master (replrepair.go)
 			}
 			s.noteRestoreError(it.bucket, err)
 			if err != nil && rec == nil {

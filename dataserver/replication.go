@@ -57,6 +57,17 @@ type waiter struct {
 	strict bool
 }
 
+// entry returns one of the write's stream entries (each carries the
+// write's commands), nil when it has none.
+func (p *pending) entry() *entry {
+	for _, w := range p.waits {
+		if w.e != nil {
+			return w.e
+		}
+	}
+	return nil
+}
+
 // replicateLocked appends propagated commands to bucket bk's streams;
 // bk.mu is held.
 func (s *Server) replicateLocked(bk *bucket, rt *routing, area uint16, prop [][][]byte, p *pending) {
@@ -210,7 +221,7 @@ func (s *Server) awaitBehind(w waiter) error {
 		case t == nil:
 		case !t.IsMaster(w.e.bucket, s.addr):
 			// Demoted meanwhile: the new master may lack the write.
-			s.markDiverged(w.e.bucket)
+			s.markDivergedEntry(w.e.bucket, w.e)
 			return envelope.Unsure(fmt.Sprintf("slave %s did not apply the write and this node is no longer the master of bucket %d", w.st.to, w.e.bucket))
 		case s.behindCovers(t, w.st) || !t.IsSlave(w.e.bucket, w.st.to):
 			return nil
@@ -256,7 +267,7 @@ func (s *Server) refusedWrite(p *pending, refused int, dropped []string) error {
 		switch {
 		case t == nil:
 		case !t.IsMaster(p.bucket, s.addr):
-			s.markDiverged(p.bucket)
+			s.markDivergedEntry(p.bucket, p.entry())
 			if refused+len(dropped) == len(p.waits) && !p.migrating && !s.bucket(p.bucket).handedOff.Load() {
 				return envelope.NotMasterOf(p.bucket, t.Version).Err()
 			}
@@ -268,7 +279,7 @@ func (s *Server) refusedWrite(p *pending, refused int, dropped []string) error {
 		case <-changed:
 		case <-timeout.C:
 			if refused == 0 {
-				s.markDiverged(p.bucket)
+				s.markDivergedEntry(p.bucket, p.entry())
 			}
 			return errRefusedUnsure(p.bucket)
 		}
@@ -288,7 +299,7 @@ func errRefusedUnsure(b route.BucketID) error {
 func (s *Server) droppedWrite(p *pending, t *route.Table) error {
 	for _, to := range t.Slaves(p.bucket) {
 		if !slices.ContainsFunc(p.waits, func(w waiter) bool { return w.st.to == to && !w.strict }) {
-			s.markDiverged(p.bucket)
+			s.markDivergedEntry(p.bucket, p.entry())
 			return envelope.Unsure(fmt.Sprintf("slave %s of bucket %d in table %d never had the write", to, p.bucket, t.Version))
 		}
 	}

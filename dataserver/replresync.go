@@ -29,7 +29,7 @@ import (
 
 func (s *Server) markDiverged(b route.BucketID) {
 	bk := s.bucket(b)
-	if bk == nil || bk.diverged.Swap(true) {
+	if bk == nil || bk.setDivergedAll() {
 		return
 	}
 	// Already a slave under the current table: ask now (a master again
@@ -55,7 +55,19 @@ func (s *Server) resyncDiverged(t *route.Table) {
 		if t.IsMaster(bk.id, s.addr) {
 			s.bulkMu.Lock()
 			bk.lock()
-			if rt.t.IsMaster(bk.id, s.addr) && bk.diverged.Load() {
+			if names, all := bk.divergedNames(); rt.t.IsMaster(bk.id, s.addr) && bk.diverged.Load() && !all {
+				// Diverged on known names: this copy's records of them.
+				ok, err := s.repairSlavesLocked(rt, bk.id, names)
+				switch {
+				case ok:
+					bk.clearDiverged()
+					s.log.Info("sent slaves this node's records of a diverged bucket's keys", "bucket", bk.id, "names", len(names))
+				case err != nil:
+					s.log.Error("repairing slaves' keys", "bucket", bk.id, "err", err)
+				default:
+					bk.setDivergedAll() // a slave's copy moves: the move's end copies it whole
+				}
+			} else if rt.t.IsMaster(bk.id, s.addr) && bk.diverged.Load() {
 				held := false
 				for _, st := range rt.slaves[bk.id] {
 					if slaveCopyMoving(rt.t, bk.id, st.to) {
@@ -71,7 +83,7 @@ func (s *Server) resyncDiverged(t *route.Table) {
 					// resyncs the copy's new holder.
 					s.log.Info("a diverged bucket's slave copy is moving: its full copy waits for the move's end", "bucket", bk.id)
 				} else {
-					bk.diverged.Store(false)
+					bk.clearDiverged()
 					s.log.Info("sent slaves a full copy of a diverged bucket", "bucket", bk.id)
 				}
 			}
@@ -90,7 +102,15 @@ func (s *Server) resyncDiverged(t *route.Table) {
 					return
 				}
 				m := tb.Master(bk.id)
-				if m != "" && s.askResync(m, bk.id) {
+				if names, all := bk.divergedNames(); !all && m != "" && s.askRepair(m, bk.id, names) {
+					s.log.Info("asked the master for its records of a diverged bucket's keys", "bucket", bk.id, "master", m, "names", len(names))
+					// Their records clear diverged (repairedName); ask
+					// again if they do not come.
+					for j := 0; j < 20 && bk.diverged.Load(); j++ {
+						time.Sleep(50 * time.Millisecond)
+					}
+					continue
+				} else if all && m != "" && s.askResync(m, bk.id) {
 					s.log.Info("asked the master for a full copy of a diverged bucket", "bucket", bk.id, "master", m)
 					// The copy's begin item clears diverged; ask again if
 					// it does not come.
@@ -171,7 +191,7 @@ func (s *Server) resyncRequest(out []byte, args [][]byte) []byte {
 		// marked diverged here, so the table that ends the move has this
 		// master send the copy's new holder a full copy (the moved copy
 		// is the diverged one).
-		bk.diverged.Store(true)
+		bk.setDivergedAll()
 		return resp.AppendError(out, "TRYAGAIN the slave's copy of the bucket is moving")
 	}
 	if _, err := s.pushSnapshotLocked(st, b, "resync"); err != nil {
@@ -267,7 +287,7 @@ func (s *Server) replaceStream(old *stream) {
 		if slaveCopyMoving(s.rt.Load().t, b, st.to) {
 			// Not to a moving copy (see slaveCopyMoving): the table
 			// that ends the move sends the new holder one.
-			bk.diverged.Store(true)
+			bk.setDivergedAll()
 			bk.unlock()
 			s.bulkMu.Unlock()
 			continue

@@ -410,6 +410,32 @@ func (st *stream) pendingFor(b route.BucketID) bool {
 	return false
 }
 
+// pendingNames returns the names the stream's unacknowledged items of
+// bucket b write (replrepair.go), false when one's are unknown.
+func (st *stream) pendingNames(b route.BucketID) ([]walkName, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var names []walkName
+	for _, e := range st.mu.q {
+		if e.bucket != b {
+			continue
+		}
+		ns, ok := entryNames(e)
+		if !ok {
+			return nil, false
+		}
+		for _, n := range ns {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+		if len(names) > repairMaxNames {
+			return nil, false
+		}
+	}
+	return names, len(names) > 0
+}
+
 // lost reports whether the stream gave up its receiver.
 func (st *stream) lost() bool {
 	st.mu.Lock()
@@ -444,7 +470,7 @@ func (st *stream) close(drain time.Duration) {
 			// receiver holds no copy of it any more (a dead slave the
 			// table dropped): no copy the table names lacks the write
 			// for it, and marking would send every slave a full copy.
-			st.s.markDiverged(e.bucket)
+			st.s.markDivergedEntry(e.bucket, e)
 		}
 	}
 	st.mu.q = nil
@@ -867,7 +893,7 @@ func (st *stream) ackUpTo(last uint64, refused map[uint64]bool, needs map[uint64
 			} else if e.kind == kindCmds && !st.mig {
 				// Applied here, refused there: this copy may hold a write
 				// the new master lacks.
-				st.s.markDiverged(e.bucket)
+				st.s.markDivergedEntry(e.bucket, e)
 			}
 		}
 		if e.kind == kindDigest {

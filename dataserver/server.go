@@ -234,8 +234,12 @@ type bucket struct {
 	resume *resumeCopy
 	// diverged: a write applied here was refused by a slave that had
 	// moved to a newer table; once this node is a slave of the bucket it
-	// asks its master for a full copy (replresync.go).
+	// asks its master for a full copy (replresync.go), or for its records
+	// of divNames, the names it diverged on, when known (replrepair.go;
+	// nil: the whole bucket). Changed under divMu.
 	diverged  atomic.Bool
+	divMu     sync.Mutex
+	divNames  map[walkName]struct{}
 	resyncing atomic.Bool
 	// handedOff: this node was the bucket's master and gave the role up
 	// at the end of a move it sourced, whose destination received every
