@@ -190,7 +190,23 @@ func (s *Server) markDeposed(old, t *route.Table) {
 		}
 		for _, st := range rt.slaves[b] {
 			if st.unreachable.Load() && st.pendingFor(b) {
-				names, ok := st.pendingNames(b)
+				// The keys of every write of the bucket some slave has
+				// not acknowledged: the new master may lack any of them.
+				var names []walkName
+				ok := true
+				for _, x := range rt.slaves[b] {
+					ns, known := x.pendingNames(b)
+					if !known && x.pendingFor(b) {
+						ok = false
+						break
+					}
+					for _, n := range ns {
+						if !slices.Contains(names, n) {
+							names = append(names, n)
+						}
+					}
+				}
+				ok = ok && len(names) > 0 && len(names) <= repairMaxNames
 				s.log.Warn("deposed with writes its slave never acknowledged: this copy will be repaired from the new master",
 					"bucket", b, "slave", st.to, "new_master", t.Master(b), "keys", len(names), "whole", !ok)
 				s.markDivergedNames(b, names, ok)
