@@ -35,6 +35,7 @@ type metrics struct {
 	migSkipped        prometheus.Counter
 	divergedKeyed     prometheus.Counter
 	repairedNames     prometheus.Counter
+	repairedWrites    prometheus.Counter
 	areaCommands      *prometheus.CounterVec
 	// fullCopies and fullCopyRecords count the whole buckets this node
 	// sent to another node, by reason (fullCopy).
@@ -65,6 +66,7 @@ func newMetrics() *metrics {
 		migResumes:        c("migration_resumes_total", "Move attempts that resumed the copy their destination held instead of copying from zero."),
 		migSkipped:        c("migration_resume_skipped_total", "Keys a resumed move found equal at its destination and did not send again."),
 		divergedKeyed:     c("diverged_keyed_total", "Times a copy of a bucket diverged on known keys (repaired key by key, replrepair.go) rather than whole."),
+		repairedWrites:    c("replication_repaired_writes_total", "Writes a dropped copy refused that this node brought the copy's new holder as its records of their keys, and then acknowledged."),
 		repairedNames:     c("repaired_keys_total", "Keys this node sent a slave its records of to repair a diverged copy (TAIR.REPAIR, a refused write)."),
 		areaCommands: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
 			Name: "area_commands_total", Help: "Commands by area, kind (read/write) and result (ok/error) (stats hook)."}, []string{"area", "kind", "result"}),
@@ -72,7 +74,7 @@ func newMetrics() *metrics {
 			Name: "heartbeats_total", Help: "Heartbeats by result."}, []string{"result"}),
 	}
 	m.reg.MustRegister(m.requests, m.leaseRefusals, m.replTimeouts, m.replEntries, m.replRefused, m.replDroppedWrites, m.replRefusedHeld,
-		m.replApplyErrors, m.migApplyMisses, m.forwarded, m.flowLimited, m.panics, m.stalls, m.offLoop, m.migSumMismatches, m.migResumes, m.migSkipped, m.divergedKeyed, m.repairedNames, m.heartbeats, m.areaCommands,
+		m.replApplyErrors, m.migApplyMisses, m.forwarded, m.flowLimited, m.panics, m.stalls, m.offLoop, m.migSumMismatches, m.migResumes, m.migSkipped, m.divergedKeyed, m.repairedNames, m.repairedWrites, m.heartbeats, m.areaCommands,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.fullCopies = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
 		Name: "full_copies_total", Help: "Whole-bucket copies this node started sending to another node, by reason (migration, resync, resync_master, replace_stream)."}, []string{"reason"})

@@ -247,10 +247,11 @@ type chunker struct {
 	st    *stream
 	b     route.BucketID
 	chunk []byte
-	in    int // records in chunk
-	recs  int // records pushed in all
-	names int // names sent whole (sendNameLocked)
-	bytes int // bytes encoded since reset
+	in    int    // records in chunk
+	recs  int    // records pushed in all
+	names int    // names sent whole (sendNameLocked)
+	bytes int    // bytes encoded since reset
+	last  *entry // the last chunk pushed
 }
 
 const chunkRoom = 16
@@ -283,7 +284,7 @@ func (c *chunker) flush() {
 	start := chunkRoom - len(h)
 	copy(c.chunk[start:], h)
 	c.chunk = append(c.chunk, '\r', '\n')
-	c.st.push(c.b, 0, kindRecords, payload{data: c.chunk[start:], nargs: 1, recs: c.in})
+	c.last = c.st.push(c.b, 0, kindRecords, payload{data: c.chunk[start:], nargs: 1, recs: c.in})
 	c.chunk, c.in = nil, 0
 }
 

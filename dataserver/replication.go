@@ -296,14 +296,90 @@ func errRefusedUnsure(b route.BucketID) error {
 // t serves agree; the refusing ones are no copies any more). Otherwise a
 // slave t names may lack it: -TIMEOUT, and this copy is marked diverged
 // (its slaves get a full copy).
+//
+// A slave t names that the write did not wait for (a copy's new holder:
+// the write went to its old one, which refused it as dropped) is sent
+// this node's records of the write's keys, and the write stands once it
+// has applied them (repairNewSlaves).
 func (s *Server) droppedWrite(p *pending, t *route.Table) error {
+	var missing []string
 	for _, to := range t.Slaves(p.bucket) {
 		if !slices.ContainsFunc(p.waits, func(w waiter) bool { return w.st.to == to && !w.strict }) {
-			s.markDivergedEntry(p.bucket, p.entry())
-			return envelope.Unsure(fmt.Sprintf("slave %s of bucket %d in table %d never had the write", to, p.bucket, t.Version))
+			missing = append(missing, to)
 		}
 	}
+	if len(missing) > 0 {
+		if err := s.repairNewSlaves(p, t, missing); err != nil {
+			s.log.Info("a write refused by a dropped copy did not reach the copy's new holder", "bucket", p.bucket, "slaves", missing, "err", err)
+			s.markDivergedEntry(p.bucket, p.entry())
+			return envelope.Unsure(fmt.Sprintf("slave %s of bucket %d in table %d never had the write", missing[0], p.bucket, t.Version))
+		}
+		s.m.repairedWrites.Inc()
+	}
 	s.m.replDroppedWrites.Inc()
+	return nil
+}
+
+// errNoRepair: repairNewSlaves cannot bring the slaves the write.
+var errNoRepair = errors.New("the write's keys or the slaves' streams are unknown here")
+
+// repairNewSlaves brings the slaves (missing) that table t names for p's
+// bucket, and that p's write did not reach, the write: this node's
+// records of its keys (replrepair.go), pushed on their streams under the
+// bucket's lock and waited for as the write's own entries are. It fails
+// when the write's keys are unknown, this node's routing is not t's, or a
+// slave's stream is missing or its copy moving.
+func (s *Server) repairNewSlaves(p *pending, t *route.Table, missing []string) error {
+	names, ok := entryNames(p.entry())
+	bk := s.bucket(p.bucket)
+	if !ok || bk == nil {
+		return errNoRepair
+	}
+	var waits []waiter
+	err := func() error {
+		s.bulkMu.Lock()
+		defer s.bulkMu.Unlock()
+		bk.lock()
+		defer bk.unlock()
+		rt := s.rt.Load()
+		if rt == nil || rt.t.Version != t.Version || !rt.t.IsMaster(p.bucket, s.addr) {
+			return errNoRepair
+		}
+		var streams []*stream
+		for _, to := range missing {
+			i := slices.IndexFunc(rt.slaves[p.bucket], func(x *stream) bool { return x.to == to })
+			if i < 0 || slaveCopyMoving(rt.t, p.bucket, to) {
+				return errNoRepair
+			}
+			streams = append(streams, rt.slaves[p.bucket][i])
+		}
+		for _, st := range streams {
+			c := &chunker{st: st, b: p.bucket}
+			for _, n := range names {
+				if _, err := s.sendNameLocked(c, nil, p.bucket, n, true, false); err != nil {
+					return err
+				}
+			}
+			c.flush()
+			s.m.repairedNames.Add(float64(len(names)))
+			waits = append(waits, waiter{st: st, e: c.last, strict: true})
+		}
+		return nil
+	}()
+	if err != nil {
+		return err
+	}
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for _, w := range waits {
+		if err := s.await(w, &timer); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package dataserver
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/tairkv/tair/resp"
 )
@@ -67,5 +68,53 @@ func TestRepairRequestBadInput(t *testing.T) {
 	}
 	if got := c.do("PING"); got != "+PONG" {
 		t.Fatalf("PING after bad TAIR.REPAIRs = %q", got)
+	}
+}
+
+// TestDroppedCopysNewHolderGetsTheWrite: a write that the bucket's old
+// slave refuses because a newer table dropped its copy, while the master
+// is still on the older table, never reached the slave that newer table
+// names in its place. Once the master learns the table it brings that
+// slave its records of the write's keys and waits for them: the write
+// stands (+OK, not -TIMEOUT), and the new slave holds it at the master's
+// version.
+func TestDroppedCopysNewHolderGetsTheWrite(t *testing.T) {
+	cs, nodes := clusterN(t, 3, func(_ int, c *Config) { c.ReplicationTimeout = 5 * time.Second })
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	v2 := cs.getTable().Clone()
+	v2.Version = 2
+	v2.Serving[0] = []string{a.Addr(), b.Addr()}
+	cs.setTable(v2)
+	waitVersion(t, 2, a, b, c)
+	// Table 3 gives b's copy to c; b and c learn it before a does.
+	v3 := v2.Clone()
+	v3.Version = 3
+	v3.Serving[0] = []string{a.Addr(), c.Addr()}
+	b.applyTable(v3)
+	c.applyTable(v3)
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		cs.setTable(v3)
+	}()
+	k := keyIn("moved-copy", 0, q, 0)
+	if got := dial(t, a.Addr()).do(x(2, "SET", k, "1")...); got != "+OK" {
+		t.Fatalf("a write refused by the dropped copy, its new holder repaired: %q", got)
+	}
+	if v, ok := engineGet(c, k); !ok || v != "1" {
+		t.Fatalf("the new slave c holds %q, %v after the acknowledged write", v, ok)
+	}
+	ea, err1 := a.Engine().Get(engineKey(0, k))
+	ec, err2 := c.Engine().Get(engineKey(0, k))
+	if err1 != nil || err2 != nil || ea.Version != ec.Version {
+		t.Fatalf("versions: master %d (%v), new slave %d (%v)", ea.Version, err1, ec.Version, err2)
+	}
+	if hasKey(b, k) {
+		t.Fatal("the dropped copy b applied the write")
+	}
+	if a.bucket(0).diverged.Load() {
+		t.Fatal("the master's copy is marked diverged: every copy the table names has the write")
+	}
+	if n := counterValue(t, a.m.repairedWrites); n != 1 {
+		t.Fatalf("%v writes repaired, want 1", n)
 	}
 }
