@@ -90,6 +90,31 @@ func Bench(b *testing.B, open BenchOpenFunc) {
 			}
 		}
 	})
+	b.Run("PutRandom1M", func(b *testing.B) {
+		// Overwrites in random order over a million keys, as a cluster's
+		// SETs land on a dataserver (redis-benchmark -r): each write's
+		// record and its neighbours are cache misses, unlike Put's
+		// sequential pass.
+		e := benchOpen(b, open)
+		keys, val := benchKeys(1_000_000)
+		for _, k := range keys {
+			if _, err := e.Put(k, val, engines.PutOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		r := rand.New(rand.NewPCG(1, 2))
+		order := make([]int32, 1<<20)
+		for i := range order {
+			order[i] = int32(r.IntN(len(keys)))
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if _, err := e.Put(keys[order[i&(len(order)-1)]], val, engines.PutOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("Get", func(b *testing.B) {
 		e, keys := benchFilled(b, open)
 		b.ReportAllocs()

@@ -610,7 +610,8 @@ func (s *Store) putLocked(sh *shard, tab *table, ps *pset, r *generic.Ref, key [
 	need := hdrLen(exp) + len(key) + len(e.Value)
 	var oldCharge int64
 	oldExp, oldHidden := int64(0), false
-	if h == 0 {
+	fresh := h == 0
+	if fresh {
 		if tab == nil {
 			tab = newTable()
 			sh.tables[r.Area] = tab
@@ -664,7 +665,10 @@ func (s *Store) putLocked(sh *shard, tab *table, ps *pset, r *generic.Ref, key [
 		if sh.bits(h)&bitObj != 0 {
 			delete(sh.objs, h)
 		}
-		tab.lru.moveToFront(sh, h)
+		// Not moved to the front of the recency list now (its
+		// neighbours' headers are two more cache misses per write): its
+		// referenced bit, set below, moves it there when the eviction's
+		// CLOCK hand reaches it, as a read does.
 	}
 	b := sh.hdr(h)
 	le.PutUint64(b[offVersion:], uint64(e.Version))
@@ -698,7 +702,11 @@ func (s *Store) putLocked(sh *shard, tab *table, ps *pset, r *generic.Ref, key [
 		a.bytes.Add(d)
 		s.total.Add(d)
 	}
-	sh.clearRef(h)
+	if fresh {
+		sh.clearRef(h)
+	} else {
+		sh.setRef(h)
+	}
 	return h
 }
 

@@ -149,6 +149,14 @@ func (sh *shard) referenced(h slab.Handle) bool {
 	return accessWord(sh.access(h).Load()).ref()
 }
 
+// setRef sets the referenced bit (under the shard's exclusive lock).
+func (sh *shard) setRef(h slab.Handle) {
+	a := sh.access(h)
+	if w := a.Load(); w&accessRefBit == 0 {
+		a.Store(w | accessRefBit)
+	}
+}
+
 // clearRef clears the referenced bit (under the shard's exclusive lock).
 func (sh *shard) clearRef(h slab.Handle) {
 	a := sh.access(h)
