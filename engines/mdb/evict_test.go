@@ -134,6 +134,49 @@ func TestReadsProtectFromEviction(t *testing.T) {
 	}
 }
 
+// TestWritesProtectFromEviction: a key overwritten now and then stays
+// while cold keys written once around it are evicted (an overwrite marks
+// the record referenced rather than moving it in the recency list: the
+// CLOCK hand gives it its second chance, as after a read), and the
+// oldest key written once, never again, is evicted.
+func TestWritesProtectFromEviction(t *testing.T) {
+	e, _, _ := openMdb(t, 0, 0)
+	e.SetQuota(0, 512<<10)
+	value := make([]byte, 100)
+	const hot = 50
+	for i := 0; i < hot; i++ {
+		if _, err := e.Put(ak(0, "hot-%d", i), value, engines.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.Put(ak(0, "once"), value, engines.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20000; i++ {
+		if _, err := e.Put(ak(0, "cold-%d", i), value, engines.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if i%100 == 0 {
+			for h := 0; h < hot; h++ {
+				if _, err := e.Put(ak(0, "hot-%d", h), value, engines.PutOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if ev := e.Stats(0).Evictions; ev == 0 {
+		t.Fatal("no evictions: the test wrote less than the quota")
+	}
+	for h := 0; h < hot; h++ {
+		if _, err := e.Get(ak(0, "hot-%d", h)); err != nil {
+			t.Fatalf("hot key %d, overwritten every 100 cold writes, evicted: %v", h, err)
+		}
+	}
+	if _, err := e.Get(ak(0, "once")); !errors.Is(err, errs.ErrNotFound) {
+		t.Fatalf("a key written once before 20000 others survived: %v", err)
+	}
+}
+
 func TestExpiredEvictedFirst(t *testing.T) {
 	const quota = 1 << 20
 	value := make([]byte, 200)
