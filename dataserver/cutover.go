@@ -1,6 +1,7 @@
 package dataserver
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -192,21 +193,15 @@ func (s *Server) markDeposed(old, t *route.Table) {
 			if st.unreachable.Load() && st.pendingFor(b) {
 				// The keys of every write of the bucket some slave has
 				// not acknowledged: the new master may lack any of them.
-				var names []walkName
+				set := map[walkName]struct{}{}
 				ok := true
 				for _, x := range rt.slaves[b] {
-					ns, known := x.pendingNames(b)
-					if !known && x.pendingFor(b) {
-						ok = false
+					if ok = x.pendingNames(b, set); !ok {
 						break
 					}
-					for _, n := range ns {
-						if !slices.Contains(names, n) {
-							names = append(names, n)
-						}
-					}
 				}
-				ok = ok && len(names) > 0 && len(names) <= repairMaxNames
+				names := slices.Collect(maps.Keys(set))
+				ok = ok && len(names) > 0
 				s.log.Warn("deposed with writes its slave never acknowledged: this copy will be repaired from the new master",
 					"bucket", b, "slave", st.to, "new_master", t.Master(b), "keys", len(names), "whole", !ok)
 				s.markDivergedNames(b, names, ok)

@@ -48,6 +48,10 @@ import (
 // whole bucket is copied.
 const repairMaxNames = 1024
 
+// repairMaxItems bounds the unacknowledged writes a deposed master reads
+// the names of (markDeposed): a backlog longer than that is copied whole.
+const repairMaxItems = 4096
+
 // itemNames returns the names an item's commands write, false when the
 // item carries anything else or a command whose keys are unknown.
 func itemNames(it item) ([]walkName, bool) {
@@ -68,6 +72,9 @@ func itemNames(it item) ([]walkName, bool) {
 		if len(idx) == 0 {
 			return nil, false
 		}
+		if len(names)+len(idx) > repairMaxNames {
+			return nil, false
+		}
 		for _, i := range idx {
 			n := walkName{it.area, string(c[i])}
 			if !slices.Contains(names, n) {
@@ -75,7 +82,7 @@ func itemNames(it item) ([]walkName, bool) {
 			}
 		}
 	}
-	return names, len(names) > 0 && len(names) <= repairMaxNames
+	return names, len(names) > 0
 }
 
 // entryNames returns the names a pushed entry's commands write (see

@@ -410,30 +410,33 @@ func (st *stream) pendingFor(b route.BucketID) bool {
 	return false
 }
 
-// pendingNames returns the names the stream's unacknowledged items of
-// bucket b write (replrepair.go), false when one's are unknown.
-func (st *stream) pendingNames(b route.BucketID) ([]walkName, bool) {
+// pendingNames adds to names the names the stream's unacknowledged items
+// of bucket b write (replrepair.go); false when one's are unknown, or
+// when they are more than repairMaxNames or come from more than
+// repairMaxItems items (a backlog: the full copy is due then).
+func (st *stream) pendingNames(b route.BucketID, names map[walkName]struct{}) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	var names []walkName
+	items := 0
 	for _, e := range st.mu.q {
 		if e.bucket != b {
 			continue
 		}
+		if items++; items > repairMaxItems {
+			return false
+		}
 		ns, ok := entryNames(e)
 		if !ok {
-			return nil, false
+			return false
 		}
 		for _, n := range ns {
-			if !slices.Contains(names, n) {
-				names = append(names, n)
-			}
+			names[n] = struct{}{}
 		}
 		if len(names) > repairMaxNames {
-			return nil, false
+			return false
 		}
 	}
-	return names, len(names) > 0
+	return true
 }
 
 // lost reports whether the stream gave up its receiver.
