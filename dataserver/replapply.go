@@ -108,14 +108,15 @@ func (s *Server) droppedBy(t *route.Table, b route.BucketID, from, session strin
 // next ones, and was promoted with the latest value at a version four
 // lower). So the copies are made to agree again before either side can
 // be promoted: a slave reports its copy diverged (never promoted while
-// it is) and asks its master for a full copy; a master sets *resync, and
-// the caller has it send its slaves one at once (resyncDiverged). When
-// the item's keys are known, only they are made to agree (replrepair.go):
-// a master sends its slaves its records of them at once
-// (repairAfterRefusal), a slave is diverged on them alone. A copy the
+// it is) and asks its master for a full copy; a master has it sent to its
+// slaves once the batch is through (rep, refusals.act, resyncDiverged).
+// When the item's keys are known, only they are made to agree
+// (replrepair.go): a master sends its slaves its records of them, all the
+// batch's refused keys of a bucket at once (repairAfterRefusal), a slave
+// is diverged on them alone. A copy the
 // table dropped (droppedBy) holds nothing to diverge, and an abandoned
 // move's items land on no copy.
-func (s *Server) refuse(t *route.Table, it item, from, session string, resync *bool) string {
+func (s *Server) refuse(t *route.Table, it item, from, session string, rep *refusals) string {
 	s.m.replRefused.Inc()
 	dropped := s.droppedBy(t, it.bucket, from, session)
 	if !dropped && it.kind == kindCmds && !migSession(session) && t != nil && t.Contains(it.bucket) &&
@@ -128,7 +129,7 @@ func (s *Server) refuse(t *route.Table, it item, from, session string, resync *b
 		}
 		if names, ok := itemNames(it); ok {
 			if t.IsMaster(it.bucket, s.addr) {
-				go s.repairAfterRefusal(it.bucket, names)
+				rep.repair(it.bucket, names)
 			} else {
 				s.markDivergedNames(it.bucket, names, true)
 				s.kickHeartbeat()
@@ -137,7 +138,7 @@ func (s *Server) refuse(t *route.Table, it item, from, session string, resync *b
 		}
 		s.markDiverged(it.bucket)
 		if t.IsMaster(it.bucket, s.addr) {
-			*resync = true
+			rep.resync = true
 		} else {
 			s.kickHeartbeat()
 		}
@@ -320,12 +321,9 @@ func (s *Server) replApply(out []byte, args [][]byte, p *pending) []byte {
 	rs.refused = nil
 	var chained []chainWait
 	var needs []string // digest items' reports (never on the loop: not commands)
-	stale, resync := false, false
-	defer func() {
-		if resync { // on every return: a batch handed off the loop too
-			go s.resyncDiverged(s.Table())
-		}
-	}()
+	stale := false
+	var rep refusals
+	defer rep.act(s) // on every return: a batch handed off the loop too
 	var scratch []byte
 	var cmdsBuf [4][][]byte // an item's commands, reused item to item
 	for i := 4; i < len(args); {
@@ -355,7 +353,7 @@ func (s *Server) replApply(out []byte, args [][]byte, p *pending) []byte {
 				s.fetchTableFrom(from)
 				break
 			}
-			refused = append(refused, s.refuse(t, it, from, session, &resync))
+			refused = append(refused, s.refuse(t, it, from, session, &rep))
 			rs.last = it.seq
 			continue
 		}
@@ -369,7 +367,7 @@ func (s *Server) replApply(out []byte, args [][]byte, p *pending) []byte {
 			return out
 		}
 		if !applied {
-			refused = append(refused, s.refuse(s.Table(), it, from, session, &resync))
+			refused = append(refused, s.refuse(s.Table(), it, from, session, &rep))
 		}
 		if e != nil {
 			chained = append(chained, chainWait{seq: it.seq, e: e, mig: mig})

@@ -1,6 +1,7 @@
 package dataserver
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -253,6 +254,41 @@ func (s *Server) repairSlavesLocked(rt *routing, b route.BucketID, names []walkN
 	return true, nil
 }
 
+// refusals collects what one TAIR.REPL batch's refusals call for, done
+// once the batch is through (act): the keys of the refused writes of
+// buckets this node masters, to repair on its slaves, by bucket; or a
+// full copy to its slaves of the buckets marked diverged whole.
+type refusals struct {
+	names  map[route.BucketID]map[walkName]struct{}
+	resync bool
+}
+
+func (r *refusals) repair(b route.BucketID, names []walkName) {
+	if r.names == nil {
+		r.names = map[route.BucketID]map[walkName]struct{}{}
+	}
+	set := r.names[b]
+	if set == nil {
+		set = map[walkName]struct{}{}
+		r.names[b] = set
+	}
+	for _, n := range names {
+		set[n] = struct{}{}
+	}
+}
+
+// act starts the repairs and the resync (off the caller's goroutine:
+// they take the copy lock and buckets' locks).
+func (r *refusals) act(s *Server) {
+	for b, set := range r.names {
+		names := slices.SortedFunc(maps.Keys(set), cmpWalkName)
+		go s.repairAfterRefusal(b, names)
+	}
+	if t := s.Table(); r.resync && t != nil {
+		go s.resyncDiverged(t)
+	}
+}
+
 // repairAfterRefusal makes the copies of bucket b agree on names after
 // this node refused a write of them that a deposed master applied (and
 // perhaps other copies): as the bucket's master it sends its records of
@@ -261,6 +297,13 @@ func (s *Server) repairSlavesLocked(rt *routing, b route.BucketID, names []walkN
 func (s *Server) repairAfterRefusal(b route.BucketID, names []walkName) {
 	bk := s.bucket(b)
 	if bk == nil {
+		return
+	}
+	if len(names) > repairMaxNames {
+		s.markDiverged(b)
+		if t := s.Table(); t != nil {
+			s.resyncDiverged(t)
+		}
 		return
 	}
 	s.bulkMu.Lock()
@@ -281,7 +324,9 @@ func (s *Server) repairAfterRefusal(b route.BucketID, names []walkName) {
 			s.log.Error("repairing slaves after a refused write", "bucket", b, "err", err)
 		}
 		s.markDiverged(b)
-		go s.resyncDiverged(s.Table())
+		if t := s.Table(); t != nil {
+			s.resyncDiverged(t)
+		}
 	default:
 		s.markDivergedNames(b, names, true)
 		s.kickHeartbeat()
