@@ -8,7 +8,6 @@ import (
 
 	"github.com/tairkv/tair/dataserver/exec"
 	"github.com/tairkv/tair/internal/command"
-	"github.com/tairkv/tair/internal/envelope"
 	"github.com/tairkv/tair/internal/redisnum"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/resp"
@@ -375,32 +374,11 @@ func (s *Server) repairRequest(out []byte, args [][]byte) []byte {
 		names = append(names, walkName{uint16(a), string(args[i+1])})
 	}
 	b, slave := route.BucketID(b64), string(args[2])
-	bk := s.bucket(b)
-	s.bulkMu.Lock()
-	defer s.bulkMu.Unlock()
-	bk.lock()
-	defer bk.unlock()
-	rt = s.rt.Load()
-	var st *stream
-	if rt.t.IsMaster(b, s.addr) {
-		for _, x := range rt.slaves[b] {
-			if x.to == slave {
-				st = x
-			}
+	return s.toSlaveStream(out, b, slave, func(st *stream) error {
+		if err := s.pushRepairLocked(st, b, names); err != nil {
+			return err
 		}
-	}
-	if st == nil {
-		return resp.AppendErr(out, envelope.NotMasterOf(b, rt.t.Version).Err())
-	}
-	if slaveCopyMoving(rt.t, b, slave) {
-		// As TAIR.RESYNC (resyncRequest): the move's end sends the
-		// copy's new holder a full copy.
-		bk.setDivergedAll()
-		return resp.AppendError(out, "TRYAGAIN the slave's copy of the bucket is moving")
-	}
-	if err := s.pushRepairLocked(st, b, names); err != nil {
-		return resp.AppendErr(out, err)
-	}
-	s.log.Info("repairing a slave copy's keys", "bucket", b, "slave", slave, "names", len(names))
-	return resp.AppendOK(out)
+		s.log.Info("repairing a slave copy's keys", "bucket", b, "slave", slave, "names", len(names))
+		return nil
+	})
 }

@@ -169,12 +169,30 @@ func (s *Server) resyncRequest(out []byte, args [][]byte) []byte {
 		return resp.AppendError(out, "ERR bad bucket")
 	}
 	b, slave := route.BucketID(b64), string(args[2])
+	return s.toSlaveStream(out, b, slave, func(st *stream) error {
+		if _, err := s.pushSnapshotLocked(st, b, "resync"); err != nil {
+			return err
+		}
+		s.log.Info("resyncing a slave copy", "bucket", b, "slave", slave)
+		return nil
+	})
+}
+
+// toSlaveStream answers a slave's request for bucket b (TAIR.RESYNC,
+// TAIR.REPAIR): under the copy lock and the bucket's lock, send pushes
+// what the slave asked for onto this node's stream to it; +OK, send's
+// error, NOTMASTER when this node does not master b for that slave, or
+// TRYAGAIN while the slave's copy moves. Not while it moves (see
+// slaveCopyMoving): the bucket is marked diverged here, so the table
+// that ends the move has this master send the copy's new holder a full
+// copy (the moved copy is the diverged one).
+func (s *Server) toSlaveStream(out []byte, b route.BucketID, slave string, send func(st *stream) error) []byte {
 	bk := s.bucket(b)
 	s.bulkMu.Lock()
 	defer s.bulkMu.Unlock()
 	bk.lock()
 	defer bk.unlock()
-	rt = s.rt.Load()
+	rt := s.rt.Load()
 	var st *stream
 	if rt.t.IsMaster(b, s.addr) {
 		for _, x := range rt.slaves[b] {
@@ -187,17 +205,12 @@ func (s *Server) resyncRequest(out []byte, args [][]byte) []byte {
 		return resp.AppendErr(out, envelope.NotMasterOf(b, rt.t.Version).Err())
 	}
 	if slaveCopyMoving(rt.t, b, slave) {
-		// Not while the copy moves (see slaveCopyMoving): the bucket is
-		// marked diverged here, so the table that ends the move has this
-		// master send the copy's new holder a full copy (the moved copy
-		// is the diverged one).
 		bk.setDivergedAll()
 		return resp.AppendError(out, "TRYAGAIN the slave's copy of the bucket is moving")
 	}
-	if _, err := s.pushSnapshotLocked(st, b, "resync"); err != nil {
+	if err := send(st); err != nil {
 		return resp.AppendErr(out, err)
 	}
-	s.log.Info("resyncing a slave copy", "bucket", b, "slave", slave)
 	return resp.AppendOK(out)
 }
 
