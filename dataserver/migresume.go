@@ -127,11 +127,19 @@ func (m *migration) resumeMode() bool {
 // skeys, whichever exist; held is false when neither does. An expired
 // record reads as missing (Get, PrefixRange) and a stored expiry is part
 // of recordHash, so two copies agree on a name only if they agree on its
-// expiry too. size is about the bytes read.
-func (s *Server) nameDigest(d *xxhash.Digest, b route.BucketID, n walkName) (sum uint64, held bool, size int, err error) {
-	k, e, kvs, err := s.readNameLocked(b, n)
+// expiry too. size is about the bytes read. With pieces, a name that
+// would go in pieces (bigName) is not digested: big says so.
+func (s *Server) nameDigest(d *xxhash.Digest, b route.BucketID, n walkName, pieces bool) (sum uint64, held, big bool, size int, err error) {
+	limit := 0
+	if pieces {
+		limit = pieceElems + 1
+	}
+	k, e, kvs, err := s.readNameLocked(b, n, limit)
 	if err != nil {
-		return 0, false, 0, err
+		return 0, false, false, 0, err
+	}
+	if pieces && (len(kvs) > pieceElems || e != nil && s.bigPlain(e)) {
+		return 0, true, true, 0, nil
 	}
 	if e != nil {
 		held = true
@@ -143,7 +151,7 @@ func (s *Server) nameDigest(d *xxhash.Digest, b route.BucketID, n walkName) (sum
 		sum += recordHash(d, n.area, k.Key, kvs[i].Key, &kvs[i].Entry)
 		size += len(kvs[i].Key) + len(kvs[i].Entry.Value)
 	}
-	return sum, held, size + len(n.key), nil
+	return sum, held, false, size + len(n.key), nil
 }
 
 // digestItem is a digest item's content (kindDigest).
@@ -347,7 +355,7 @@ func (s *Server) applyDigestLocked(b route.BucketID, r *resumeCopy, d *digestIte
 		if dn.whole {
 			continue
 		}
-		sum, held, _, err := s.nameDigest(&h, b, dn.name)
+		sum, held, _, _, err := s.nameDigest(&h, b, dn.name, false)
 		if err != nil || !held || sum != dn.sum {
 			needs = append(needs, i)
 		}
@@ -522,7 +530,13 @@ func (m *migration) digestSliceLocked(c *chunker, w *bucketWalk, queue []walkNam
 	for *qpos < len(queue) && *qpos-start < walkSliceNames && c.bytes < walkSliceBytes {
 		n := queue[*qpos]
 		*qpos++
-		if _, dirty := w.dirty[n]; dirty {
+		sum, held, big, size, err := s.nameDigest(&h, b, n, true)
+		if err != nil {
+			return 0, err
+		}
+		if _, dirty := w.dirty[n]; dirty || big {
+			// A big key goes whole too (in pieces): its digest would
+			// read all of it under one hold of the lock.
 			started, err := s.sendNameLocked(c, w, b, n, true, true)
 			if err != nil {
 				return 0, err
@@ -533,10 +547,6 @@ func (m *migration) digestSliceLocked(c *chunker, w *bucketWalk, queue []walkNam
 				break // its next pieces take holds of their own
 			}
 			continue
-		}
-		sum, held, size, err := s.nameDigest(&h, b, n)
-		if err != nil {
-			return 0, err
 		}
 		c.bytes += size
 		if held {

@@ -55,7 +55,7 @@ func TestResumeDigestApply(t *testing.T) {
 	}
 	var h xxhash.Digest
 	sum := func(key string) uint64 {
-		v, held, _, err := s.nameDigest(&h, b, walkName{0, key})
+		v, held, _, _, err := s.nameDigest(&h, b, walkName{0, key}, false)
 		if err != nil || !held {
 			t.Fatalf("digest of %q: %v held %v", key, err, held)
 		}
@@ -223,8 +223,12 @@ func runningMove(t *testing.T, node *Server, b route.BucketID) *migration {
 // source's, others with another value, another expiry only, or missing,
 // and keys the source deleted since). The move resumes it and sends
 // only what differs (exact counts), and the copy ends exactly as the
-// source's: the stale keys gone, the checksum passing at once.
+// source's: the stale keys gone, the checksum passing at once. A big key
+// (a hash of more than a piece) is not digested, which would read all of
+// it in one hold of the lock: it goes whole, in pieces.
 func TestResumedMoveMakesStaleCopyExact(t *testing.T) {
+	defer func(p int) { pieceElems = p }(pieceElems)
+	pieceElems = 100
 	cs, nodes, t1 := moveCluster(t, func(int, *Config) {})
 	a, b, c := nodes[0], nodes[1], nodes[2]
 	const bucket = 0
@@ -239,6 +243,13 @@ func TestResumedMoveMakesStaleCopyExact(t *testing.T) {
 	}
 	if r := ca.do(x(1, "HSET", keyIn("h", bucket, q, 0), "f1", "1", "f2", "2")...); r != ":2" {
 		t.Fatalf("HSET: %q", r)
+	}
+	big := x(1, "HSET", keyIn("big", bucket, q, 0))
+	for i := range 250 {
+		big = append(big, "f"+strconv.Itoa(i), strconv.Itoa(i))
+	}
+	if r := ca.do(big...); r != ":250" {
+		t.Fatalf("HSET big: %q", r)
 	}
 	testutil.Eventually(t, 5*time.Second, func() bool {
 		_, ok := engineGet(b, keyIn("pre", bucket, q, n-1))
@@ -280,12 +291,13 @@ func TestResumedMoveMakesStaleCopyExact(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, want := c.bucketKeys(bucket), int64(n+1-missing+gone); got != want {
+	if got, want := c.bucketKeys(bucket), int64(n+2-missing+gone); got != want {
 		t.Fatalf("the stale copy holds %d keys, want %d", got, want)
 	}
 
 	mismatches := counterValue(t, a.m.migSumMismatches)
 	skippedBefore := counterValue(t, a.m.migSkipped)
+	piecesBefore := a.walkPieces.Load()
 	startMove(cs, t1, bucket, a.Addr(), c.Addr())
 	m := runningMove(t, a, bucket)
 	testutil.Eventually(t, 20*time.Second, func() bool {
@@ -294,11 +306,15 @@ func TestResumedMoveMakesStaleCopyExact(t *testing.T) {
 	}, "the move did not complete")
 	waitVersion(t, cs.getTable().Version, nodes...)
 
-	// Needed: the keys with another expiry, another value, or missing.
+	// Needed: the keys with another expiry, another value, or missing;
+	// sent: those and the big hash.
 	wantNeeded := int64(ttls + changed + missing)
-	if !m.resumed.Load() || m.skipped.Load() != n+1-wantNeeded || m.needed.Load() != wantNeeded || m.sent.Load() != wantNeeded {
+	if !m.resumed.Load() || m.skipped.Load() != n+1-wantNeeded || m.needed.Load() != wantNeeded || m.sent.Load() != wantNeeded+1 {
 		t.Fatalf("resumed %v, skipped %d, needed %d, sent %d; want resumed, %d, %d, %d",
-			m.resumed.Load(), m.skipped.Load(), m.needed.Load(), m.sent.Load(), n+1-wantNeeded, wantNeeded, wantNeeded)
+			m.resumed.Load(), m.skipped.Load(), m.needed.Load(), m.sent.Load(), n+1-wantNeeded, wantNeeded, wantNeeded+1)
+	}
+	if d := a.walkPieces.Load() - piecesBefore; d != 1 {
+		t.Fatalf("%d keys went in pieces, want the big hash", d)
 	}
 	if d := counterValue(t, a.m.migSkipped) - skippedBefore; d != float64(n+1-wantNeeded) {
 		t.Fatalf("the skipped counter grew by %v, want %d", d, n+1-wantNeeded)

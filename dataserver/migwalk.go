@@ -197,7 +197,7 @@ func (w *bucketWalk) noteLocked(area uint16, cmds [][][]byte) {
 			continue
 		}
 		if p := w.inflight; len(idx) == 1 && p != nil && p.name.area == area && p.name.key == string(c[idx[0]]) {
-			if commutesWithPieces(p.typ, c[0]) {
+			if p.prefix || commutesWithPieces(p.typ, c[0]) {
 				continue // a big key's pieces and this write commute
 			}
 			// The write acts on the partial copy by position: the
@@ -291,23 +291,39 @@ func (c *chunker) flush() {
 // sendNameLocked reads name n of bucket b as it is now and adds it to c:
 // its plain record and its pkey, whichever exist; a namespace that does
 // not exist is sent as a tombstone when tomb says the destination may
-// hold something there. With pieces, a big hash, set, sorted set or list of an in-memory
-// engine is sent in pieces (started: its first one, the rest to follow,
-// continuePiecesLocked). The bucket's lock is held.
+// hold something there. With pieces, a big key (see "Big keys in
+// pieces") is sent in pieces (started: its first one, the rest to
+// follow, continuePiecesLocked). The bucket's lock is held.
 func (s *Server) sendNameLocked(c *chunker, w *bucketWalk, b route.BucketID, n walkName, tomb, pieces bool) (started bool, err error) {
 	c.names++
-	k, e, kvs, err := s.readNameLocked(b, n)
+	limit := 0
+	if pieces {
+		limit = pieceElems + 1 // more than a piece: the pkey goes in pieces
+	}
+	k, e, kvs, err := s.readNameLocked(b, n, limit)
 	if err != nil {
 		return false, err
 	}
 	switch {
 	case e != nil:
-		if pieces && !s.eng.Persistent() && !e.Hidden && e.Object != nil && e.Object.Len() > pieceElems {
+		if pieces && s.bigPlain(e) {
 			started = s.startPiecesLocked(w, n, e)
 		}
 		err = c.add(&engines.Record{Area: n.area, Key: k.Key, Entry: *e})
 	case tomb:
 		err = c.add(plainTombstone(n.area, k.Key))
+	}
+	if err == nil && len(kvs) > pieceElems && limit > 0 {
+		if started {
+			// The plain record goes in pieces already: the pkey goes
+			// whole (a name holding both, big, in an in-memory engine).
+			kvs, err = s.eng.PrefixRange(k, engines.RangeOptions{})
+		} else {
+			kvs = kvs[:pieceElems]
+			w.inflight = &pieceState{name: n, prefix: true, after: slices.Clone(kvs[len(kvs)-1].Key)}
+			s.walkPieces.Add(1)
+			started = true
+		}
 	}
 	if err == nil {
 		switch {
@@ -326,11 +342,18 @@ func (s *Server) sendNameLocked(c *chunker, w *bucketWalk, b route.BucketID, n w
 	return started, nil
 }
 
+// bigPlain reports whether plain record e goes in pieces: an object of
+// more than pieceElems elements, not hidden, in an in-memory engine (a
+// persistent engine decodes its objects whole at every read).
+func (s *Server) bigPlain(e *engines.Entry) bool {
+	return e.Object != nil && !e.Hidden && e.Object.Len() > pieceElems && !s.eng.Persistent()
+}
+
 // readNameLocked reads name n of bucket b in both its namespaces: its
 // plain record (nil when there is none) and its pkey's skeys (none when
-// there is no pkey). k is the name's engine key. The bucket's lock is
-// held.
-func (s *Server) readNameLocked(b route.BucketID, n walkName) (k engines.Key, plain *engines.Entry, skeys []engines.KV, err error) {
+// there is no pkey; the first limit of them when limit is not 0). k is
+// the name's engine key. The bucket's lock is held.
+func (s *Server) readNameLocked(b route.BucketID, n walkName, limit int) (k engines.Key, plain *engines.Entry, skeys []engines.KV, err error) {
 	k = engines.Key{Bucket: uint32(b), Area: n.area, Key: []byte(n.key), NoStats: true, NoTouch: true}
 	e, err := s.eng.Get(k)
 	switch {
@@ -339,7 +362,7 @@ func (s *Server) readNameLocked(b route.BucketID, n walkName) (k engines.Key, pl
 	case !errors.Is(err, errs.ErrNotFound):
 		return k, nil, nil, err
 	}
-	skeys, err = s.eng.PrefixRange(k, engines.RangeOptions{})
+	skeys, err = s.eng.PrefixRange(k, engines.RangeOptions{Limit: limit})
 	if err != nil && !errors.Is(err, errs.ErrNotFound) {
 		return k, nil, nil, err
 	}
@@ -391,7 +414,25 @@ func pkeyTombstone(area uint16, key []byte) *engines.Record {
 // pieces the key is gone, hidden, of another type or (for the kinds
 // paused in a map iteration or a listing) another object, the rest is
 // not sent and the key is dirty, sent again whole or as a tombstone.
-// Streams go whole.
+//
+// TairHashes (ds.ExHash) and streams go as merged records
+// (engines.Record.Merge), which carry their elements exactly (a TairHash
+// field's version and expiry, a stream entry's id): a TairHash's pieces
+// are its fields, expired ones not yet purged included (a paused
+// iteration of its map, as a hash's), and every single-key write passes
+// between them, field by field; a stream's first piece is the stream
+// with its groups, ids and node layout but only its first entries, the
+// others follow in id order, and every write to it stops its pieces, as
+// a list's.
+//
+// A pkey of more than pieceElems skeys (every engine: a persistent
+// engine's hashes and TairHashes, any engine's Tair prefix records) goes
+// the same way: its first pieceElems skeys as its record, which replaces
+// the pkey, then the next ones in skey order, read as they are when each
+// is sent (after the last skey sent), as merged records. A pkey is a set
+// of records of their own that every write changes skey by skey or
+// whole (DEL, a type change), never by position, so every single-key
+// write passes, as a hash's do.
 
 // pieceElems is the most elements of a big key sent in one piece (a
 // variable for the tests). It is above Redis's listpack sizes (128), so
@@ -407,10 +448,16 @@ type pieceState struct {
 	// as they were then; members[:next] were sent.
 	members []string
 	next    int
-	// A hash or a sorted set: the paused iteration of its map.
+	// A hash, a sorted set or a TairHash: the paused iteration of its
+	// map.
 	pull  func() (string, string, bool)
 	pullZ func() (string, float64, bool)
+	pullX func() (string, *ds.ExField, bool)
 	stop  func()
+	// A pkey (prefix) or a stream: the last skey or entry id sent.
+	prefix  bool
+	after   []byte
+	afterID ds.StreamID
 }
 
 // startPiecesLocked makes e (of name n) its first piece and notes the
@@ -465,6 +512,22 @@ func (s *Server) startPiecesLocked(w *bucketWalk, n walkName, e *engines.Entry) 
 		}
 		p.members = elems[pieceElems:]
 		e.Object = first
+	case *ds.ExHash:
+		p.pullX, p.stop = iter.Pull2(iter.Seq2[string, *ds.ExField](o.RangeAll))
+		first := ds.NewExHash()
+		first.AutoExpire = o.AutoExpire
+		for first.Len() < pieceElems {
+			f, v, ok := p.pullX()
+			if !ok {
+				break
+			}
+			first.Set(f, *v)
+		}
+		e.Object = first
+	case *ds.Stream:
+		first := o.PieceHead(pieceElems)
+		p.afterID = first.Last().ID
+		e.Object = first
 	default:
 		return false
 	}
@@ -478,7 +541,7 @@ func (s *Server) startPiecesLocked(w *bucketWalk, n walkName, e *engines.Entry) 
 // element by element as on the master (see above).
 func commutesWithPieces(typ engines.ValueType, verb []byte) bool {
 	switch typ {
-	case engines.TypeHash, engines.TypeSet:
+	case engines.TypeHash, engines.TypeSet, engines.TypeExHash:
 		return true
 	case engines.TypeZSet:
 		spec := command.Lookup(verb)
@@ -510,19 +573,47 @@ var (
 	replVer   = []byte("TAIR.REPLVER")
 )
 
-// continuePiecesLocked pushes the next piece of w's big key onto st (the
-// bucket's lock held).
-func (s *Server) continuePiecesLocked(st *stream, b route.BucketID, w *bucketWalk) error {
+// continuePiecesLocked adds the next piece of w's big key to c, or
+// pushes it onto c's stream (the bucket's lock held; c is empty).
+func (s *Server) continuePiecesLocked(c *chunker, b route.BucketID, w *bucketWalk) error {
 	p := w.inflight
 	k := engines.Key{Bucket: uint32(b), Area: p.name.area, Key: []byte(p.name.key), NoStats: true, NoTouch: true}
+	if p.prefix {
+		return s.continuePkeyLocked(c, k, w)
+	}
+	st := c.st
 	e, err := s.eng.Get(k)
 	if err != nil && !errors.Is(err, errs.ErrNotFound) {
 		return err
 	}
 	more := false
 	var cmd [][]byte
+	var merged engines.Object // a piece sent as a merged record
 	if err == nil && !e.Hidden && e.Type == p.typ {
 		switch o := e.Object.(type) {
+		case *ds.ExHash:
+			if o != p.obj {
+				break
+			}
+			piece := ds.NewExHash()
+			piece.AutoExpire = o.AutoExpire
+			for piece.Len() < pieceElems {
+				f, v, ok := p.pullX()
+				if !ok {
+					break
+				}
+				piece.Set(f, *v)
+			}
+			merged, more = piece, piece.Len() == pieceElems
+		case *ds.Stream:
+			if o != p.obj {
+				break
+			}
+			piece, m := o.PieceAfter(p.afterID, pieceElems)
+			if last := piece.Last(); last != nil {
+				p.afterID = last.ID
+			}
+			merged, more = piece, m
 		case *ds.Hash:
 			if o != p.obj {
 				break // another object now: its fields are not the iteration's
@@ -572,6 +663,19 @@ func (s *Server) continuePiecesLocked(st *stream, b route.BucketID, w *bucketWal
 			more = end < len(p.members)
 		}
 	}
+	if merged != nil {
+		if merged.Len() > 0 {
+			rec := engines.Record{Area: p.name.area, Key: k.Key, Merge: true,
+				Entry: engines.Entry{Type: e.Type, Object: merged, Version: e.Version, ExpireAt: e.ExpireAt, Flags: e.Flags}}
+			if err := c.add(&rec); err != nil {
+				return err
+			}
+		}
+		if !more {
+			w.endPiecesLocked()
+		}
+		return nil
+	}
 	if cmd == nil {
 		// Gone, hidden or replaced: send it again, whole or as a
 		// tombstone.
@@ -582,6 +686,34 @@ func (s *Server) continuePiecesLocked(st *stream, b route.BucketID, w *bucketWal
 	if len(cmd) > 2 {
 		ver := [][]byte{replVer, strconv.AppendInt(nil, e.Version, 10)}
 		st.push(b, p.name.area, kindCmds, cmdsPayload([][][]byte{ver, cmd}))
+	}
+	if !more {
+		w.endPiecesLocked()
+	}
+	return nil
+}
+
+// continuePkeyLocked adds the next skeys of w's big pkey (k), after the
+// last one sent, to c as a merged record.
+func (s *Server) continuePkeyLocked(c *chunker, k engines.Key, w *bucketWalk) error {
+	p := w.inflight
+	// The range starts at the last skey sent, inclusive.
+	kvs, err := s.eng.PrefixRange(k, engines.RangeOptions{Start: p.after, Limit: pieceElems + 2})
+	if err != nil && !errors.Is(err, errs.ErrNotFound) {
+		return err
+	}
+	if len(kvs) > 0 && string(kvs[0].Key) == string(p.after) {
+		kvs = kvs[1:]
+	}
+	more := len(kvs) > pieceElems
+	if more {
+		kvs = kvs[:pieceElems]
+	}
+	if len(kvs) > 0 {
+		p.after = slices.Clone(kvs[len(kvs)-1].Key)
+		if err := c.add(&engines.Record{Area: p.name.area, Key: k.Key, Prefix: kvs, Merge: true}); err != nil {
+			return err
+		}
 	}
 	if !more {
 		w.endPiecesLocked()
@@ -721,7 +853,7 @@ func (m *migration) walkHoldLocked(c *chunker, w *bucketWalk, cur *walkCursor) (
 	digested := 0
 	switch {
 	case w.inflight != nil:
-		if err := s.continuePiecesLocked(c.st, b, w); err != nil {
+		if err := s.continuePiecesLocked(c, b, w); err != nil {
 			return false, 0, err
 		}
 	case cur.listed && w.resume && !cur.tail:

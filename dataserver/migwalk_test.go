@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/engines/ds"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/testutil"
 )
@@ -103,8 +105,8 @@ func TestBigKeyMoveUnderWrites(t *testing.T) {
 		runBigKeyMove(t, "rdb", 200<<10, 20_000)
 	})
 	t.Run("ldb-slow", func(t *testing.T) {
-		defer func(w, n int) { walkWindow, walkSliceNames = w, n }(walkWindow, walkSliceNames)
-		walkWindow, walkSliceNames = 1, 50
+		defer func(w, n, p int) { walkWindow, walkSliceNames, pieceElems = w, n, p }(walkWindow, walkSliceNames, pieceElems)
+		walkWindow, walkSliceNames, pieceElems = 1, 50, 500
 		runBigKeyMove(t, "ldb", 200<<10, 2_000)
 	})
 }
@@ -351,6 +353,9 @@ func runBigKeyMove(t *testing.T, eng string, rate int64, fields int) (longest, t
 		nodes[0].walkSlices.Load()-slicesBefore, nodes[0].walkWrites.Load()-walkWritesBefore, pieced)
 	if eng == "rdb" && pieced < 2 && !lockedSnapshot {
 		t.Fatalf("%d keys went in pieces, want the big hash and the set", pieced)
+	}
+	if eng != "rdb" && pieced < 1 && !lockedSnapshot {
+		t.Fatalf("%d keys went in pieces, want the big hash (a pkey of %d skeys)", pieced, fields)
 	}
 	dst, slave := nodes[2], nodes[1]
 	// The copies agree, record by record (versions and expiries too).
@@ -794,4 +799,245 @@ func TestPieceScore(t *testing.T) {
 	if got, want := string(pieceScore(math.Inf(1))), "inf"; got != want {
 		t.Errorf("pieceScore(+Inf) = %q, want %q (Redis's spelling)", got, want)
 	}
+}
+
+// TestTairHashAndStreamMoveInPieces: a TairHash of 3,000 fields (a third
+// with a field expiry) and a stream of 2,000 entries with a consumer
+// group move in pieces (merged records) under writers: EXHSET of new and
+// existing fields, with and without an expiry, and EXHDEL between the
+// TairHash's pieces (they pass), XADD and XDEL now and then (they stop
+// the stream's pieces and send it again). The copy passes its checksum
+// at the first try, the new master and the slave hold the same records,
+// and both keys hold exactly what the acknowledged writes left.
+func TestTairHashAndStreamMoveInPieces(t *testing.T) {
+	defer func(w, n, p int) { walkWindow, walkSliceNames, pieceElems = w, n, p }(walkWindow, walkSliceNames, pieceElems)
+	walkWindow, walkSliceNames, pieceElems = 1, 50, 300
+
+	cs, nodes, t1 := moveCluster(t, func(_ int, c *Config) {
+		c.MigrateBytesPerSec = 100 << 10
+	})
+	addrs := []string{nodes[0].Addr(), nodes[1].Addr(), nodes[2].Addr()}
+	const bucket = 0
+	bx, bs := keyIn("bx", bucket, q, 0), keyIn("bs", bucket, q, 0)
+	ca := dial(t, addrs[0])
+	preload(t, ca, "small", bucket, 2000, strconv.Itoa)
+	type field struct{ v, exp string }
+	exh := map[string]field{}
+	var stream []string // entry ids, in order
+	var cmds [][]string
+	farPXAT := strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10)
+	for i := 0; i < 3000; i++ {
+		f, v := "f"+strconv.Itoa(i), "v"+strconv.Itoa(i)
+		if i%3 == 0 {
+			cmds = append(cmds, x(1, "EXHSET", bx, f, v, "PXAT", farPXAT))
+			exh[f] = field{v, farPXAT}
+		} else {
+			cmds = append(cmds, x(1, "EXHSET", bx, f, v))
+			exh[f] = field{v, ""}
+		}
+	}
+	for i := 1; i <= 2000; i++ {
+		id := strconv.Itoa(i) + "-1"
+		cmds = append(cmds, x(1, "XADD", bs, id, "n", strconv.Itoa(i)))
+		stream = append(stream, id)
+	}
+	cmds = append(cmds, x(1, "XGROUP", "CREATE", bs, "grp", "0"),
+		x(1, "XREADGROUP", "GROUP", "grp", "alice", "COUNT", "50", "STREAMS", bs, ">"))
+	for i, r := range ca.pipeline(cmds) {
+		if strings.HasPrefix(r, "-") {
+			t.Fatalf("preload %d %v: %q", i, cmds[i][4:6], r)
+		}
+	}
+	bulks := func(r string) []string {
+		var out []string
+		for _, l := range strings.Split(r, "\r\n") {
+			if l != "" && l[0] != '*' && l[0] != '$' {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	var (
+		mu                sync.Mutex
+		xUnsure, sUnsure  bool
+		xWritten, sWrites int
+	)
+	stop := writeUntilStopped(t, cs, 2, func(w, n int, wr *writer) bool {
+		if w == 1 { // the stream, now and then
+			time.Sleep(40 * time.Millisecond)
+			var r string
+			var unknown bool
+			mu.Lock()
+			del := n%4 == 0 && len(stream) > 0
+			var victim string
+			if del {
+				victim = stream[(n*31)%len(stream)]
+			}
+			mu.Unlock()
+			if del {
+				r, unknown = wr.do("XDEL", bs, victim)
+			} else {
+				r, unknown = wr.do("XADD", bs, "*", "w", strconv.Itoa(n))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			sWrites++
+			switch {
+			case unknown || strings.HasPrefix(r, "-"):
+				sUnsure = true
+			case del:
+				if r != ":1" {
+					t.Errorf("XDEL %s = %q", victim, r)
+				}
+				stream = slices.DeleteFunc(stream, func(id string) bool { return id == victim })
+			default:
+				stream = append(stream, bulks(r)[0])
+			}
+			return true
+		}
+		time.Sleep(time.Millisecond)
+		f := "f" + strconv.Itoa(n*7919%4500)
+		var r string
+		var unknown bool
+		var want field
+		switch n % 4 {
+		case 0:
+			r, unknown = wr.do("EXHDEL", bx, f)
+		case 1:
+			want = field{"x" + strconv.Itoa(n), farPXAT}
+			r, unknown = wr.do("EXHSET", bx, f, want.v, "PXAT", farPXAT)
+		default:
+			want = field{"y" + strconv.Itoa(n), ""}
+			r, unknown = wr.do("EXHSET", bx, f, want.v)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		xWritten++
+		switch {
+		case unknown || strings.HasPrefix(r, "-"):
+			xUnsure = true
+		case n%4 == 0:
+			delete(exh, f)
+		default:
+			exh[f] = want
+		}
+		return true
+	})
+
+	before := counterValue(t, nodes[0].m.migSumMismatches)
+	piecesBefore := nodes[0].walkPieces.Load()
+	time.Sleep(100 * time.Millisecond)
+	startMove(cs, t1, bucket, addrs[0], addrs[2])
+	testutil.Eventually(t, 60*time.Second, func() bool {
+		tb := cs.getTable()
+		return tb.Master(bucket) == addrs[2] && len(tb.Migrating) == 0
+	}, "the move did not complete")
+	time.Sleep(200 * time.Millisecond)
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if t.Failed() {
+		return
+	}
+	pieced := nodes[0].walkPieces.Load() - piecesBefore
+	t.Logf("%d keys went in pieces; %d TairHash writes and %d stream writes ran", pieced, xWritten, sWrites)
+	if pieced < 2 {
+		t.Fatalf("%d keys went in pieces, want the TairHash and the stream at least", pieced)
+	}
+	if n := counterValue(t, nodes[0].m.migSumMismatches) - before; n != 0 {
+		t.Fatalf("%v checksum mismatches: a partial copy took a write it should not have", n)
+	}
+	final := cs.getTable()
+	waitVersion(t, final.Version, nodes...)
+	// A TairHash's fields are in map order and a consumer's seen time
+	// is each copy's clock: those two keys are compared by content.
+	d, sl := recordDigests(t, nodes[2], bucket), recordDigests(t, nodes[1], bucket)
+	for _, k := range []string{bx, bs} {
+		name := fmt.Sprintf("a0 %q", k)
+		if d[name] == "" || sl[name] == "" {
+			t.Fatalf("%s missing: new master %v, slave %v", k, d[name] != "", sl[name] != "")
+		}
+		delete(d, name)
+		delete(sl, name)
+		if a, b := contentOf(t, nodes[2], bucket, k), contentOf(t, nodes[1], bucket, k); a != b {
+			t.Fatalf("%s: the new master and the slave differ:\n%.400s\n%.400s", k, a, b)
+		}
+	}
+	if !maps.Equal(d, sl) {
+		t.Fatalf("the new master (%d records) and the slave (%d) differ", len(d), len(sl))
+	}
+	cd := dial(t, addrs[2])
+	if !xUnsure {
+		got := bulks(cd.do(x(final.Version, "EXHGETALL", bx)...))
+		if len(got) != 2*len(exh) {
+			t.Fatalf("the TairHash holds %d fields, the acknowledged writes left %d", len(got)/2, len(exh))
+		}
+		for i := 0; i < len(got); i += 2 {
+			want, ok := exh[got[i]]
+			if !ok || got[i+1] != want.v {
+				t.Fatalf("the TairHash's %s = %q, acknowledged %q (%v)", got[i], got[i+1], want.v, ok)
+			}
+		}
+		for f, want := range exh {
+			r := cd.do(x(final.Version, "EXHPTTL", bx, f)...)
+			if ttl, _ := strconv.Atoi(strings.TrimPrefix(r, ":")); (want.exp == "") != (ttl == -1) || want.exp != "" && ttl <= 0 {
+				t.Fatalf("EXHPTTL %s = %q, the field's expiry %q", f, r, want.exp)
+			}
+		}
+	}
+	if !sUnsure {
+		var ids []string
+		for _, l := range bulks(cd.do(x(final.Version, "XRANGE", bs, "-", "+")...)) {
+			if strings.Contains(l, "-") {
+				ids = append(ids, l)
+			}
+		}
+		if !slices.Equal(ids, stream) {
+			t.Fatalf("the stream holds %d entries, the acknowledged writes left %d", len(ids), len(stream))
+		}
+		if r := cd.do(x(final.Version, "XPENDING", bs, "grp")...); !strings.HasPrefix(r, "*4\r\n:50\r\n") {
+			t.Fatalf("XPENDING after the move = %q, want 50 pending", r)
+		}
+	}
+}
+
+// contentOf is what a TairHash or stream of n holds, as text: the key's
+// version and expiry, a TairHash's fields (value, version, expiry) in
+// order, a stream's ids, counters, node count, entries and groups (last
+// id, read counter, pending ids and delivery counts; not the times,
+// which are each copy's clock).
+func contentOf(t *testing.T, n *Server, b route.BucketID, key string) string {
+	t.Helper()
+	e, err := n.Engine().Get(engineKey(b, key))
+	if err != nil {
+		t.Fatalf("%s: %s: %v", n.Addr(), key, err)
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "v%d exp%d hidden %v flags %d\n", e.Version, e.ExpireAt, e.Hidden, e.Flags)
+	switch o := e.Object.(type) {
+	case *ds.ExHash:
+		var fs []string
+		o.RangeAll(func(f string, v *ds.ExField) bool {
+			fs = append(fs, fmt.Sprintf("%q=%q/v%d/exp%d", f, v.Value, v.Version, v.ExpireAt))
+			return true
+		})
+		slices.Sort(fs)
+		fmt.Fprintf(&out, "auto %d %s", o.AutoExpire, strings.Join(fs, " "))
+	case *ds.Stream:
+		fmt.Fprintf(&out, "last %v first %v maxdel %v added %d nodes %d\n", o.LastID, o.FirstID, o.MaxDeletedID, o.EntriesAdded, o.Nodes())
+		o.Range(ds.StreamID{}, ds.MaxStreamID, false, func(x *ds.StreamEntry) bool {
+			fmt.Fprintf(&out, "%v %q\n", x.ID, x.Fields)
+			return true
+		})
+		for _, g := range o.Groups() {
+			fmt.Fprintf(&out, "group %s %v %d:", g.Name, g.LastID, g.EntriesRead)
+			g.PEL.Ascend(func(x *ds.StreamNACK) bool {
+				fmt.Fprintf(&out, " %v/%d/%s", x.ID, x.DeliveryCount, x.Consumer.Name)
+				return true
+			})
+		}
+	default:
+		t.Fatalf("%s: %s is a %v", n.Addr(), key, e.Type)
+	}
+	return out.String()
 }

@@ -595,6 +595,15 @@ func (s *Server) restoreMigrated(b route.BucketID, rec *engines.Record) error {
 	if err := s.eng.Restore(uint32(b), rec); err != nil {
 		return err
 	}
+	if rec.Merge && rec.Entry.Type == engines.TypeExHash {
+		// A TairHash's later piece: its fields' next expiry is the
+		// merged hash's, not the piece's.
+		e, err := s.eng.Get(engines.Key{Bucket: uint32(b), Area: rec.Area, Key: rec.Key, NoStats: true, NoTouch: true})
+		if err != nil {
+			return nil
+		}
+		rec = &engines.Record{Area: rec.Area, Key: rec.Key, Entry: e}
+	}
 	s.restoredRecord(b, rec)
 	return nil
 }

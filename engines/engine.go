@@ -288,6 +288,20 @@ type Record struct {
 	Entry Entry
 	// Prefix holds the skeys of a pkey (prefix data) in skey order.
 	Prefix []KV
+	// Merge: Restore adds the record to what the key holds instead of
+	// replacing it: a pkey's skeys are written and its others kept; a
+	// plain record's object (a PieceMerger) has its elements added to the
+	// stored object of its type, which takes the record's version, expiry,
+	// flags and hidden bit. A move sends a big key's later pieces so
+	// (dataserver/migwalk.go).
+	Merge bool
+}
+
+// PieceMerger is an object a move may send in pieces: MergePiece adds the
+// elements of piece (an object of the same type) to it.
+type PieceMerger interface {
+	Object
+	MergePiece(piece Object) error
 }
 
 // AreaStats are the per-area counters of SPEC's TAIR.STAT.

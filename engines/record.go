@@ -15,7 +15,8 @@ import (
 //	bytes  := len:uvarint data
 //
 // flags bit 0 = hidden, bit 1 = value is an encoded Object
-// (Object.MarshalBinary, read back through RegisterObjectCodec's decoder).
+// (Object.MarshalBinary, read back through RegisterObjectCodec's decoder),
+// bit 2 (the record's own entry only) = Record.Merge.
 
 // ErrBadRecord is a record or chunk that does not decode.
 var ErrBadRecord = errors.New("engines: malformed record")
@@ -24,9 +25,13 @@ var ErrBadRecord = errors.New("engines: malformed record")
 func AppendRecord(b []byte, r *Record) ([]byte, error) {
 	b = binary.BigEndian.AppendUint16(b, r.Area)
 	b = appendBytes(b, r.Key)
+	at := len(b)
 	var err error
 	if b, err = appendEntry(b, &r.Entry); err != nil {
 		return nil, err
+	}
+	if r.Merge {
+		b[at+1] |= flagMerge
 	}
 	b = binary.AppendUvarint(b, uint64(len(r.Prefix)))
 	for i := range r.Prefix {
@@ -42,6 +47,9 @@ func appendBytes(b, v []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(v)))
 	return append(b, v...)
 }
+
+// flagMerge marks a record to merge (Record.Merge) in its entry's flags.
+const flagMerge = 4
 
 func appendEntry(b []byte, e *Entry) ([]byte, error) {
 	var flags byte
@@ -117,6 +125,8 @@ func (c *ChunkReader) Next() (*Record, error) {
 type recReader struct {
 	b   []byte
 	err error
+	// flags: the last entry's flags byte.
+	flags byte
 	// alias: byte strings alias b instead of being copied.
 	alias bool
 }
@@ -159,6 +169,7 @@ func (r *recReader) entry() Entry {
 	}
 	e := Entry{Type: ValueType(r.b[0])}
 	flags := r.b[1]
+	r.flags = flags
 	r.b = r.b[2:]
 	e.Hidden = flags&1 != 0
 	e.Version = r.varint()
@@ -204,6 +215,7 @@ func decodeRecordInto(b []byte, rec *Record, alias bool) error {
 	*rec = Record{Area: binary.BigEndian.Uint16(b)}
 	rec.Key = r.bytes()
 	rec.Entry = r.entry()
+	rec.Merge = r.flags&flagMerge != 0
 	n := r.uvarint()
 	if n > uint64(len(r.b)) { // every skey takes a byte at least
 		return ErrBadRecord

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/errs"
 	"github.com/tairkv/tair/internal/timeheap"
 )
 
@@ -192,6 +193,31 @@ func (h *ExHash) Range(nowMs int64, fn func(field string, f *ExField) bool) {
 			return
 		}
 	}
+}
+
+// RangeAll calls fn for every field, expired ones not yet purged
+// included (no particular order), until it returns false: what a move's
+// pieces send, so that the copy holds what Len counts.
+func (h *ExHash) RangeAll(fn func(field string, f *ExField) bool) {
+	for k, f := range h.m {
+		if !fn(k, f) {
+			return
+		}
+	}
+}
+
+// MergePiece sets piece's fields (a *ExHash) as they are, version and
+// expiry included, and takes its AutoExpire (engines.PieceMerger).
+func (h *ExHash) MergePiece(piece engines.Object) error {
+	p, ok := piece.(*ExHash)
+	if !ok {
+		return errs.ErrWrongType
+	}
+	for k, f := range p.m {
+		h.Set(k, *f)
+	}
+	h.AutoExpire = p.AutoExpire
+	return nil
 }
 
 // Fields returns the fields live at nowMs in byte order.

@@ -11,6 +11,7 @@ import (
 	"github.com/google/btree"
 
 	"github.com/tairkv/tair/engines"
+	"github.com/tairkv/tair/internal/errs"
 	"github.com/tairkv/tair/internal/redisnum"
 )
 
@@ -308,6 +309,67 @@ func (s *Stream) Append(id StreamID, fields []string) {
 	if s.entries.Len() == 1 {
 		s.FirstID = id
 	}
+}
+
+// PieceHead returns the first piece of s as a move sends it in pieces
+// (dataserver/migwalk.go): a stream with all of s but its entries, of
+// which it holds the first n. It shares s's parts and is to be encoded at
+// once, never stored or changed.
+func (s *Stream) PieceHead(n int) *Stream {
+	h := *s
+	h.entries = btree.NewG(16, entryLess)
+	h.size = 0
+	s.entries.Ascend(func(e *StreamEntry) bool {
+		if h.entries.Len() >= n {
+			return false
+		}
+		h.entries.ReplaceOrInsert(e)
+		h.size += entrySize(e)
+		return true
+	})
+	return &h
+}
+
+// PieceAfter returns the next piece of s after the entry id after: a
+// stream holding only the next n entries (none of s's ids, nodes or
+// groups), to be encoded at once; more reports whether entries follow.
+func (s *Stream) PieceAfter(after StreamID, n int) (p *Stream, more bool) {
+	p = NewStream()
+	from, ok := after.Incr()
+	if !ok {
+		return p, false
+	}
+	s.entries.AscendGreaterOrEqual(&StreamEntry{ID: from}, func(e *StreamEntry) bool {
+		if p.entries.Len() >= n {
+			more = true
+			return false
+		}
+		p.entries.ReplaceOrInsert(e)
+		p.size += entrySize(e)
+		return true
+	})
+	return p, more
+}
+
+// MergePiece adds the entries of piece (a *Stream, PieceAfter's), which
+// must all come after s's last one; s's ids, nodes and groups stay as the
+// first piece brought them (engines.PieceMerger).
+func (s *Stream) MergePiece(piece engines.Object) error {
+	p, ok := piece.(*Stream)
+	if !ok {
+		return errs.ErrWrongType
+	}
+	if last := s.Last(); last != nil {
+		if first := p.First(); first != nil && !last.ID.Less(first.ID) {
+			return errs.New(errs.InvalidArgument, "stream piece: entries not after the stream's last")
+		}
+	}
+	p.entries.Ascend(func(e *StreamEntry) bool {
+		s.entries.ReplaceOrInsert(e)
+		s.size += entrySize(e)
+		return true
+	})
+	return nil
 }
 
 // appendToNode places the new entry in Redis's node layout

@@ -416,3 +416,48 @@ func testRestoreSkeyOrder(t *testing.T, open OpenFunc) {
 	must(t, f.e.Restore(7, &engines.Record{Key: []byte("pk"), Prefix: []engines.KV{kv("", "0"), kv("x", "1"), kv("x\x00", "2")}}))
 	f.wantRange(pk, engines.RangeOptions{}, "=0/v1 x=1/v1 x\x00=2/v1")
 }
+
+// testRestoreMerge: a merged prefix record (engines.Record.Merge, a big
+// pkey's later piece in a move) writes its skeys exactly as given,
+// versions and expiries included, and keeps the pkey's other skeys; the
+// pkey is counted once, and a merge into a missing pkey creates it. The
+// flag survives the record codec. A merged plain record must carry an
+// object that merges (engines.PieceMerger): a string is refused.
+func testRestoreMerge(t *testing.T, open OpenFunc) {
+	f := newFixture(t, open, nil)
+	pk := engines.Key{Bucket: 7, Key: []byte("pk")}
+	f.pput(pk, "a", "old", engines.PutOptions{})
+	f.pput(pk, "c", "old", engines.PutOptions{})
+	exp := f.clk.Now().UnixMilli() + 100_000
+	rec := &engines.Record{Key: []byte("pk"), Merge: true, Prefix: []engines.KV{
+		{Key: []byte("b"), Entry: engines.Entry{Value: []byte("new"), Version: 7, ExpireAt: exp}},
+		{Key: []byte("c"), Entry: engines.Entry{Value: []byte("new"), Version: 9}},
+	}}
+	b, err := engines.AppendRecord(nil, rec)
+	must(t, err)
+	got, err := engines.DecodeRecord(b)
+	must(t, err)
+	if !got.Merge {
+		t.Fatal("Record.Merge lost in the codec")
+	}
+	must(t, f.e.Restore(7, got))
+	f.wantRange(pk, engines.RangeOptions{}, "a=old/v1 b=new/v7 c=new/v9")
+	e, err := f.e.PrefixGet(pk, []byte("b"))
+	must(t, err)
+	if e.ExpireAt != exp {
+		t.Fatalf("merged skey expires at %d, want %d", e.ExpireAt, exp)
+	}
+	f.wantCount(0, 1)
+	must(t, f.e.Restore(7, &engines.Record{Key: []byte("pk2"), Merge: true, Prefix: []engines.KV{
+		{Key: []byte("x"), Entry: engines.Entry{Value: []byte("1"), Version: 3}}}}))
+	f.wantRange(engines.Key{Bucket: 7, Key: []byte("pk2")}, engines.RangeOptions{}, "x=1/v3")
+	f.wantCount(0, 2)
+	// Without Merge, the same record replaces the pkey.
+	must(t, f.e.Restore(7, &engines.Record{Key: []byte("pk"), Prefix: rec.Prefix[1:]}))
+	f.wantRange(pk, engines.RangeOptions{}, "c=new/v9")
+	f.wantCount(0, 2)
+
+	err = f.e.Restore(7, &engines.Record{Key: []byte("s"), Merge: true, Entry: engines.Entry{Value: []byte("v"), Version: 1}})
+	wantCode(t, err, errs.InvalidArgument)
+	f.wantMissing(engines.Key{Bucket: 7, Key: []byte("s")})
+}

@@ -54,6 +54,7 @@ func Run(t *testing.T, open OpenFunc) {
 		{"NotSupported", testNotSupported},
 		{"InvalidOptions", testInvalidOptions},
 		{"RestoreSkeyOrder", testRestoreSkeyOrder},
+		{"RestoreMerge", testRestoreMerge},
 		{"KeyCounts", testKeyCounts},
 		{"BucketKeys", testBucketKeys},
 	}
