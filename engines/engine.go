@@ -389,7 +389,7 @@ type Engine interface {
 	// pkey with all its skeys per call. fn must not call into the engine.
 	ForEach(bucket uint32, fn func(r *Record) error) error
 	// Restore writes a record as ForEach produced it, replacing any record
-	// under the same key.
+	// under the same key (or, for a record marked Merge, adding to it).
 	Restore(bucket uint32, r *Record) error
 	// DeleteBucket removes every record of bucket.
 	DeleteBucket(bucket uint32) error

@@ -911,7 +911,7 @@ func (e *Engine) Restore(bucket uint32, r *engines.Record) error {
 			return errSkeys
 		}
 	}
-	if r.Merge {
+	if r.Merge && r.Prefix == nil {
 		return e.restoreMerge(bucket, r)
 	}
 	return e.st.Restore(bucket, r)
@@ -919,33 +919,18 @@ func (e *Engine) Restore(bucket uint32, r *engines.Record) error {
 
 var errMergeNotPiece = errs.New(errs.InvalidArgument, "restore: a merged record must be a pkey's skeys or an object sent in pieces")
 
-// restoreMerge adds r to what its key holds (engines.Record.Merge): each
-// skey written as given, in a store update of its own (the pkey's other
-// skeys kept), or the record's object merged into the stored one. A key
-// that is missing or of another type takes the record as it is. An
-// expired one is merged into all the same: the source sends a piece only
-// while its own key lives, and a copy may have made its expiry earlier
-// for a moment (a TairHash's, derived from the fields it holds so far).
-// Values are the caller's (a chunk's): copied for a store that keeps them.
+// restoreMerge merges r, a plain record marked Merge, into what its key
+// holds (engines.Record.Merge; a prefix record's merge is the store's
+// Restore): the record's object's elements added to the stored object
+// (engines.PieceMerger), which takes the record's version, expiry, flags
+// and hidden bit. A key that is missing or of another type takes the
+// record as it is. An expired one is merged into all the same: the
+// source sends a piece only while its own key lives, and a copy may have
+// made its expiry earlier for a moment (a TairHash's, derived from the
+// fields it holds so far).
 func (e *Engine) restoreMerge(bucket uint32, r *engines.Record) error {
 	now := e.nowMs()
 	k := engines.Key{Bucket: bucket, Area: r.Area, Key: r.Key, Replica: true}
-	if r.Prefix != nil {
-		for i := range r.Prefix {
-			kv := &r.Prefix[i]
-			next := kv.Entry
-			if !e.copies {
-				next.Value = bytes.Clone(next.Value)
-			}
-			err := e.st.Update(Ref{Key: k, Prefix: true, Skey: kv.Key, NowMs: now}, func(engines.Entry, bool) (engines.Entry, engines.Action, error) {
-				return next, engines.Store, nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	piece, ok := r.Entry.Object.(engines.PieceMerger)
 	if !ok {
 		return errMergeNotPiece

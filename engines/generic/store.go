@@ -90,7 +90,9 @@ type Store interface {
 	// Prefix set), plain keys with Prefix nil.
 	ForEach(bucket uint32, fn func(r *engines.Record) error) error
 	// Restore writes r as given (version and expiry included), replacing
-	// the plain key, or for a pkey record every skey of the pkey.
+	// the plain key, or for a pkey record every skey of the pkey; a pkey
+	// record marked Merge replaces only the skeys it holds, in one step
+	// (the generic layer merges plain records itself).
 	Restore(bucket uint32, r *engines.Record) error
 	// DeleteBucket removes every record of bucket.
 	DeleteBucket(bucket uint32) error

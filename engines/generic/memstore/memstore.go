@@ -1083,8 +1083,8 @@ func (s *Store) BucketKeys(bucket uint32, fn func(area uint16, key []byte, prefi
 // recordBatches recycles ForEach's record batches.
 var recordBatches = sync.Pool{New: func() any { return new([]engines.Record) }}
 
-// Restore replaces the record (or the whole pkey) with r, as given, as a
-// new record: its access frequency and time start afresh (Redis's
+// Restore replaces the record (or the whole pkey; merged, the skeys r
+// holds) with r, as given, as a new record: its access frequency and time start afresh (Redis's
 // RESTORE and MIGRATE do the same without IDLETIME or FREQ). Values are
 // copied into the arena.
 func (s *Store) Restore(bucket uint32, r *engines.Record) error {
@@ -1119,7 +1119,7 @@ func (s *Store) Restore(bucket uint32, r *engines.Record) error {
 				return err
 			}
 		}
-		if tab := sh.tables[r.Area]; tab != nil {
+		if tab := sh.tables[r.Area]; tab != nil && !r.Merge {
 			if ps := tab.pkeys[string(r.Key)]; ps != nil {
 				s.removePsetLocked(sh, ps, 0)
 			}

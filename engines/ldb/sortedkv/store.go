@@ -775,7 +775,7 @@ func (s *Store) removeAllLocked(w *write, pfx []byte) (int, error) {
 }
 
 // Restore writes r as given, replacing the plain key or every skey of the
-// pkey, in one batch.
+// pkey (or, merged, the skeys it holds), in one batch.
 func (s *Store) Restore(bucket uint32, r *engines.Record) error {
 	if r.Prefix == nil {
 		ref := generic.Ref{Key: engines.Key{Bucket: bucket, Area: r.Area, Key: r.Key}}
@@ -809,6 +809,9 @@ func (s *Store) Restore(bucket uint32, r *engines.Record) error {
 		}
 	}
 	pfx := pkeyPrefix(bucket, r.Area, r.Key)
+	if r.Merge {
+		return s.mergeSkeys(bucket, r, pfx, recs)
+	}
 	return s.locked(bucket, pfx, func() error {
 		w := s.newWrite(bucket, r.Area)
 		w.noQuota = true
@@ -824,6 +827,31 @@ func (s *Store) Restore(bucket uint32, r *engines.Record) error {
 		for i := range recs {
 			sl := slot{key: append(pfx[:len(pfx):len(pfx)], r.Prefix[i].Key...)}
 			w.set(&sl, &recs[i], false)
+		}
+		return w.commit()
+	})
+}
+
+// mergeSkeys writes the skeys of a merged prefix record (r.Merge: a big
+// pkey's later piece in a move) over the pkey's, keeping its others, in
+// one batch; the pkey is counted when it had no skey stored.
+func (s *Store) mergeSkeys(bucket uint32, r *engines.Record, pfx []byte, recs []record) error {
+	return s.locked(bucket, pfx, func() error {
+		had, err := s.otherSkeys(pfx, nil)
+		if err != nil {
+			return err
+		}
+		w := s.newWrite(bucket, r.Area)
+		w.noQuota = true
+		for i := range recs {
+			sl, err := s.read(append(pfx[:len(pfx):len(pfx)], r.Prefix[i].Key...))
+			if err != nil {
+				return err
+			}
+			w.set(&sl, &recs[i], false)
+		}
+		if !had && len(recs) > 0 {
+			w.dKeys++
 		}
 		return w.commit()
 	})
