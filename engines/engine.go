@@ -297,6 +297,26 @@ type Record struct {
 	Merge bool
 }
 
+// Snapshot is a read-only view of an engine as it stood when taken
+// (SnapshotOf): ForEach reads it as Engine.ForEach would have then,
+// whatever was written since (records expired at the call's time left
+// out). Close releases it; an engine's Close closes those still open.
+type Snapshot interface {
+	ForEach(bucket uint32, fn func(r *Record) error) error
+	Close() error
+}
+
+// SnapshotOf takes a snapshot of e; ok is false when e takes none
+// cheaply (the in-memory engines).
+func SnapshotOf(e Engine) (snap Snapshot, ok bool, err error) {
+	if t, is := e.(interface {
+		Snapshot() (Snapshot, bool, error)
+	}); is {
+		return t.Snapshot()
+	}
+	return nil, false, nil
+}
+
 // PieceMerger is an object a move may send in pieces: MergePiece adds the
 // elements of piece (an object of the same type) to it.
 type PieceMerger interface {

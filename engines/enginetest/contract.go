@@ -3,6 +3,7 @@ package enginetest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -460,4 +461,49 @@ func testRestoreMerge(t *testing.T, open OpenFunc) {
 	err = f.e.Restore(7, &engines.Record{Key: []byte("s"), Merge: true, Entry: engines.Entry{Value: []byte("v"), Version: 1}})
 	wantCode(t, err, errs.InvalidArgument)
 	f.wantMissing(engines.Key{Bucket: 7, Key: []byte("s")})
+}
+
+// testSnapshot: an engine that takes snapshots (engines.SnapshotOf; the
+// persistent ones) reads a snapshot as ForEach read the engine when it was
+// taken, plain keys and pkeys of every area, whatever is written, deleted
+// or dropped since; a second Close does nothing. The in-memory engines
+// and kdb take none.
+func testSnapshot(t *testing.T, open OpenFunc) {
+	f := newFixture(t, open, nil)
+	snap, ok, err := engines.SnapshotOf(f.e)
+	must(t, err)
+	if !ok {
+		if f.e.Name() == "ldb" {
+			t.Fatal("ldb takes no snapshot")
+		}
+		t.Skip("no snapshots in " + f.e.Name())
+	}
+	must(t, snap.Close())
+	k := func(area uint16, key string) engines.Key { return engines.Key{Bucket: 7, Area: area, Key: []byte(key)} }
+	f.put(k(0, "a"), "1", engines.PutOptions{})
+	f.put(k(0, "b"), "2", engines.PutOptions{})
+	f.put(k(3, "a"), "3", engines.PutOptions{})
+	f.pput(k(0, "pk"), "x", "4", engines.PutOptions{})
+	f.pput(k(3, "pk"), "y", "5", engines.PutOptions{})
+	f.put(engines.Key{Bucket: 8, Key: []byte("other")}, "6", engines.PutOptions{})
+	want := dump(t, f.e, 7)
+	snap, _, err = engines.SnapshotOf(f.e)
+	must(t, err)
+	defer snap.Close()
+	f.put(k(0, "a"), "changed", engines.PutOptions{})
+	must(t, f.e.Remove(k(0, "b"), 0))
+	f.pput(k(0, "pk"), "z", "new", engines.PutOptions{})
+	f.put(k(5, "new"), "7", engines.PutOptions{})
+	must(t, f.e.DeleteBucket(7))
+	got := dumpEach(t, snap.ForEach, 7)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("the snapshot reads\n%s\nwant (the engine when it was taken)\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(dump(t, f.e, 7)) != 0 {
+		t.Fatal("the bucket dropped after the snapshot still reads in the engine")
+	}
+	must(t, snap.Close())
+	must(t, snap.Close())
 }

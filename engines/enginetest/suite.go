@@ -55,6 +55,7 @@ func Run(t *testing.T, open OpenFunc) {
 		{"InvalidOptions", testInvalidOptions},
 		{"RestoreSkeyOrder", testRestoreSkeyOrder},
 		{"RestoreMerge", testRestoreMerge},
+		{"Snapshot", testSnapshot},
 		{"KeyCounts", testKeyCounts},
 		{"BucketKeys", testBucketKeys},
 	}
@@ -960,6 +961,12 @@ func testItemErrors(t *testing.T, open OpenFunc) {
 // version, expiry, flags, hidden and type.
 func dump(t testing.TB, e engines.Engine, bucket uint32) []string {
 	t.Helper()
+	return dumpEach(t, e.ForEach, bucket)
+}
+
+// dumpEach is dump over forEach (an engine's, or a snapshot's).
+func dumpEach(t testing.TB, forEach func(uint32, func(*engines.Record) error) error, bucket uint32) []string {
+	t.Helper()
 	var out []string
 	ent := func(en engines.Entry) string {
 		v := string(en.Value)
@@ -970,7 +977,7 @@ func dump(t testing.TB, e engines.Engine, bucket uint32) []string {
 		}
 		return fmt.Sprintf("%v:%q v%d exp%d f%d h%v", en.Type, v, en.Version, en.ExpireAt, en.Flags, en.Hidden)
 	}
-	err := e.ForEach(bucket, func(r *engines.Record) error {
+	err := forEach(bucket, func(r *engines.Record) error {
 		if r.Prefix == nil {
 			out = append(out, fmt.Sprintf("a%d %q = %s", r.Area, r.Key, ent(r.Entry)))
 			return nil

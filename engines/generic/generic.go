@@ -856,8 +856,13 @@ func (e *Engine) ForEach(bucket uint32, fn func(r *engines.Record) error) error 
 	if e.closed.Load() {
 		return ErrClosed
 	}
+	return e.forEachLive(e.st.ForEach, bucket, fn)
+}
+
+// forEachLive is ForEach over forEach (the store's, or a snapshot's).
+func (e *Engine) forEachLive(forEach func(uint32, func(*engines.Record) error) error, bucket uint32, fn func(r *engines.Record) error) error {
 	now := e.nowMs()
-	return e.st.ForEach(bucket, func(r *engines.Record) error {
+	return forEach(bucket, func(r *engines.Record) error {
 		if r.Prefix == nil {
 			if engines.Expired(r.Entry.ExpireAt, now) {
 				return nil
@@ -966,6 +971,35 @@ func (e *Engine) DeleteArea(area uint16) (int64, error) {
 	}
 	return e.st.DeleteArea(area)
 }
+
+// Snapshot takes a snapshot of the engine (engines.SnapshotOf) when its
+// store takes them (StoreSnapshotter); ok is false when it does not.
+func (e *Engine) Snapshot() (engines.Snapshot, bool, error) {
+	t, ok := e.st.(StoreSnapshotter)
+	if !ok {
+		return nil, false, nil
+	}
+	if e.closed.Load() {
+		return nil, true, ErrClosed
+	}
+	snap, ok, err := t.Snapshot()
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	return &snapshot{e: e, st: snap}, true, nil
+}
+
+// snapshot is an engine's snapshot: the store's, read as ForEach reads.
+type snapshot struct {
+	e  *Engine
+	st StoreSnapshot
+}
+
+func (p *snapshot) ForEach(bucket uint32, fn func(r *engines.Record) error) error {
+	return p.e.forEachLive(p.st.ForEach, bucket, fn)
+}
+
+func (p *snapshot) Close() error { return p.st.Close() }
 
 func (e *Engine) Count(area uint16) int64 {
 	if area > MaxArea || e.closed.Load() {

@@ -116,3 +116,16 @@ type Store interface {
 	// Close releases the store; background work stops before it returns.
 	Close() error
 }
+
+// StoreSnapshot is a read-only view of a store as it stood when taken:
+// ForEach as the Store's (expired records included), on the snapshot.
+type StoreSnapshot interface {
+	ForEach(bucket uint32, fn func(r *engines.Record) error) error
+	Close() error
+}
+
+// StoreSnapshotter is implemented by stores that take snapshots cheaply;
+// ok is false when this one cannot (its backend takes none).
+type StoreSnapshotter interface {
+	Snapshot() (snap StoreSnapshot, ok bool, err error)
+}

@@ -206,7 +206,25 @@ func (s *store) Get(key []byte) ([]byte, bool, error) {
 }
 
 func (s *store) Scan(lo, hi []byte, reverse bool, fn func(k, v []byte) bool) error {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	return scan(s.db, lo, hi, reverse, fn)
+}
+
+// Snapshot is a pebble snapshot (sortedkv.SnapshotBackend).
+func (s *store) Snapshot() (sortedkv.BackendSnapshot, error) {
+	return pebbleSnapshot{s.db.NewSnapshot()}, nil
+}
+
+type pebbleSnapshot struct{ snap *pebble.Snapshot }
+
+func (p pebbleSnapshot) Scan(lo, hi []byte, reverse bool, fn func(k, v []byte) bool) error {
+	return scan(p.snap, lo, hi, reverse, fn)
+}
+
+func (p pebbleSnapshot) Close() error { return p.snap.Close() }
+
+// scan is Scan on r, the database or a snapshot of it.
+func scan(r pebble.Reader, lo, hi []byte, reverse bool, fn func(k, v []byte) bool) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,25 @@ type Backend interface {
 	Close() error
 }
 
+// SnapshotBackend is a Backend that takes snapshots: read-only views of
+// the whole store as it stood when taken, which later commits do not
+// change (pebble's). bbolt's read transactions are not offered as such:
+// while one is open, a commit that grows the file waits for it, so a
+// snapshot held while the store is written could stall its writes for as
+// long as it is read, or for good if the reader waits for a writer.
+type SnapshotBackend interface {
+	Backend
+	Snapshot() (BackendSnapshot, error)
+}
+
+// BackendSnapshot is a snapshot of a Backend. Scan is the Backend's, on
+// the snapshot; Close releases it (the backend keeps what it needs for
+// the snapshot until then) and must be called before the backend's.
+type BackendSnapshot interface {
+	Scan(lo, hi []byte, reverse bool, fn func(k, v []byte) bool) error
+	Close() error
+}
+
 // OpKind is the kind of one Batch operation.
 type OpKind uint8
 

@@ -46,6 +46,7 @@ package sortedkv
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"sort"
 	"sync"
@@ -208,6 +209,9 @@ type Store struct {
 
 	pairs sync.Map // uint64(bucket)<<16|area -> *pair
 	areas [numAreas]areaState
+
+	snapMu sync.Mutex
+	snaps  map[*Snapshot]struct{} // open snapshots, closed by Close
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -937,13 +941,20 @@ type rawKV struct{ k, v []byte }
 
 // forEachRange walks [lo, hi) of plain or prefix records in chunks.
 func (s *Store) forEachRange(lo, hi []byte, fn func(r *engines.Record) error) error {
+	return s.forEachIn(s.be.Scan, lo, hi, fn)
+}
+
+// forEachIn is forEachRange on scan (the backend's, or a snapshot's),
+// over a range of data keys; the index and counter keys of a range that
+// spans a whole bucket are skipped.
+func (s *Store) forEachIn(scan func(lo, hi []byte, reverse bool, fn func(k, v []byte) bool) error, lo, hi []byte, fn func(r *engines.Record) error) error {
 	var pending *engines.Record // the pkey being gathered, across chunks
 	for {
 		if err := s.enter(); err != nil {
 			return err
 		}
 		var chunk []rawKV
-		err := s.be.Scan(lo, hi, false, func(k, v []byte) bool {
+		err := scan(lo, hi, false, func(k, v []byte) bool {
 			chunk = append(chunk, rawKV{bytes.Clone(k), bytes.Clone(v)})
 			return len(chunk) < scanChunk
 		})
@@ -952,6 +963,9 @@ func (s *Store) forEachRange(lo, hi []byte, fn func(r *engines.Record) error) er
 			return errs.Wrap(errs.Unknown, err)
 		}
 		for _, kv := range chunk {
+			if len(kv.k) > bucketAreaLen && (kv.k[bucketAreaLen] == kindCounters || kv.k[bucketAreaLen] == kindExpiry) {
+				continue
+			}
 			d, err := parseDataKey(kv.k)
 			if err != nil {
 				return errs.Wrap(errs.Unknown, err)
@@ -970,7 +984,7 @@ func (s *Store) forEachRange(lo, hi []byte, fn func(r *engines.Record) error) er
 				}
 				continue
 			}
-			if pending != nil && !bytes.Equal(pending.Key, d.key) {
+			if pending != nil && (pending.Area != d.area || !bytes.Equal(pending.Key, d.key)) {
 				if err := fn(pending); err != nil {
 					return err
 				}
@@ -990,6 +1004,61 @@ func (s *Store) forEachRange(lo, hi []byte, fn func(r *engines.Record) error) er
 		return fn(pending)
 	}
 	return nil
+}
+
+// Snapshot is a read-only view of the store as it stood when taken
+// (generic.StoreSnapshot): its ForEach reads the snapshot, whatever was
+// written since. Close releases it; the store's Close closes those still
+// open.
+type Snapshot struct {
+	s    *Store
+	snap BackendSnapshot
+	once sync.Once
+	err  error
+}
+
+// Snapshot takes a snapshot, when the backend takes them
+// (SnapshotBackend); ok is false when it does not.
+func (s *Store) Snapshot() (generic.StoreSnapshot, bool, error) {
+	sb, ok := s.be.(SnapshotBackend)
+	if !ok {
+		return nil, false, nil
+	}
+	if err := s.enter(); err != nil {
+		return nil, true, err
+	}
+	defer s.leave()
+	bs, err := sb.Snapshot()
+	if err != nil {
+		return nil, true, errs.Wrap(errs.Unknown, err)
+	}
+	snap := &Snapshot{s: s, snap: bs}
+	s.snapMu.Lock()
+	if s.snaps == nil {
+		s.snaps = map[*Snapshot]struct{}{}
+	}
+	s.snaps[snap] = struct{}{}
+	s.snapMu.Unlock()
+	return snap, true, nil
+}
+
+// ForEach is Store.ForEach on the snapshot: every stored record of
+// bucket (expired ones included), plain keys one by one, a pkey with all
+// its skeys in one call, by area.
+func (p *Snapshot) ForEach(bucket uint32, fn func(r *engines.Record) error) error {
+	lo := binary.BigEndian.AppendUint32(nil, bucket)
+	return p.s.forEachIn(p.snap.Scan, lo, PrefixEnd(lo), fn)
+}
+
+// Close releases the snapshot (again: nothing).
+func (p *Snapshot) Close() error {
+	p.once.Do(func() {
+		p.s.snapMu.Lock()
+		delete(p.s.snaps, p)
+		p.s.snapMu.Unlock()
+		p.err = p.snap.Close()
+	})
+	return p.err
 }
 
 // DeleteBucket removes every record of bucket with one range deletion.
@@ -1171,5 +1240,14 @@ func (s *Store) Close() error {
 	close(s.stop)
 	s.life.Unlock()
 	s.wg.Wait()
+	s.snapMu.Lock()
+	open := make([]*Snapshot, 0, len(s.snaps))
+	for p := range s.snaps {
+		open = append(open, p)
+	}
+	s.snapMu.Unlock()
+	for _, p := range open {
+		_ = p.Close()
+	}
 	return s.be.Close()
 }
