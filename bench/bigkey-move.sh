@@ -11,7 +11,7 @@
 # separate processes: the bucket and the move are chosen exactly.
 #
 # Knobs: FIELDS (1000000), ENGINE (rdb; ldb stores the hash as one record
-# per field and sends it whole), RUNS (3).
+# per field, which moves in pieces of 2000 too), RUNS (3).
 # Output goes to bench/out/bigkey-move-<time>.md and to stdout.
 set -u
 cd "$(dirname "$0")/.."

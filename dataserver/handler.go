@@ -150,7 +150,7 @@ func upper(b []byte) string {
 }
 
 // specials are the commands the dataserver answers itself.
-var specials = []string{"TAIR.REPLHELLO", "TAIR.REPL", "TAIR.TABLE", "TAIR.RESYNC", "TAIR.REPAIR", "TAIR.MIGSUM", "TAIR.MIGHELD",
+var specials = []string{"TAIR.REPLHELLO", "TAIR.REPL", "TAIR.TABLE", "TAIR.RESYNC", "TAIR.REPAIR", "TAIR.MIGSUM", "TAIR.MIGSNAP", "TAIR.MIGHELD",
 	"PING", "ECHO", "QUIT", "DBSIZE", "SCANBUCKET", "FLUSHDB", "FLUSHALL", "MULTIEXEC", "TAIR.KEYVER", "NODESTATS", "TAIR.SCRIPT",
 	"EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO"}
 
@@ -219,6 +219,8 @@ func (s *Server) handle(out []byte, args [][]byte, p *pending, peer net.Addr) []
 		return s.repairRequest(out, args)
 	case name == "TAIR.MIGSUM":
 		return s.migSumRequest(out, args)
+	case name == "TAIR.MIGSNAP":
+		return s.migSnapRequest(out, args)
 	case name == "TAIR.MIGHELD":
 		return s.migHeldRequest(out, args)
 	case name == "TAIR.SCRIPT":

@@ -31,6 +31,7 @@ type metrics struct {
 	stalls            prometheus.Counter
 	offLoop           prometheus.Counter
 	migSumMismatches  prometheus.Counter
+	migOffFreeze      prometheus.Counter
 	migResumes        prometheus.Counter
 	migSkipped        prometheus.Counter
 	divergedKeyed     prometheus.Counter
@@ -63,6 +64,7 @@ func newMetrics() *metrics {
 		stalls:            c("stalls_total", "Times the watchdog found a batch or a bucket lock without progress for the stall timeout (the node reported itself unhealthy)."),
 		offLoop:           c("batches_off_loop_total", "Request batches handed from an event loop to a goroutine because they may wait (admin commands, an fsync per write, a copy's records, a write relayed to a migration's destination)."),
 		migSumMismatches:  c("migration_checksum_mismatches_total", "Moves whose destination's checksum of the bucket differed from the source's (the move started over)."),
+		migOffFreeze:      c("migration_verified_off_freeze_total", "Moves whose checksum compared snapshots of both copies with writes let through (an engine with snapshots), not under the freeze."),
 		migResumes:        c("migration_resumes_total", "Move attempts that resumed the copy their destination held instead of copying from zero."),
 		migSkipped:        c("migration_resume_skipped_total", "Keys a resumed move found equal at its destination and did not send again."),
 		divergedKeyed:     c("diverged_keyed_total", "Times a copy of a bucket diverged on known keys (repaired key by key, replrepair.go) rather than whole."),
@@ -74,7 +76,7 @@ func newMetrics() *metrics {
 			Name: "heartbeats_total", Help: "Heartbeats by result."}, []string{"result"}),
 	}
 	m.reg.MustRegister(m.requests, m.leaseRefusals, m.replTimeouts, m.replEntries, m.replRefused, m.replDroppedWrites, m.replRefusedHeld,
-		m.replApplyErrors, m.migApplyMisses, m.forwarded, m.flowLimited, m.panics, m.stalls, m.offLoop, m.migSumMismatches, m.migResumes, m.migSkipped, m.divergedKeyed, m.repairedNames, m.repairedWrites, m.heartbeats, m.areaCommands,
+		m.replApplyErrors, m.migApplyMisses, m.forwarded, m.flowLimited, m.panics, m.stalls, m.offLoop, m.migSumMismatches, m.migOffFreeze, m.migResumes, m.migSkipped, m.divergedKeyed, m.repairedNames, m.repairedWrites, m.heartbeats, m.areaCommands,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.fullCopies = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tair", Subsystem: "dataserver",
 		Name: "full_copies_total", Help: "Whole-bucket copies this node started sending to another node, by reason (migration, resync, resync_master, replace_stream)."}, []string{"reason"})

@@ -1,13 +1,17 @@
 package dataserver
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/wire"
 	"github.com/tairkv/tair/resp"
@@ -331,7 +335,11 @@ func (m *migration) copied(st *stream, t *route.Table, n int64, start time.Time)
 	// Both copies as they stand, compared (migsum.go); a difference
 	// starts the move over (detach lets writes through again).
 	verifyStart := time.Now()
-	if err := m.verifyMove(); err != nil {
+	if done, err := m.verifyOffFreeze(st); done || err != nil {
+		if err != nil {
+			return err
+		}
+	} else if err := m.verifyMove(); err != nil {
 		return err
 	}
 	m.verifyTook = time.Since(verifyStart)
@@ -346,6 +354,71 @@ func (m *migration) copied(st *stream, t *route.Table, n int64, start time.Time)
 	bk.unlock()
 	return m.inSync(st, n, start, snapped, drained)
 }
+
+// verifyOffFreeze verifies the move on snapshots of both copies taken
+// at the freeze's point, with writes let through meanwhile (migsum.go,
+// "Verified off the freeze"), and freezes the bucket again once they
+// are; done is false when the engines take no snapshots (the caller
+// verifies under the freeze). The bucket is frozen and drained.
+func (m *migration) verifyOffFreeze(st *stream) (done bool, err error) {
+	s, bk := m.s, m.s.bucket(m.move.Bucket)
+	snap, ok, err := engines.SnapshotOf(s.eng)
+	if !ok || err != nil {
+		return false, nil
+	}
+	defer snap.Close()
+	c, err := s.pool.get(m.move.To)
+	if err != nil {
+		return false, nil
+	}
+	raw, err := c.roundTrip(resp.AppendCommand(nil, []byte("TAIR.MIGSNAP"), strconv.AppendUint(nil, uint64(m.move.Bucket), 10)), 10*time.Second)
+	if err != nil {
+		_ = c.Close()
+		return false, nil
+	}
+	s.pool.put(m.move.To, c)
+	id, ok := bytes.CutPrefix(bytes.TrimSpace(raw), []byte("+"))
+	if !ok {
+		// A destination without snapshots (or of an earlier version).
+		m.log.Info("the destination takes no snapshot: the move is verified under the freeze", "reply", strings.TrimSpace(string(raw)))
+		return false, nil
+	}
+	// Writes go on, synchronously to the destination, while both sides
+	// digest.
+	bk.lock()
+	m.synced = true
+	bk.unlock()
+	bk.frozen.Store(false)
+	if testHookOffFreeze != nil {
+		testHookOffFreeze(m)
+	}
+	if err := m.verifyWith(snap.ForEach, id); err != nil {
+		return true, err
+	}
+	s.m.migOffFreeze.Inc()
+	for {
+		bk.frozen.Store(true)
+		bk.lock()
+		bk.unlock()
+		err := m.await(st, func() bool { return st.pending() == 0 && !m.slavesPending() }, time.Now().Add(2*time.Second), true)
+		if err == nil {
+			return true, nil
+		}
+		bk.frozen.Store(false)
+		if err != errAwaitTimeout {
+			return true, err
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-m.stop:
+			return true, errMigrationStopped
+		}
+	}
+}
+
+// testHookOffFreeze runs while a move is verified off the freeze, with
+// writes let through (tests).
+var testHookOffFreeze func(m *migration)
 
 var errAwaitTimeout = errors.New("migration: timed out")
 

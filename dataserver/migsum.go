@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -21,7 +22,8 @@ import (
 //
 // Before a move reports Done, with the bucket frozen and every item of
 // the move's stream applied by the destination, both sides digest the
-// bucket and the attempt fails (and starts over) when they differ:
+// bucket (or snapshots taken then: "Verified off the freeze" below) and
+// the attempt fails (and starts over) when they differ:
 //
 //	TAIR.MIGSUM <bucket> <cutoff-ms>   -> +<records> <sum, hex>
 //
@@ -48,12 +50,101 @@ import (
 // move whose source is the bucket's master verifies: a slave copy's
 // writes keep coming while it moves.
 
+// # Verified off the freeze (engines with snapshots)
+//
+// Digesting a big bucket of a persistent engine takes seconds (ldb reads
+// every record: ~2.7 s for a million skeys), and under the freeze every
+// write to the bucket waited that long. An engine that takes snapshots
+// (engines.SnapshotOf: ldb) is verified at the freeze's point but not
+// under it: with the bucket frozen and the stream drained, the source
+// snapshots its engine and has the destination snapshot its own
+//
+//	TAIR.MIGSNAP <bucket>                 -> +<snapshot id>
+//
+// then lets writes through again, synchronously to the destination (as
+// after Done), while both digest their snapshots
+//
+//	TAIR.MIGSUM <bucket> <cutoff-ms> <snapshot id>
+//
+// (the destination's snapshot is released after it is digested, or
+// after migSnapTTL unclaimed). Equal digests say the copies were equal at
+// that point; every write since went to both, in order, as it does to a
+// slave. The bucket is frozen again only to drain those and report Done.
+
+// migSnapTTL is how long a destination keeps a snapshot nobody digests.
+const migSnapTTL = time.Minute
+
+// migSnaps are a destination's snapshots for moves' checksums.
+type migSnaps struct {
+	mu   sync.Mutex
+	next uint64
+	m    map[uint64]engines.Snapshot
+}
+
+func (r *migSnaps) add(snap engines.Snapshot) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[uint64]engines.Snapshot{}
+	}
+	r.next++
+	id := r.next
+	r.m[id] = snap
+	time.AfterFunc(migSnapTTL, func() {
+		if snap := r.take(id); snap != nil {
+			_ = snap.Close()
+		}
+	})
+	return id
+}
+
+// take removes snapshot id from r and returns it (nil when unknown).
+func (r *migSnaps) take(id uint64) engines.Snapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	snap := r.m[id]
+	delete(r.m, id)
+	return snap
+}
+
+// migSnapRequest serves TAIR.MIGSNAP <bucket>.
+func (s *Server) migSnapRequest(out []byte, args [][]byte) []byte {
+	if len(args) != 2 {
+		return resp.AppendError(out, "ERR wrong number of arguments for 'tair.migsnap' command")
+	}
+	snap, ok, err := engines.SnapshotOf(s.eng)
+	switch {
+	case err != nil:
+		return resp.AppendErr(out, err)
+	case !ok:
+		return resp.AppendError(out, "ERR this engine takes no snapshots")
+	}
+	return resp.AppendStatus(out, strconv.FormatUint(s.migSnaps.add(snap), 10))
+}
+
 // sumCutoffAhead is how far past the source's clock records must live
 // to be digested.
 const sumCutoffAhead = 5 * time.Second
 
 // bucketSum digests bucket b's records that live past cutoff (unix ms).
 func (s *Server) bucketSum(b route.BucketID, cutoff int64) (n int64, sum uint64, err error) {
+	return bucketSumOf(s.eng.ForEach, b, cutoff)
+}
+
+// bucketSumOf is bucketSum over forEach (the engine's, or a snapshot's).
+func bucketSumOf(forEach func(uint32, func(*engines.Record) error) error, b route.BucketID, cutoff int64) (n int64, sum uint64, err error) {
+	return bucketSumPaced(forEach, b, cutoff, false)
+}
+
+// snapSumSlice is how long a paced digest reads before it rests as long.
+const snapSumSlice = 5 * time.Millisecond
+
+// bucketSumPaced is bucketSumOf; paced, it rests as long as it read, a
+// snapSumSlice at a time: a snapshot's digest runs while the node
+// serves, writes to the moving bucket among them (synchronously to the
+// destination, which digests too), and a digest of a million records
+// taking a core for seconds made them wait.
+func bucketSumPaced(forEach func(uint32, func(*engines.Record) error) error, b route.BucketID, cutoff int64, paced bool) (n int64, sum uint64, err error) {
 	var d xxhash.Digest
 	one := func(area uint16, key, skey []byte, e *engines.Entry) {
 		if e.ExpireAt != 0 && e.ExpireAt <= cutoff {
@@ -62,7 +153,14 @@ func (s *Server) bucketSum(b route.BucketID, cutoff int64) (n int64, sum uint64,
 		n++
 		sum += recordHash(&d, area, key, skey, e)
 	}
-	err = s.eng.ForEach(uint32(b), func(r *engines.Record) error {
+	slice := time.Now()
+	err = forEach(uint32(b), func(r *engines.Record) error {
+		if paced {
+			if took := time.Since(slice); took >= snapSumSlice {
+				time.Sleep(took)
+				slice = time.Now()
+			}
+		}
 		if r.Prefix == nil {
 			one(r.Area, r.Key, nil, &r.Entry)
 			return nil
@@ -125,9 +223,9 @@ func objectSum(o engines.Object) uint64 {
 	return uint64(o.Len())
 }
 
-// migSumRequest serves TAIR.MIGSUM <bucket> <cutoff-ms>.
+// migSumRequest serves TAIR.MIGSUM <bucket> <cutoff-ms> [<snapshot id>].
 func (s *Server) migSumRequest(out []byte, args [][]byte) []byte {
-	if len(args) != 3 {
+	if len(args) != 3 && len(args) != 4 {
 		return resp.AppendError(out, "ERR wrong number of arguments for 'tair.migsum' command")
 	}
 	b, ok1 := redisnum.ParseUint(args[1])
@@ -135,6 +233,19 @@ func (s *Server) migSumRequest(out []byte, args [][]byte) []byte {
 	rt := s.rt.Load()
 	if !ok1 || !ok2 || rt == nil || b >= uint64(rt.t.Buckets) {
 		return resp.AppendError(out, "ERR bad bucket or cutoff")
+	}
+	forEach := s.eng.ForEach
+	if len(args) == 4 {
+		id, ok := redisnum.ParseUint(args[3])
+		var snap engines.Snapshot
+		if ok {
+			snap = s.migSnaps.take(id)
+		}
+		if snap == nil {
+			return resp.AppendError(out, "ERR no such snapshot")
+		}
+		defer snap.Close()
+		forEach = snap.ForEach
 	}
 	// A clock a few ms ahead (the request's own trip) changes nothing:
 	// what this node reclaimed expired before the source's cutoff less
@@ -144,7 +255,7 @@ func (s *Server) migSumRequest(out []byte, args [][]byte) []byte {
 	if own := s.clock().Add(sumCutoffAhead).UnixMilli(); own-cutoff >= sumCutoffAhead.Milliseconds()/2 {
 		used = own
 	}
-	n, sum, err := s.bucketSum(route.BucketID(b), used)
+	n, sum, err := bucketSumPaced(forEach, route.BucketID(b), used, len(args) == 4)
 	if err != nil {
 		return resp.AppendErr(out, err)
 	}
@@ -168,6 +279,12 @@ var errCopyDiffers = errors.New("the moved copy differs")
 // verifyMove compares the bucket's digest here and at the destination;
 // the bucket is frozen and the destination applied everything sent.
 func (m *migration) verifyMove() error {
+	return m.verifyWith(m.s.eng.ForEach, nil)
+}
+
+// verifyWith compares the digest of forEach's bucket with the
+// destination's, of its engine or (snapID not nil) of that snapshot.
+func (m *migration) verifyWith(forEach func(uint32, func(*engines.Record) error) error, snapID []byte) error {
 	s, b := m.s, m.move.Bucket
 	cutoff := s.clock().Add(sumCutoffAhead).UnixMilli()
 	type reply struct {
@@ -181,8 +298,15 @@ func (m *migration) verifyMove() error {
 			ch <- reply{err: err}
 			return
 		}
-		raw, err := c.roundTrip(resp.AppendCommand(nil, []byte("TAIR.MIGSUM"),
-			strconv.AppendUint(nil, uint64(b), 10), strconv.AppendInt(nil, cutoff, 10)), 10*time.Second)
+		cmd := [][]byte{[]byte("TAIR.MIGSUM"), strconv.AppendUint(nil, uint64(b), 10), strconv.AppendInt(nil, cutoff, 10)}
+		if snapID != nil {
+			cmd = append(cmd, snapID)
+		}
+		timeout := 10 * time.Second // the bucket is frozen meanwhile
+		if snapID != nil {
+			timeout = time.Minute
+		}
+		raw, err := c.roundTrip(resp.AppendCommand(nil, cmd...), timeout)
 		if err != nil {
 			_ = c.Close()
 		} else {
@@ -190,7 +314,7 @@ func (m *migration) verifyMove() error {
 		}
 		ch <- reply{raw, err}
 	}()
-	n, sum, err := s.bucketSum(b, cutoff)
+	n, sum, err := bucketSumPaced(forEach, b, cutoff, snapID != nil)
 	r := <-ch
 	if err != nil {
 		return fmt.Errorf("checksum: %w", err)
@@ -210,7 +334,7 @@ func (m *migration) verifyMove() error {
 		if !ok || later < cutoff {
 			return fmt.Errorf("checksum at the destination: bad reply %q", got)
 		}
-		if n, sum, err = s.bucketSum(b, later); err != nil {
+		if n, sum, err = bucketSumPaced(forEach, b, later, snapID != nil); err != nil {
 			return fmt.Errorf("checksum: %w", err)
 		}
 		m.log.Info("the destination's clock is ahead: checksummed from its cutoff", "ahead_ms", later-cutoff)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -490,10 +491,18 @@ func sortedDigests(m map[string]string) []string {
 // TestMoveChecksumCatchesDifference: a destination whose copy differs
 // from the source's when the move is about to end (here a key written
 // into its engine behind the stream's back) fails the checksum; the move
-// starts over, and ends with copies that agree.
+// starts over, and ends with copies that agree. On ldb the checksum
+// compares snapshots, off the freeze.
 func TestMoveChecksumCatchesDifference(t *testing.T) {
+	for _, eng := range []string{"rdb", "ldb"} {
+		t.Run(eng, func(t *testing.T) { testMoveChecksumCatchesDifference(t, eng) })
+	}
+}
+
+func testMoveChecksumCatchesDifference(t *testing.T, eng string) {
 	cs, nodes, t1 := moveCluster(t, func(_ int, c *Config) {
 		c.MigrateBytesPerSec = 100 << 10 // a copy of about a second
+		c.Engine, c.Dir = eng, t.TempDir()
 	})
 	addrs := []string{nodes[0].Addr(), nodes[1].Addr(), nodes[2].Addr()}
 	const bucket = 0
@@ -522,6 +531,67 @@ func TestMoveChecksumCatchesDifference(t *testing.T) {
 	waitVersion(t, cs.getTable().Version, nodes...)
 	if _, ok := engineGet(nodes[2], bogus); ok {
 		t.Fatal("the bogus key survived the move")
+	}
+	if d, s := sortedDigests(recordDigests(t, nodes[2], bucket)), sortedDigests(recordDigests(t, nodes[1], bucket)); !slices.Equal(d, s) {
+		t.Fatalf("the new master (%d records) and the slave (%d) differ", len(d), len(s))
+	}
+	if off := counterValue(t, nodes[0].m.migOffFreeze); (eng == "ldb") != (off > 0) {
+		t.Fatalf("%v moves verified off the freeze on %s", off, eng)
+	}
+}
+
+// TestMoveVerifiedOffTheFreeze: on ldb, a move's checksum compares
+// snapshots of both copies taken at the freeze's point while writes go
+// on: a write to the bucket sent while the snapshots are digested is
+// answered +OK (not held, not TRYAGAIN), and ends on the new master and
+// the slave; the copies agree and nothing mismatched.
+func TestMoveVerifiedOffTheFreeze(t *testing.T) {
+	cs, nodes, t1 := moveCluster(t, func(_ int, c *Config) {
+		c.Engine, c.Dir = "ldb", t.TempDir()
+	})
+	addrs := []string{nodes[0].Addr(), nodes[1].Addr(), nodes[2].Addr()}
+	const bucket = 0
+	ca := dial(t, addrs[0])
+	preload(t, ca, "pre", bucket, 3000, strconv.Itoa)
+	during := keyIn("during", bucket, q, 0)
+	var reply atomic.Value
+	testHookOffFreeze = func(m *migration) {
+		if m.move.Bucket != bucket {
+			return
+		}
+		pc, err := dialPeer(addrs[0], time.Second) // (not dial: this is the move's goroutine)
+		if err != nil {
+			reply.Store(err.Error())
+			return
+		}
+		defer pc.Close()
+		r, err := (&client{c: pc}).doErr(x(1, "SET", during, "v")...)
+		if err != nil {
+			r = err.Error()
+		}
+		reply.Store(r)
+	}
+	defer func() { testHookOffFreeze = nil }()
+	before := counterValue(t, nodes[0].m.migSumMismatches)
+	startMove(cs, t1, bucket, addrs[0], addrs[2])
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		tb := cs.getTable()
+		return tb.Master(bucket) == addrs[2] && len(tb.Migrating) == 0
+	}, "the move did not complete")
+	if r, _ := reply.Load().(string); r != "+OK" {
+		t.Fatalf("a write while the snapshots were digested: %q, want +OK", r)
+	}
+	if n := counterValue(t, nodes[0].m.migSumMismatches) - before; n != 0 {
+		t.Fatalf("%v checksum mismatches", n)
+	}
+	if n := counterValue(t, nodes[0].m.migOffFreeze); n != 1 {
+		t.Fatalf("%v moves verified off the freeze, want 1", n)
+	}
+	waitVersion(t, cs.getTable().Version, nodes...)
+	for _, n := range []*Server{nodes[2], nodes[1]} {
+		if v, ok := engineGet(n, during); !ok || v != "v" {
+			t.Fatalf("%s: %s = %q %v, acknowledged v", n.Addr(), during, v, ok)
+		}
 	}
 	if d, s := sortedDigests(recordDigests(t, nodes[2], bucket)), sortedDigests(recordDigests(t, nodes[1], bucket)); !slices.Equal(d, s) {
 		t.Fatalf("the new master (%d records) and the slave (%d) differ", len(d), len(s))

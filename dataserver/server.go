@@ -88,6 +88,7 @@ type Server struct {
 
 	cs          *wire.Client
 	sc          scriptHost // Lua scripts and functions (script.go)
+	migSnaps    migSnaps   // snapshots for moves' checksums (migsum.go)
 	incarnation int64
 	// leaseFrom is when the last successful heartbeat was sent, in
 	// nanoseconds since epoch plus one (0: never). Measured on the

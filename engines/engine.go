@@ -300,7 +300,9 @@ type Record struct {
 // Snapshot is a read-only view of an engine as it stood when taken
 // (SnapshotOf): ForEach reads it as Engine.ForEach would have then,
 // whatever was written since (records expired at the call's time left
-// out). Close releases it; an engine's Close closes those still open.
+// out), except that a pkey's skeys may come in several calls, in order
+// (a pkey of a million skeys is not gathered in memory). Close releases
+// it; an engine's Close closes those still open.
 type Snapshot interface {
 	ForEach(bucket uint32, fn func(r *Record) error) error
 	Close() error

@@ -118,7 +118,8 @@ type Store interface {
 }
 
 // StoreSnapshot is a read-only view of a store as it stood when taken:
-// ForEach as the Store's (expired records included), on the snapshot.
+// ForEach as the Store's (expired records included), on the snapshot,
+// but for a pkey's skeys, which may come in several calls (in order).
 type StoreSnapshot interface {
 	ForEach(bucket uint32, fn func(r *engines.Record) error) error
 	Close() error

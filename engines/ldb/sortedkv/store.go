@@ -941,13 +941,15 @@ type rawKV struct{ k, v []byte }
 
 // forEachRange walks [lo, hi) of plain or prefix records in chunks.
 func (s *Store) forEachRange(lo, hi []byte, fn func(r *engines.Record) error) error {
-	return s.forEachIn(s.be.Scan, lo, hi, fn)
+	return s.forEachIn(s.be.Scan, lo, hi, false, fn)
 }
 
 // forEachIn is forEachRange on scan (the backend's, or a snapshot's),
 // over a range of data keys; the index and counter keys of a range that
-// spans a whole bucket are skipped.
-func (s *Store) forEachIn(scan func(lo, hi []byte, reverse bool, fn func(k, v []byte) bool) error, lo, hi []byte, fn func(r *engines.Record) error) error {
+// spans a whole bucket are skipped. With pieces, a pkey's skeys come in
+// calls of up to scanChunk each (in order), not all in one: a pkey of a
+// million skeys is not gathered in memory.
+func (s *Store) forEachIn(scan func(lo, hi []byte, reverse bool, fn func(k, v []byte) bool) error, lo, hi []byte, pieces bool, fn func(r *engines.Record) error) error {
 	var pending *engines.Record // the pkey being gathered, across chunks
 	for {
 		if err := s.enter(); err != nil {
@@ -979,6 +981,12 @@ func (s *Store) forEachIn(scan func(lo, hi []byte, reverse bool, fn func(k, v []
 				return errs.Wrap(errs.Unknown, err)
 			}
 			if d.kind == kindPlain {
+				if pending != nil { // the last pkey of the area before (a scan of a whole bucket)
+					if err := fn(pending); err != nil {
+						return err
+					}
+					pending = nil
+				}
 				if err := fn(&engines.Record{Area: d.area, Key: d.key, Entry: ent}); err != nil {
 					return err
 				}
@@ -994,6 +1002,12 @@ func (s *Store) forEachIn(scan func(lo, hi []byte, reverse bool, fn func(k, v []
 				pending = &engines.Record{Area: d.area, Key: d.key}
 			}
 			pending.Prefix = append(pending.Prefix, engines.KV{Key: d.skey, Entry: ent})
+			if pieces && len(pending.Prefix) >= scanChunk {
+				if err := fn(pending); err != nil {
+					return err
+				}
+				pending = nil
+			}
 		}
 		if len(chunk) < scanChunk {
 			break
@@ -1043,11 +1057,11 @@ func (s *Store) Snapshot() (generic.StoreSnapshot, bool, error) {
 }
 
 // ForEach is Store.ForEach on the snapshot: every stored record of
-// bucket (expired ones included), plain keys one by one, a pkey with all
-// its skeys in one call, by area.
+// bucket (expired ones included), plain keys one by one, by area; a
+// pkey's skeys in order, in calls of a few hundred (generic.StoreSnapshot).
 func (p *Snapshot) ForEach(bucket uint32, fn func(r *engines.Record) error) error {
 	lo := binary.BigEndian.AppendUint32(nil, bucket)
-	return p.s.forEachIn(p.snap.Scan, lo, PrefixEnd(lo), fn)
+	return p.s.forEachIn(p.snap.Scan, lo, PrefixEnd(lo), true, fn)
 }
 
 // Close releases the snapshot (again: nothing).
