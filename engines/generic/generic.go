@@ -624,10 +624,7 @@ func (e *Engine) PrefixRange(k engines.Key, o engines.RangeOptions) ([]engines.K
 		return nil, errs.New(errs.InvalidArgument, "limit must not be negative")
 	}
 	now := e.nowMs()
-	var out []engines.KV
-	if o.Limit > 0 {
-		out = make([]engines.KV, 0, min(o.Limit, 256))
-	}
+	var out []engines.KV // sized at the first skey: most probes find none
 	var keyBuf []byte // one allocation for many skeys and values; earlier slices keep old arrays
 	start, end := o.Start, o.End
 	if len(start) == 0 {
@@ -651,6 +648,9 @@ func (e *Engine) PrefixRange(k engines.Key, o engines.RangeOptions) ([]engines.K
 		if ent.Value != nil {
 			keyBuf = append(keyBuf, ent.Value...)
 			kv.Entry.Value = keyBuf[len(keyBuf)-len(ent.Value) : len(keyBuf) : len(keyBuf)]
+		}
+		if out == nil && o.Limit > 0 {
+			out = make([]engines.KV, 0, min(o.Limit, 256))
 		}
 		out = append(out, kv)
 		return o.Limit == 0 || len(out) < o.Limit
