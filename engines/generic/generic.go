@@ -625,7 +625,7 @@ func (e *Engine) PrefixRange(k engines.Key, o engines.RangeOptions) ([]engines.K
 	}
 	now := e.nowMs()
 	var out []engines.KV // sized at the first skey: most probes find none
-	var keyBuf []byte // one allocation for many skeys and values; earlier slices keep old arrays
+	var keyBuf []byte    // one allocation for many skeys and values; earlier slices keep old arrays
 	start, end := o.Start, o.End
 	if len(start) == 0 {
 		start = nil
