@@ -15,7 +15,7 @@
 #      --sync none against rdb, with issue 16's aims beside them;
 #   5c. bench/migration.sh: a dataserver joins a loaded cluster, keys
 #      moved per second beside the aim (100k keys/s);
-#   5d. bench/bigkey-move.sh: a bucket holding a 1M-field hash moves
+#   5d. bench/bigkey-move.sh: a bucket holding a 1M-field hash (rdb, ldb) moves
 #      under writes, the longest write wait beside the aim (100 ms);
 #   6. bench/recovery.sh: a dataserver of ~1M key copies killed under load,
 #      the time until every bucket has its copies again beside the aim
