@@ -514,16 +514,7 @@ func (s *Server) startPiecesLocked(w *bucketWalk, n walkName, e *engines.Entry) 
 		e.Object = first
 	case *ds.ExHash:
 		p.pullX, p.stop = iter.Pull2(iter.Seq2[string, *ds.ExField](o.RangeAll))
-		first := ds.NewExHash()
-		first.AutoExpire = o.AutoExpire
-		for first.Len() < pieceElems {
-			f, v, ok := p.pullX()
-			if !ok {
-				break
-			}
-			first.Set(f, *v)
-		}
-		e.Object = first
+		e.Object = p.exHashPiece(o)
 	case *ds.Stream:
 		first := o.PieceHead(pieceElems)
 		p.afterID = first.Last().ID
@@ -534,6 +525,21 @@ func (s *Server) startPiecesLocked(w *bucketWalk, n walkName, e *engines.Entry) 
 	w.inflight = p
 	s.walkPieces.Add(1)
 	return true
+}
+
+// exHashPiece is the next piece of TairHash o: up to pieceElems fields
+// from the paused iteration, with o's AutoExpire.
+func (p *pieceState) exHashPiece(o *ds.ExHash) *ds.ExHash {
+	piece := ds.NewExHash()
+	piece.AutoExpire = o.AutoExpire
+	for piece.Len() < pieceElems {
+		f, v, ok := p.pullX()
+		if !ok {
+			break
+		}
+		piece.Set(f, *v)
+	}
+	return piece
 }
 
 // commutesWithPieces reports whether a single-key write (verb) to a key
@@ -595,15 +601,7 @@ func (s *Server) continuePiecesLocked(c *chunker, b route.BucketID, w *bucketWal
 			if o != p.obj {
 				break
 			}
-			piece := ds.NewExHash()
-			piece.AutoExpire = o.AutoExpire
-			for piece.Len() < pieceElems {
-				f, v, ok := p.pullX()
-				if !ok {
-					break
-				}
-				piece.Set(f, *v)
-			}
+			piece := p.exHashPiece(o)
 			merged, more = piece, piece.Len() == pieceElems
 		case *ds.Stream:
 			if o != p.obj {
