@@ -312,25 +312,8 @@ func (m *migration) copied(st *stream, t *route.Table, n int64, start time.Time)
 		}
 		return m.inSync(st, n, start, snapped, drained)
 	}
-	for {
-		bk.frozen.Store(true)
-		bk.lock() // barrier: writes that passed the frozen check are queued
-		bk.unlock()
-		err := m.await(st, func() bool { return st.pending() == 0 && !m.slavesPending() },
-			time.Now().Add(2*time.Second), true)
-		if err == nil {
-			break
-		}
-		bk.frozen.Store(false)
-		if err != errAwaitTimeout {
-			return err
-		}
-		// Too slow: let writes through again and retry.
-		select {
-		case <-time.After(50 * time.Millisecond):
-		case <-m.stop:
-			return errMigrationStopped
-		}
+	if err := m.freezeDrained(st); err != nil {
+		return err
 	}
 	// Both copies as they stand, compared (migsum.go); a difference
 	// starts the move over (detach lets writes through again).
@@ -396,22 +379,33 @@ func (m *migration) verifyOffFreeze(st *stream) (done bool, err error) {
 		return true, err
 	}
 	s.m.migOffFreeze.Inc()
+	return true, m.freezeDrained(st)
+}
+
+// freezeDrained freezes the moving bucket (its writes get TRYAGAIN) and
+// returns once the destination and the bucket's slaves acknowledged
+// everything, the bucket frozen; a drain slower than 2 s lets writes
+// through again for a moment and tries anew.
+func (m *migration) freezeDrained(st *stream) error {
+	bk := m.s.bucket(m.move.Bucket)
 	for {
 		bk.frozen.Store(true)
-		bk.lock()
+		bk.lock() // barrier: writes that passed the frozen check are queued
 		bk.unlock()
-		err := m.await(st, func() bool { return st.pending() == 0 && !m.slavesPending() }, time.Now().Add(2*time.Second), true)
+		err := m.await(st, func() bool { return st.pending() == 0 && !m.slavesPending() },
+			time.Now().Add(2*time.Second), true)
 		if err == nil {
-			return true, nil
+			return nil
 		}
 		bk.frozen.Store(false)
 		if err != errAwaitTimeout {
-			return true, err
+			return err
 		}
+		// Too slow: let writes through again and retry.
 		select {
 		case <-time.After(50 * time.Millisecond):
 		case <-m.stop:
-			return true, errMigrationStopped
+			return errMigrationStopped
 		}
 	}
 }
