@@ -423,6 +423,16 @@ func x(version route.Version, args ...string) []string {
 	return append([]string{"TAIR.X", "0", strconv.FormatUint(uint64(version), 10), "2"}, args...)
 }
 
+// waitMoved waits until the table names to bucket b's master and no move
+// runs, and fails t when that takes longer than within.
+func waitMoved(t *testing.T, cs *fakeCS, b route.BucketID, to string, within time.Duration) {
+	t.Helper()
+	testutil.Eventually(t, within, func() bool {
+		tb := cs.getTable()
+		return tb.Master(b) == to && len(tb.Migrating) == 0
+	}, "the move did not complete")
+}
+
 func engineKey(b route.BucketID, key string) engines.Key {
 	return engines.Key{Bucket: uint32(b), Area: 0, Key: []byte(key)}
 }

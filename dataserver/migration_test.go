@@ -464,10 +464,7 @@ func TestMoveWaitsForSlavesBeforeDone(t *testing.T) {
 	if r := replyWithin(t, reply, 10*time.Second, "no reply to the INCR"); r != ":1" {
 		t.Fatalf("INCR through the move: %q, want :1", r)
 	}
-	testutil.Eventually(t, 10*time.Second, func() bool {
-		tb := cs.getTable()
-		return len(tb.Migrating) == 0 && tb.Master(bucket) == c.Addr()
-	}, "the move did not complete")
+	waitMoved(t, cs, bucket, c.Addr(), 10*time.Second)
 	waitVersion(t, cs.getTable().Version, nodes...)
 	for _, n := range []*Server{b, c} {
 		if v, ok := engineGet(n, key); !ok || v != "1" {
@@ -790,10 +787,7 @@ func TestMovePassedOnMissIsNotAnApplyError(t *testing.T) {
 	if r := ca.do(x(1, "LSET", list, "0", "x")...); r != "+OK" {
 		t.Fatalf("LSET during the move: %q", r)
 	}
-	testutil.Eventually(t, 30*time.Second, func() bool {
-		tb := cs.getTable()
-		return tb.Master(bucket) == c.Addr() && len(tb.Migrating) == 0
-	}, "the move did not complete")
+	waitMoved(t, cs, bucket, c.Addr(), 30*time.Second)
 	waitVersion(t, cs.getTable().Version, nodes...)
 	if r := dial(t, c.Addr()).do(x(1, "LRANGE", list, "0", "-1")...); r != "*2\r\n$1\r\nx\r\n$1\r\nb" {
 		t.Fatalf("the destination's list after the move: %q", r)

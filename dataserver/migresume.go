@@ -128,7 +128,8 @@ func (m *migration) resumeMode() bool {
 // record reads as missing (Get, PrefixRange) and a stored expiry is part
 // of recordHash, so two copies agree on a name only if they agree on its
 // expiry too. size is about the bytes read. With pieces, a name that
-// would go in pieces (bigName) is not digested: big says so.
+// would go in pieces (bigPlain, or a pkey of more than pieceElems skeys)
+// is not digested: big says so.
 func (s *Server) nameDigest(d *xxhash.Digest, b route.BucketID, n walkName, pieces bool) (sum uint64, held, big bool, size int, err error) {
 	limit := 0
 	if pieces {

@@ -300,10 +300,7 @@ func TestResumedMoveMakesStaleCopyExact(t *testing.T) {
 	piecesBefore := a.walkPieces.Load()
 	startMove(cs, t1, bucket, a.Addr(), c.Addr())
 	m := runningMove(t, a, bucket)
-	testutil.Eventually(t, 20*time.Second, func() bool {
-		tb := cs.getTable()
-		return tb.Master(bucket) == c.Addr() && len(tb.Migrating) == 0
-	}, "the move did not complete")
+	waitMoved(t, cs, bucket, c.Addr(), 20*time.Second)
 	waitVersion(t, cs.getTable().Version, nodes...)
 
 	// Needed: the keys with another expiry, another value, or missing;
@@ -483,10 +480,7 @@ func runResumeAfterRestart(t *testing.T, eng string, n int) {
 		time.Sleep(time.Millisecond)
 		return true
 	})
-	testutil.Eventually(t, 60*time.Second, func() bool {
-		tb := cs.getTable()
-		return tb.Master(bucket) == c.Addr() && len(tb.Migrating) == 0
-	}, "the move did not complete")
+	waitMoved(t, cs, bucket, c.Addr(), 60*time.Second)
 	stop()
 	waitVersion(t, cs.getTable().Version, a, sl, c)
 	// After the move: through the new master.

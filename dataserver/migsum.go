@@ -74,6 +74,13 @@ import (
 // migSnapTTL is how long a destination keeps a snapshot nobody digests.
 const migSnapTTL = time.Minute
 
+// migSnapsMax bounds the snapshots a destination keeps at once (each
+// pins the engine's files until released): a node receives a handful
+// of moves at a time.
+const migSnapsMax = 64
+
+var errTooManySnaps = errors.New("ERR too many snapshots open")
+
 // migSnaps are a destination's snapshots for moves' checksums.
 type migSnaps struct {
 	mu   sync.Mutex
@@ -81,9 +88,14 @@ type migSnaps struct {
 	m    map[uint64]engines.Snapshot
 }
 
-func (r *migSnaps) add(snap engines.Snapshot) uint64 {
+// add keeps snap for migSnapTTL and returns its id; it fails when
+// migSnapsMax are kept already.
+func (r *migSnaps) add(snap engines.Snapshot) (uint64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if len(r.m) >= migSnapsMax {
+		return 0, errTooManySnaps
+	}
 	if r.m == nil {
 		r.m = map[uint64]engines.Snapshot{}
 	}
@@ -95,7 +107,7 @@ func (r *migSnaps) add(snap engines.Snapshot) uint64 {
 			_ = snap.Close()
 		}
 	})
-	return id
+	return id, nil
 }
 
 // take removes snapshot id from r and returns it (nil when unknown).
@@ -112,6 +124,10 @@ func (s *Server) migSnapRequest(out []byte, args [][]byte) []byte {
 	if len(args) != 2 {
 		return resp.AppendError(out, "ERR wrong number of arguments for 'tair.migsnap' command")
 	}
+	b, ok := redisnum.ParseUint(args[1])
+	if rt := s.rt.Load(); !ok || rt == nil || b >= uint64(rt.t.Buckets) {
+		return resp.AppendError(out, "ERR bad bucket")
+	}
 	snap, ok, err := engines.SnapshotOf(s.eng)
 	switch {
 	case err != nil:
@@ -119,7 +135,12 @@ func (s *Server) migSnapRequest(out []byte, args [][]byte) []byte {
 	case !ok:
 		return resp.AppendError(out, "ERR this engine takes no snapshots")
 	}
-	return resp.AppendStatus(out, strconv.FormatUint(s.migSnaps.add(snap), 10))
+	id, err := s.migSnaps.add(snap)
+	if err != nil {
+		_ = snap.Close()
+		return resp.AppendError(out, err.Error())
+	}
+	return resp.AppendStatus(out, strconv.FormatUint(id, 10))
 }
 
 // sumCutoffAhead is how far past the source's clock records must live
@@ -128,18 +149,14 @@ const sumCutoffAhead = 5 * time.Second
 
 // bucketSum digests bucket b's records that live past cutoff (unix ms).
 func (s *Server) bucketSum(b route.BucketID, cutoff int64) (n int64, sum uint64, err error) {
-	return bucketSumOf(s.eng.ForEach, b, cutoff)
-}
-
-// bucketSumOf is bucketSum over forEach (the engine's, or a snapshot's).
-func bucketSumOf(forEach func(uint32, func(*engines.Record) error) error, b route.BucketID, cutoff int64) (n int64, sum uint64, err error) {
-	return bucketSumPaced(forEach, b, cutoff, false)
+	return bucketSumPaced(s.eng.ForEach, b, cutoff, false)
 }
 
 // snapSumSlice is how long a paced digest reads before it rests as long.
 const snapSumSlice = 5 * time.Millisecond
 
-// bucketSumPaced is bucketSumOf; paced, it rests as long as it read, a
+// bucketSumPaced is bucketSum over forEach (the engine's, or a
+// snapshot's); paced, it rests as long as it read, a
 // snapSumSlice at a time: a snapshot's digest runs while the node
 // serves, writes to the moving bucket among them (synchronously to the
 // destination, which digests too), and a digest of a million records
@@ -299,12 +316,9 @@ func (m *migration) verifyWith(forEach func(uint32, func(*engines.Record) error)
 			return
 		}
 		cmd := [][]byte{[]byte("TAIR.MIGSUM"), strconv.AppendUint(nil, uint64(b), 10), strconv.AppendInt(nil, cutoff, 10)}
-		if snapID != nil {
-			cmd = append(cmd, snapID)
-		}
 		timeout := 10 * time.Second // the bucket is frozen meanwhile
 		if snapID != nil {
-			timeout = time.Minute
+			cmd, timeout = append(cmd, snapID), time.Minute
 		}
 		raw, err := c.roundTrip(resp.AppendCommand(nil, cmd...), timeout)
 		if err != nil {

@@ -328,10 +328,7 @@ func runBigKeyMove(t *testing.T, eng string, rate int64, fields int) (longest, t
 	walkWritesBefore, slicesBefore, piecesBefore := nodes[0].walkWrites.Load(), nodes[0].walkSlices.Load(), nodes[0].walkPieces.Load()
 	moveStart := time.Now()
 	startMove(cs, t1, bucket, addrs[0], addrs[2])
-	testutil.Eventually(t, 120*time.Second, func() bool {
-		tb := cs.getTable()
-		return tb.Master(bucket) == addrs[2] && len(tb.Migrating) == 0
-	}, "the move did not complete")
+	waitMoved(t, cs, bucket, addrs[2], 120*time.Second)
 	took = time.Since(moveStart)
 	time.Sleep(300 * time.Millisecond) // writes go on through the switch
 	mu.Lock()
@@ -521,10 +518,7 @@ func testMoveChecksumCatchesDifference(t *testing.T, eng string) {
 	if _, err := nodes[2].Engine().Put(engineKey(bucket, bogus), []byte("x"), engines.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, 30*time.Second, func() bool {
-		tb := cs.getTable()
-		return tb.Master(bucket) == addrs[2] && len(tb.Migrating) == 0
-	}, "the move did not complete")
+	waitMoved(t, cs, bucket, addrs[2], 30*time.Second)
 	if n := counterValue(t, nodes[0].m.migSumMismatches) - before; n < 1 {
 		t.Fatalf("%v checksum mismatches, want the bogus key's", n)
 	}
@@ -574,10 +568,7 @@ func TestMoveVerifiedOffTheFreeze(t *testing.T) {
 	defer func() { testHookOffFreeze = nil }()
 	before := counterValue(t, nodes[0].m.migSumMismatches)
 	startMove(cs, t1, bucket, addrs[0], addrs[2])
-	testutil.Eventually(t, 30*time.Second, func() bool {
-		tb := cs.getTable()
-		return tb.Master(bucket) == addrs[2] && len(tb.Migrating) == 0
-	}, "the move did not complete")
+	waitMoved(t, cs, bucket, addrs[2], 30*time.Second)
 	if r, _ := reply.Load().(string); r != "+OK" {
 		t.Fatalf("a write while the snapshots were digested: %q, want +OK", r)
 	}
@@ -620,10 +611,7 @@ func TestMoveChecksumWithDestinationClockAhead(t *testing.T) {
 	}
 	before := counterValue(t, nodes[0].m.migSumMismatches)
 	startMove(cs, t1, bucket, addrs[0], addrs[2])
-	testutil.Eventually(t, 15*time.Second, func() bool {
-		tb := cs.getTable()
-		return tb.Master(bucket) == addrs[2] && len(tb.Migrating) == 0
-	}, "the move did not complete")
+	waitMoved(t, cs, bucket, addrs[2], 15*time.Second)
 	if n := counterValue(t, nodes[0].m.migSumMismatches) - before; n != 0 {
 		t.Fatalf("%v checksum mismatches for copies that agree but for the clocks", n)
 	}
@@ -812,10 +800,7 @@ func TestBigZSetAndListMoveInPieces(t *testing.T) {
 	piecesBefore := nodes[0].walkPieces.Load()
 	time.Sleep(100 * time.Millisecond)
 	startMove(cs, t1, bucket, addrs[0], addrs[2])
-	testutil.Eventually(t, 60*time.Second, func() bool {
-		tb := cs.getTable()
-		return tb.Master(bucket) == addrs[2] && len(tb.Migrating) == 0
-	}, "the move did not complete")
+	waitMoved(t, cs, bucket, addrs[2], 60*time.Second)
 	time.Sleep(200 * time.Millisecond) // writes go on through the switch
 	stop()
 	mu.Lock()
@@ -1004,10 +989,7 @@ func TestTairHashAndStreamMoveInPieces(t *testing.T) {
 	piecesBefore := nodes[0].walkPieces.Load()
 	time.Sleep(100 * time.Millisecond)
 	startMove(cs, t1, bucket, addrs[0], addrs[2])
-	testutil.Eventually(t, 60*time.Second, func() bool {
-		tb := cs.getTable()
-		return tb.Master(bucket) == addrs[2] && len(tb.Migrating) == 0
-	}, "the move did not complete")
+	waitMoved(t, cs, bucket, addrs[2], 60*time.Second)
 	time.Sleep(200 * time.Millisecond)
 	stop()
 	mu.Lock()
@@ -1116,4 +1098,53 @@ func contentOf(t *testing.T, n *Server, b route.BucketID, key string) string {
 		t.Fatalf("%s: %s is a %v", n.Addr(), key, e.Type)
 	}
 	return out.String()
+}
+
+// TestMigSnapBadInput: TAIR.MIGSNAP and TAIR.MIGSUM's snapshot id refuse
+// bad buckets, unknown or reused ids and an engine without snapshots
+// with an error, a destination keeps at most migSnapsMax snapshots, and
+// the connection serves on.
+func TestMigSnapBadInput(t *testing.T) {
+	_, nodes, _ := moveCluster(t, func(i int, c *Config) {
+		if i == 0 {
+			c.Engine, c.Dir = "ldb", t.TempDir()
+		}
+	})
+	c := dial(t, nodes[0].Addr())
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"TAIR.MIGSNAP"}, "-ERR wrong number of arguments for 'tair.migsnap' command"},
+		{[]string{"TAIR.MIGSNAP", "99999999"}, "-ERR bad bucket"},
+		{[]string{"TAIR.MIGSNAP", "-1"}, "-ERR bad bucket"},
+		{[]string{"TAIR.MIGSUM", "0", "0", "18446744073709551616"}, "-ERR no such snapshot"},
+		{[]string{"TAIR.MIGSUM", "0", "0", "12345"}, "-ERR no such snapshot"},
+		{[]string{"TAIR.MIGSUM", "0", "0", "1", "x"}, "-ERR wrong number of arguments for 'tair.migsum' command"},
+	} {
+		if got := c.do(tc.args...); got != tc.want {
+			t.Errorf("%q = %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	id := strings.TrimPrefix(c.do("TAIR.MIGSNAP", "0"), "+")
+	if r := c.do("TAIR.MIGSUM", "0", "0", id); !strings.HasPrefix(r, "+0 ") {
+		t.Fatalf("TAIR.MIGSUM of an empty bucket's snapshot = %q", r)
+	}
+	if r := c.do("TAIR.MIGSUM", "0", "0", id); r != "-ERR no such snapshot" {
+		t.Fatalf("a snapshot digested twice: %q", r)
+	}
+	for i := range migSnapsMax {
+		if r := c.do("TAIR.MIGSNAP", "0"); r[0] != '+' {
+			t.Fatalf("snapshot %d: %q", i, r)
+		}
+	}
+	if r := c.do("TAIR.MIGSNAP", "0"); r != "-ERR too many snapshots open" {
+		t.Fatalf("snapshot %d: %q", migSnapsMax+1, r)
+	}
+	if r := dial(t, nodes[1].Addr()).do("TAIR.MIGSNAP", "0"); r != "-ERR this engine takes no snapshots" {
+		t.Fatalf("TAIR.MIGSNAP on rdb = %q", r)
+	}
+	if got := c.do("PING"); got != "+PONG" {
+		t.Fatalf("PING after bad TAIR.MIGSNAPs = %q", got)
+	}
 }

@@ -323,8 +323,7 @@ func (s *Stream) PieceHead(n int) *Stream {
 		if h.entries.Len() >= n {
 			return false
 		}
-		h.entries.ReplaceOrInsert(e)
-		h.size += entrySize(e)
+		h.insertEntry(e)
 		return true
 	})
 	return &h
@@ -344,8 +343,7 @@ func (s *Stream) PieceAfter(after StreamID, n int) (p *Stream, more bool) {
 			more = true
 			return false
 		}
-		p.entries.ReplaceOrInsert(e)
-		p.size += entrySize(e)
+		p.insertEntry(e)
 		return true
 	})
 	return p, more
@@ -365,11 +363,17 @@ func (s *Stream) MergePiece(piece engines.Object) error {
 		}
 	}
 	p.entries.Ascend(func(e *StreamEntry) bool {
-		s.entries.ReplaceOrInsert(e)
-		s.size += entrySize(e)
+		s.insertEntry(e)
 		return true
 	})
 	return nil
+}
+
+// insertEntry adds e to the entries (not to the node layout or the ids:
+// a decoded or merged stream brings those as they are).
+func (s *Stream) insertEntry(e *StreamEntry) {
+	s.entries.ReplaceOrInsert(e)
+	s.size += entrySize(e)
 }
 
 // appendToNode places the new entry in Redis's node layout
@@ -764,8 +768,7 @@ func DecodeStream(b []byte) (*Stream, error) {
 		for j := uint64(0); j < nf && d.err == nil; j++ {
 			x.Fields = append(x.Fields, d.str())
 		}
-		s.entries.ReplaceOrInsert(x)
-		s.size += entrySize(x)
+		s.insertEntry(x)
 	}
 	ng := d.uvarint()
 	if ng > uint64(len(d.b)) {

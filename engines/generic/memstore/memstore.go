@@ -1084,9 +1084,9 @@ func (s *Store) BucketKeys(bucket uint32, fn func(area uint16, key []byte, prefi
 var recordBatches = sync.Pool{New: func() any { return new([]engines.Record) }}
 
 // Restore replaces the record (or the whole pkey; merged, the skeys r
-// holds) with r, as given, as a new record: its access frequency and time start afresh (Redis's
-// RESTORE and MIGRATE do the same without IDLETIME or FREQ). Values are
-// copied into the arena.
+// holds) with r, as given, as a new record: its access frequency and
+// time start afresh (Redis's RESTORE and MIGRATE do the same without
+// IDLETIME or FREQ). Values are copied into the arena.
 func (s *Store) Restore(bucket uint32, r *engines.Record) error {
 	if err := checkRecordKey(r.Key); err != nil {
 		return err

@@ -951,6 +951,14 @@ func (s *Store) forEachRange(lo, hi []byte, fn func(r *engines.Record) error) er
 // million skeys is not gathered in memory.
 func (s *Store) forEachIn(scan func(lo, hi []byte, reverse bool, fn func(k, v []byte) bool) error, lo, hi []byte, pieces bool, fn func(r *engines.Record) error) error {
 	var pending *engines.Record // the pkey being gathered, across chunks
+	flush := func() error {
+		if pending == nil {
+			return nil
+		}
+		r := pending
+		pending = nil
+		return fn(r)
+	}
 	for {
 		if err := s.enter(); err != nil {
 			return err
@@ -981,11 +989,9 @@ func (s *Store) forEachIn(scan func(lo, hi []byte, reverse bool, fn func(k, v []
 				return errs.Wrap(errs.Unknown, err)
 			}
 			if d.kind == kindPlain {
-				if pending != nil { // the last pkey of the area before (a scan of a whole bucket)
-					if err := fn(pending); err != nil {
-						return err
-					}
-					pending = nil
+				// (after the last pkey of the area before, in a scan of a whole bucket)
+				if err := flush(); err != nil {
+					return err
 				}
 				if err := fn(&engines.Record{Area: d.area, Key: d.key, Entry: ent}); err != nil {
 					return err
@@ -993,20 +999,18 @@ func (s *Store) forEachIn(scan func(lo, hi []byte, reverse bool, fn func(k, v []
 				continue
 			}
 			if pending != nil && (pending.Area != d.area || !bytes.Equal(pending.Key, d.key)) {
-				if err := fn(pending); err != nil {
+				if err := flush(); err != nil {
 					return err
 				}
-				pending = nil
 			}
 			if pending == nil {
 				pending = &engines.Record{Area: d.area, Key: d.key}
 			}
 			pending.Prefix = append(pending.Prefix, engines.KV{Key: d.skey, Entry: ent})
 			if pieces && len(pending.Prefix) >= scanChunk {
-				if err := fn(pending); err != nil {
+				if err := flush(); err != nil {
 					return err
 				}
-				pending = nil
 			}
 		}
 		if len(chunk) < scanChunk {
@@ -1014,10 +1018,7 @@ func (s *Store) forEachIn(scan func(lo, hi []byte, reverse bool, fn func(k, v []
 		}
 		lo = append(chunk[len(chunk)-1].k, 0)
 	}
-	if pending != nil {
-		return fn(pending)
-	}
-	return nil
+	return flush()
 }
 
 // Snapshot is a read-only view of the store as it stood when taken
