@@ -58,6 +58,17 @@ func (s *Server) applyAdmin(ctx context.Context, ls *leaderState, req wire.Admin
 		m.Paused = true
 	case "migrations-resume":
 		m.Paused = false
+	case "migrations-rate":
+		if req.Rate != nil && *req.Rate < 0 {
+			return wire.AdminReply{Message: fmt.Sprintf("rate %d: want bytes a second, 0 for no cap", *req.Rate)}
+		}
+		m.MigrateRate = nil
+		msg = "each move's copy rate: each dataserver's own --migrate-bytes-per-sec"
+		if req.Rate != nil {
+			r := *req.Rate
+			m.MigrateRate = &r
+			msg = "each move's copy rate: " + rateText(r)
+		}
 	case "migrations-cancel":
 		if t != nil {
 			t.Migrating = nil
@@ -146,4 +157,12 @@ func applyHooksOp(cur *[]string, op string, names []string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// rateText is a copy-rate cap as `tair ctl` shows it.
+func rateText(r int64) string {
+	if r == 0 {
+		return "no cap"
+	}
+	return fmt.Sprintf("at most %d bytes/s", r)
 }

@@ -133,7 +133,7 @@ func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 		s.poke()
 	}
 	m := s.metaState.Load()
-	reply := wire.HeartbeatReply{Areas: m.Areas, Hooks: m.Hooks}
+	reply := wire.HeartbeatReply{Areas: m.Areas, Hooks: m.Hooks, MigrateBytesPerSec: m.MigrateRate}
 	if t := s.Table(); t != nil && t.Version > hb.TableVersion {
 		var e *encodedDelta
 		if hb.Deltas {
@@ -278,7 +278,7 @@ func (s *Server) migrationStatus() wire.MigrationStatus {
 	m := s.metaState.Load()
 	// Completed and Total count the current plan (since the destination was
 	// last rebuilt), so Completed/Total is its progress.
-	st := wire.MigrationStatus{Paused: m.Paused, Completed: m.PlanDone, Pending: []route.Move{}, Running: []wire.MigrationProgress{}}
+	st := wire.MigrationStatus{Paused: m.Paused, Rate: m.MigrateRate, Completed: m.PlanDone, Pending: []route.Move{}, Running: []wire.MigrationProgress{}}
 	if rs := s.recovery.Load(); rs != nil {
 		st.UnderReplicated = rs.UnderReplicated
 		st.Unavailable = rs.Unavailable

@@ -162,6 +162,10 @@ func adminSummary(req wire.AdminRequest) string {
 		return fmt.Sprintf("area-set %d quota=%d ops=%d bytes=%d read-only=%v", req.Area, c.QuotaBytes, c.OpsLimit, c.BytesLimit, c.ReadOnly)
 	case len(req.Hooks) > 0:
 		return req.Op + " " + strings.Join(req.Hooks, ",")
+	case req.Op == "migrations-rate" && req.Rate != nil:
+		return req.Op + " " + rateText(*req.Rate)
+	case req.Op == "migrations-rate":
+		return req.Op + " each dataserver's own"
 	}
 	return req.Op
 }

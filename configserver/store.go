@@ -28,6 +28,9 @@ type meta struct {
 	Areas  map[uint16]wire.AreaConfig `json:"areas,omitempty"`
 	Hooks  *[]string                  `json:"hooks,omitempty"` // dataservers' hooks; nil until first set
 	Paused bool                       `json:"paused,omitempty"`
+	// MigrateRate caps each move's copy rate on every dataserver (bytes a
+	// second, 0: none); nil until set, and each node's own flag applies.
+	MigrateRate *int64 `json:"migrate_rate,omitempty"`
 	// Completed counts moves finished over the cluster's life; PlanDone
 	// those finished since the destination was last rebuilt (what
 	// `tair ctl` shows as progress).
@@ -60,6 +63,10 @@ func (m *meta) clone() *meta {
 	if m.Hooks != nil {
 		h := slices.Clone(*m.Hooks)
 		c.Hooks = &h
+	}
+	if m.MigrateRate != nil {
+		r := *m.MigrateRate
+		c.MigrateRate = &r
 	}
 	return &c
 }

@@ -45,6 +45,9 @@ type Config struct {
 
 	// HeartbeatInterval is the period of heartbeats (default 500ms).
 	HeartbeatInterval time.Duration
+	// KickSpacing is the least time between two heartbeats that a kick
+	// sends (kickSpacing in heartbeat.go; default 100ms).
+	KickSpacing time.Duration
 	// LeaseTimeout: the node acknowledges requests as master only while
 	// its last successful heartbeat was sent less than this long ago. It
 	// must be shorter than the configserver's down detection (4 heartbeat
@@ -116,6 +119,7 @@ func DefaultConfig() Config {
 		Engine:                "rdb",
 		Sync:                  engines.SyncGroup,
 		HeartbeatInterval:     500 * time.Millisecond,
+		KickSpacing:           kickSpacing,
 		LeaseTimeout:          1500 * time.Millisecond,
 		ReplicationMode:       ReplicationDegraded,
 		ReplicationTimeout:    time.Second,
@@ -141,6 +145,7 @@ func (c *Config) Adjust() {
 	defaults.Unset(&c.Engine, d.Engine)
 	defaults.Unset(&c.Sync, d.Sync)
 	defaults.NotPositive(&c.HeartbeatInterval, d.HeartbeatInterval)
+	defaults.NotPositive(&c.KickSpacing, d.KickSpacing)
 	defaults.NotPositive(&c.LeaseTimeout, 3*c.HeartbeatInterval)
 	defaults.Unset(&c.ReplicationMode, d.ReplicationMode)
 	defaults.NotPositive(&c.ReplicationTimeout, d.ReplicationTimeout)

@@ -43,6 +43,7 @@ type fakeCS struct {
 	table *route.Table
 	areas map[uint16]wire.AreaConfig
 	hooks *[]string // nil: never set (the dataservers' defaults)
+	rate  *int64    // the cluster-wide copy-rate cap; nil: never set
 	hbs   map[string]wire.Heartbeat
 }
 
@@ -109,7 +110,7 @@ func (f *fakeCS) heartbeat(w http.ResponseWriter, r *http.Request) {
 	if f.table != nil {
 		f.markBehindLocked(hb)
 	}
-	reply := wire.HeartbeatReply{Areas: f.areas, Hooks: f.hooks}
+	reply := wire.HeartbeatReply{Areas: f.areas, Hooks: f.hooks, MigrateBytesPerSec: f.rate}
 	if f.table != nil && f.table.Version > hb.TableVersion {
 		reply.Table = f.table
 	}
@@ -164,6 +165,14 @@ func (f *fakeCS) completeMoveLocked(b route.BucketID, from, to string) {
 	}
 	nt.Migrating = ms
 	f.table = nt
+}
+
+// setRate sets the cluster-wide copy-rate cap the heartbeat replies
+// carry (nil: none, each node's own).
+func (f *fakeCS) setRate(r *int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rate = r
 }
 
 // setHooks makes the heartbeat replies name hooks (an empty list: none).
@@ -467,6 +476,17 @@ func startMove(cs *fakeCS, from *route.Table, b route.BucketID, src, dst string)
 	next := from.Clone()
 	next.Version = from.Version + 1
 	next.Migrating = []route.Move{{Bucket: b, From: src, To: dst}}
+	// The rows the configserver wants, as it publishes them: the
+	// destination replaces the source, or joins it for a recovery copy.
+	next.Destination = make([][]string, len(next.Serving))
+	for i, row := range next.Serving {
+		next.Destination[i] = slices.Clone(row)
+	}
+	if cs.recovery.Load() {
+		next.Destination[b] = append(next.Destination[b], dst)
+	} else if i := slices.Index(next.Destination[b], src); i >= 0 {
+		next.Destination[b][i] = dst
+	}
 	cs.setTable(next)
 }
 

@@ -25,7 +25,9 @@ import (
 // about 600 heartbeats, most replies carrying the whole table, which the
 // configserver encodes and the dataserver reads; spaced 100 ms, about 200,
 // the configserver's CPU a third lower, and the Dones of a node go
-// together into fewer table versions.
+// together into fewer table versions. A master's Done that hands its
+// bucket over skips the spacing (kickHeartbeatNow): the bucket is frozen
+// until the switch, and its clients' writes wait on it.
 const kickSpacing = 100 * time.Millisecond
 
 // heartbeatLoop reports to the leading configserver every interval (and
@@ -46,12 +48,15 @@ func (s *Server) heartbeatLoop(ctx context.Context) {
 	// sends one more (a move's Done must not wait for the next tick).
 	var deferred atomic.Bool
 	var last time.Time
-	send := func() {
+	send := func(urgent bool) {
 		if inflight.Load() >= 3 {
 			deferred.Store(true)
+			if urgent {
+				s.hbUrgent.Store(true) // for the deferred kick
+			}
 			return
 		}
-		if time.Since(last) < kickSpacing {
+		if !urgent && time.Since(last) < s.cfg.KickSpacing {
 			return
 		}
 		last = time.Now()
@@ -74,16 +79,27 @@ func (s *Server) heartbeatLoop(ctx context.Context) {
 			}
 		}()
 	}
-	send()
+	// spaced: a kick that came within KickSpacing of the last heartbeat
+	// sends when the spacing has passed (a timer, not a sleep, so an
+	// urgent kick meanwhile is not held behind it).
+	spaced := time.NewTimer(time.Hour)
+	spaced.Stop()
+	defer spaced.Stop()
+	send(false)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			send()
+			send(false)
 		case <-s.hbKick:
-			time.Sleep(max(0, kickSpacing-time.Since(last)))
-			send()
+			if wait := s.cfg.KickSpacing - time.Since(last); s.hbUrgent.Swap(false) || wait <= 0 {
+				send(true)
+			} else {
+				spaced.Reset(wait)
+			}
+		case <-spaced.C:
+			send(false) // unless a tick sent one meanwhile
 		case <-drop.C:
 			s.dropLeftBuckets()
 			copyGC.relax(copyGCIdle)
@@ -167,6 +183,7 @@ func (s *Server) heartbeat(ctx context.Context) error {
 		}
 	}
 	s.applyHooks(reply.Hooks)
+	s.copyCap.set(reply.MigrateBytesPerSec)
 	s.applyAreas(reply.Areas)
 	if stalled != "" {
 		// An unhealthy node's heartbeats count as missed ones: it lets

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -499,6 +500,16 @@ func (m *migration) slavesPending() bool {
 	return false
 }
 
+// handsOver reports whether the move gives the bucket's master role to
+// its destination: the source is the master and the bucket's
+// destination row drops it (a recovery copy's master keeps its own).
+// Such a move's bucket stays frozen from Done until the switch.
+func (m *migration) handsOver() bool {
+	t, b := m.s.Table(), m.move.Bucket
+	return t != nil && t.IsMaster(b, m.move.From) && int(b) < len(t.Destination) &&
+		!slices.Contains(t.Destination[b], m.move.From)
+}
+
 // inSync reports Done and keeps the destination in sync until the table
 // switches or the move is cancelled.
 func (m *migration) inSync(st *stream, n int64, start, snapped, drained time.Time) error {
@@ -507,7 +518,11 @@ func (m *migration) inSync(st *stream, n int64, start, snapped, drained time.Tim
 	m.failed.Store(nil)
 	m.reportedDone = true
 	m.done.Store(true)
-	s.kickHeartbeat()
+	if m.handsOver() {
+		s.kickHeartbeatNow() // the bucket stays frozen until the switch
+	} else {
+		s.kickHeartbeat()
+	}
 	now := time.Now()
 	m.log.Info("migration copied, waiting for the table switch", "records", n, "took", now.Sub(start),
 		"snapshot", snapped.Sub(start), "copy", drained.Sub(snapped), "final", now.Sub(drained), "checksum", m.verifyTook,

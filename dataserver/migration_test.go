@@ -2,6 +2,7 @@ package dataserver
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -797,5 +798,95 @@ func TestMovePassedOnMissIsNotAnApplyError(t *testing.T) {
 	}
 	if n := counterValue(t, c.m.migApplyMisses); n < 1 {
 		t.Fatalf("the LSET passed on before the list was copied did not miss (%v): the case was not exercised", n)
+	}
+}
+
+// A master's Done that hands its bucket over reaches the configserver at
+// once, not after the heartbeat kick spacing: the bucket is frozen until
+// the table switches, and its clients' writes wait. A recovery copy's
+// Done keeps the spacing (the configserver's load in a recovery of
+// thousands of moves). Here the spacing and the heartbeat period are an
+// hour, so only the skipped spacing lets the handover finish.
+func TestHandoverDoneSkipsKickSpacing(t *testing.T) {
+	for _, recovery := range []bool{false, true} {
+		t.Run(map[bool]string{false: "handover", true: "recovery"}[recovery], func(t *testing.T) {
+			cs := newFakeCS(t)
+			cs.recovery.Store(recovery)
+			nodes := make([]*Server, 3)
+			for i := range nodes {
+				c := testConfig(cs.addr())
+				c.HeartbeatInterval = time.Hour
+				c.LeaseTimeout = 2 * time.Hour
+				c.KickSpacing = time.Hour
+				nodes[i] = startNode(t, c)
+			}
+			a, b, c := nodes[0], nodes[1], nodes[2]
+			t1 := ringTable(1, q, 2, a.Addr(), b.Addr())
+			cs.setTable(t1)
+			waitVersion(t, 1, nodes...)
+			ca := dial(t, a.Addr())
+			for i := range 50 {
+				if r := ca.do(x(1, "SET", keyIn("k", 0, q, i), "v")...); r != "+OK" {
+					t.Fatalf("SET: %q", r)
+				}
+			}
+			start := time.Now()
+			startMove(cs, t1, 0, a.Addr(), c.Addr())
+			if !recovery {
+				waitMoved(t, cs, 0, c.Addr(), 10*time.Second)
+				t.Logf("the handover switched %v after the move started", time.Since(start).Round(time.Millisecond))
+				return
+			}
+			testutil.Eventually(t, 10*time.Second, func() bool {
+				ps := a.migrationProgress()
+				return len(ps) == 1 && ps[0].Done
+			}, "the recovery copy did not finish")
+			time.Sleep(time.Second)
+			if tb := cs.getTable(); len(tb.Migrating) != 1 || slices.Contains(tb.Serving[0], c.Addr()) {
+				t.Fatalf("the recovery copy's Done went past the kick spacing: serving %v, migrating %v", tb.Serving[0], tb.Migrating)
+			}
+		})
+	}
+}
+
+// The configserver's cluster-wide copy-rate cap (`tair ctl migrate
+// rate`) overrides the node's own, and a running move follows a change
+// at once: capped at 2 kB/s, a copy of some 60 kB cannot finish in the
+// second watched; reset to the node's own (no cap), it finishes in
+// moments rather than after the wait the old cap set for its batch.
+func TestClusterCopyCapAppliesToRunningMoves(t *testing.T) {
+	cs := newFakeCS(t)
+	capped := int64(2000)
+	cs.setRate(&capped)
+	nodes := make([]*Server, 3)
+	for i := range nodes {
+		nodes[i] = startNode(t, testConfig(cs.addr()))
+	}
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	t1 := ringTable(1, q, 2, a.Addr(), b.Addr())
+	cs.setTable(t1)
+	waitVersion(t, 1, nodes...)
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		r, _ := a.copyCap.get()
+		return r == capped
+	}, "the node never took the configserver's cap")
+	ca := dial(t, a.Addr())
+	val := strings.Repeat("v", 1000)
+	for i := range 60 {
+		if r := ca.do(x(1, "SET", keyIn("k", 0, q, i), val)...); r != "+OK" {
+			t.Fatalf("SET: %q", r)
+		}
+	}
+	startMove(cs, t1, 0, a.Addr(), c.Addr())
+	time.Sleep(time.Second)
+	if tb := cs.getTable(); len(tb.Migrating) != 1 {
+		t.Fatalf("a 60 kB copy capped at 2 kB/s ended within a second: migrating %v", tb.Migrating)
+	}
+	cs.setRate(nil)
+	lifted := time.Now()
+	waitMoved(t, cs, 0, c.Addr(), 5*time.Second)
+	t.Logf("the move ended %v after the cap was lifted", time.Since(lifted).Round(time.Millisecond))
+	if r, _ := a.copyCap.get(); r != 0 {
+		t.Fatalf("cap %d after the reset, want the node's own (0)", r)
 	}
 }

@@ -15,7 +15,7 @@ import (
 // pacerCeiling times it. A stream charges each batch's snapshot bytes
 // before sending it (reserve) and waits the delay it is given; writes
 // logged during a copy are not paced (the copy must catch up).
-// MigrateBytesPerSec caps each move on top of this.
+// A cap (copyCap) limits each move on top of this.
 type pacer struct {
 	floor, ceiling float64 // bytes/s; floor 0: no pacing
 	target         time.Duration
@@ -82,4 +82,70 @@ func (p *pacer) currentRate() float64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.rate
+}
+
+// copyCap caps each move's copy rate on top of the pacer: the operator's
+// cluster-wide cap (`tair ctl migrate rate`, in every heartbeat reply)
+// when one is set, else the node's own MigrateBytesPerSec. A change
+// wakes the moves waiting on the old cap, so that lifting a cap of a few
+// kB/s speeds up a move at once rather than after its current wait.
+type copyCap struct {
+	own int64
+
+	mu      sync.Mutex
+	rate    int64         // bytes/s; 0: no cap
+	changed chan struct{} // closed (and replaced) when rate changes
+}
+
+func newCopyCap(own int64) *copyCap {
+	return &copyCap{own: own, rate: own, changed: make(chan struct{})}
+}
+
+// set applies the configserver's cap (nil: none set, the node's own).
+func (c *copyCap) set(cluster *int64) {
+	r := c.own
+	if cluster != nil {
+		r = *cluster
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r != c.rate {
+		c.rate = r
+		close(c.changed)
+		c.changed = make(chan struct{})
+	}
+}
+
+func (c *copyCap) get() (int64, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rate, c.changed
+}
+
+// wait waits before a batch of n snapshot bytes goes: the pacer's delay
+// d, and at least n bytes' time at the cap, taken anew when the cap
+// changes. It reports false if stop closed first.
+func (c *copyCap) wait(n int, d time.Duration, stop <-chan struct{}) bool {
+	start := time.Now()
+	for {
+		rate, changed := c.get()
+		w := d
+		if rate > 0 {
+			w = max(w, time.Duration(float64(n)/float64(rate)*float64(time.Second)))
+		}
+		w -= time.Since(start)
+		if w <= 0 {
+			return true
+		}
+		t := time.NewTimer(w)
+		select {
+		case <-t.C:
+			return true
+		case <-changed:
+			t.Stop()
+		case <-stop:
+			t.Stop()
+			return false
+		}
+	}
 }

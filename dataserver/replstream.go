@@ -728,15 +728,8 @@ func (st *stream) runConn(c *peerConn) error {
 			// a copy of a few growing batches ran at about twice the
 			// cap).
 			d := st.s.pace.reserve(snapshotBytes, st.s.clientLatency)
-			if r := st.s.cfg.MigrateBytesPerSec; r > 0 {
-				d = max(d, time.Duration(int64(snapshotBytes)*int64(time.Second)/r))
-			}
-			if d > 0 {
-				select {
-				case <-time.After(d):
-				case <-st.stop:
-					return finish(errStopped)
-				}
+			if !st.s.copyCap.wait(snapshotBytes, d, st.stop) {
+				return finish(errStopped)
 			}
 		}
 		f := inflight{last: batch[len(batch)-1].seq, at: time.Now(), size: len(buf), recs: recs}

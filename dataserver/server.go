@@ -116,6 +116,8 @@ type Server struct {
 	durable  engines.GroupCommitter
 	fetching atomic.Bool // a table fetch from a peer is running
 	hbKick   chan struct{}
+	// hbUrgent: the next kick skips kickSpacing (kickHeartbeatNow).
+	hbUrgent atomic.Bool
 	hbSeq    atomic.Uint64 // the last heartbeat's wire.Heartbeat.Seq
 	areas    atomic.Pointer[areaTable]
 	hooks    atomic.Pointer[hookChain] // nil: no hook on (hooks.go)
@@ -172,6 +174,7 @@ type Server struct {
 	walkMaxHold atomic.Int64
 	migSem      chan struct{}
 	pace        *pacer // the outgoing copies' rate (pace.go)
+	copyCap     *copyCap
 	pool        connPool
 	m           *metrics
 	// wd watches the connections' batches and the buckets' locks
@@ -305,6 +308,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		hbKick:      make(chan struct{}, 1),
 		migSem:      make(chan struct{}, cfg.MigrateParallel),
 		pace:        newPacer(cfg.MigrateMinBytesPerSec, cfg.MigrateLatencyTarget),
+		copyCap:     newCopyCap(cfg.MigrateBytesPerSec),
 	}
 	s.mu.streams = map[string]*stream{}
 	s.mu.migs = map[route.BucketID]*migration{}
@@ -613,4 +617,12 @@ func (s *Server) kickHeartbeat() {
 	case s.hbKick <- struct{}{}:
 	default:
 	}
+}
+
+// kickHeartbeatNow sends a heartbeat at once, without the kickSpacing
+// wait: for a Done that clients' writes wait on (a master's bucket
+// frozen until the table hands it over).
+func (s *Server) kickHeartbeatNow() {
+	s.hbUrgent.Store(true)
+	s.kickHeartbeat()
 }

@@ -955,6 +955,17 @@ func crashDuringMove(t *testing.T, victimIsSource, restart bool) {
 			map[bool]string{true: "source", false: "destination"}[victimIsSource], after.Serving[mv.Bucket])
 	}
 
+	// The cap was there to put the kill inside a move: the rest of the
+	// rebalance and the recovery run uncapped (`tair ctl migrate rate
+	// 0`), the moves running meanwhile following the change at once.
+	noCap := int64(0)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	r, err := cl.Admin(ctx, &wire.AdminRequest{Op: "migrations-rate", Rate: &noCap})
+	cancel()
+	if err != nil || !r.OK {
+		t.Fatalf("migrations-rate 0: %+v %v", r, err)
+	}
+
 	var exclude []string
 	if restart {
 		time.Sleep(300 * time.Millisecond)

@@ -187,8 +187,15 @@ func ctlCmd() *cobra.Command {
 			return e.print(cmd, st, func(w io.Writer) error {
 				fmt.Fprintf(w, "table version   %d\nbuckets         %d\ncopies          %d\n", st.TableVersion, st.Buckets, st.Copies)
 				fmt.Fprintf(w, "dataservers     %d alive of %d\nlost copies     %d\n", st.Alive, st.DataServers, st.LostCopies)
-				fmt.Fprintf(w, "migrations      %d running, %d pending, %d/%d done, paused=%v\n",
-					len(mig.Running), len(mig.Pending), mig.Completed, mig.Total, mig.Paused)
+				rate := "each node's own"
+				if mig.Rate != nil {
+					rate = strconv.FormatInt(*mig.Rate, 10) + " B/s"
+					if *mig.Rate == 0 {
+						rate = "no cap"
+					}
+				}
+				fmt.Fprintf(w, "migrations      %d running, %d pending, %d/%d done, paused=%v, rate=%s\n",
+					len(mig.Running), len(mig.Pending), mig.Completed, mig.Total, mig.Paused, rate)
 				fmt.Fprintf(w, "under-replicated %d buckets", mig.UnderReplicated)
 				if mig.UnderReplicated > 0 {
 					fmt.Fprintf(w, " (the oldest for %.1fs; %d with no live copy)", mig.UnderReplicatedSeconds, mig.Unavailable)
@@ -365,8 +372,25 @@ func nodeCmd(e *ctlEnv) *cobra.Command {
 }
 
 func migrateCmd(e *ctlEnv) *cobra.Command {
-	migrate := &cobra.Command{Use: "migrate", Short: "pause, resume or cancel migrations"}
-	migrate.AddCommand(
+	migrate := &cobra.Command{Use: "migrate", Short: "pause, resume, cancel or cap migrations"}
+	rate := &cobra.Command{
+		Use:   "rate <bytes-per-sec|default>",
+		Short: "cap each move's copy rate on every dataserver (0: no cap; default: each node's --migrate-bytes-per-sec); running moves follow at once",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := &wire.AdminRequest{Op: "migrations-rate"}
+			if args[0] != "default" {
+				r, err := strconv.ParseInt(args[0], 10, 64)
+				if err != nil || r < 0 {
+					return fmt.Errorf("rate %q: want bytes a second (0: no cap) or default", args[0])
+				}
+				req.Rate = &r
+			}
+			_, err := e.admin(cmd, req)
+			return err
+		},
+	}
+	migrate.AddCommand(rate,
 		adminCmd(e, "pause", "start no new moves (running ones finish)", "migrations-pause"),
 		adminCmd(e, "resume", "start the planned moves again", "migrations-resume"),
 		adminCmd(e, "cancel", "drop the plan and the running moves (the next change or rebalance plans again)", "migrations-cancel"))

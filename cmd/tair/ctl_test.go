@@ -152,7 +152,7 @@ func TestCtl(t *testing.T) {
 	nodeLine := regexp.MustCompile(`^node (\S+)  memory \d+\.\d[KM]iB engine, \d+\.\d[MG]iB rss$`)
 	got, want := ctl(t, cs, "status"), fmt.Sprintf("table version   %d\nbuckets         64\ncopies          2\n", tb.Version)+
 		"dataservers     3 alive of 3\nlost copies     0\n"+
-		"migrations      0 running, 0 pending, 0/0 done, paused=false\n"+
+		"migrations      0 running, 0 pending, 0/0 done, paused=false, rate=each node's own\n"+
 		"under-replicated 0 buckets\n"
 	if !strings.HasPrefix(got, want) {
 		t.Fatalf("status:\n%s\nwant:\n%s", got, want)
@@ -314,7 +314,25 @@ func TestCtl(t *testing.T) {
 	if !jm.Paused || len(jm.Pending) != planned || len(jm.Running) != 0 || jm.Total != planned || jm.Pending[0].From != victim {
 		t.Fatalf("migrations --json while paused: %+v", jm)
 	}
-	wantContains(t, ctl(t, cs, "status"), fmt.Sprintf("migrations      0 running, %d pending, 0/%d done, paused=true\n", planned, planned))
+	wantContains(t, ctl(t, cs, "status"), fmt.Sprintf("migrations      0 running, %d pending, 0/%d done, paused=true, rate=each node's own\n", planned, planned))
+	// The cluster-wide cap of each move's copy rate: set, lifted, reset
+	// to each node's own; refused when not a count of bytes.
+	for _, c := range []struct{ arg, reply, status string }{
+		{"5000", "OK each move's copy rate: at most 5000 bytes/s\n", "rate=5000 B/s\n"},
+		{"0", "OK each move's copy rate: no cap\n", "rate=no cap\n"},
+		{"default", "OK each move's copy rate: each dataserver's own --migrate-bytes-per-sec\n", "rate=each node's own\n"},
+	} {
+		if got := ctl(t, cs, "migrate", "rate", c.arg); got != c.reply {
+			t.Fatalf("migrate rate %s: %q, want %q", c.arg, got, c.reply)
+		}
+		wantContains(t, ctl(t, cs, "status"), c.status)
+		wantAdminJSON(t, ctl(t, cs, "migrate", "rate", c.arg, "--json"), strings.TrimSuffix(strings.TrimPrefix(c.reply, "OK "), "\n"))
+	}
+	for _, bad := range []string{"fast", "1e3", "99999999999999999999"} {
+		if out, err := ctlErr(cs, "migrate", "rate", bad); err == nil || !strings.Contains(out+err.Error(), "want bytes a second") {
+			t.Fatalf("migrate rate %s: %q %v, want refused", bad, out, err)
+		}
+	}
 	if f := nodes()[victim]; f["DRAINING"] != "true" {
 		t.Fatalf("drained node %s: %v, want draining", victim, f)
 	}
@@ -401,7 +419,7 @@ func TestCtl(t *testing.T) {
 	if f := nodes()[victim]; f["MASTERS"] != "0" || f["SLAVES"] != "0" {
 		t.Fatalf("drained node %s still holds copies: %v", victim, f)
 	}
-	wantContains(t, ctl(t, cs, "status"), fmt.Sprintf("migrations      0 running, 0 pending, %d/%d done, paused=false\n", planned, planned))
+	wantContains(t, ctl(t, cs, "status"), fmt.Sprintf("migrations      0 running, 0 pending, %d/%d done, paused=false, rate=each node's own\n", planned, planned))
 
 	// add takes the node back; a rebalance moves copies onto it, followed
 	// by --watch --json (a MigrationStatus and the moves per poll).

@@ -268,7 +268,7 @@ func TestDrainWaitFake(t *testing.T) {
 // new subcommand fails here until it is added, with its checks.
 func TestCtlEverySubcommandHasJSON(t *testing.T) {
 	tested := []string{"ctl area list", "ctl area set", "ctl backup", "ctl hooks", "ctl hooks off", "ctl hooks on", "ctl hooks set", "ctl hotkeys",
-		"ctl migrate cancel", "ctl migrate pause", "ctl migrate resume", "ctl migrations", "ctl node add", "ctl node drain",
+		"ctl migrate cancel", "ctl migrate pause", "ctl migrate rate", "ctl migrate resume", "ctl migrations", "ctl node add", "ctl node drain",
 		"ctl node remove", "ctl nodes", "ctl rebalance", "ctl restore", "ctl shell", "ctl stat", "ctl status", "ctl table"}
 	var walk func(c *cobra.Command)
 	var found []string

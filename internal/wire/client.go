@@ -307,6 +307,8 @@ type HeartbeatReplyLazy struct {
 	TableDelta *route.Delta          `json:"table_delta,omitempty"`
 	Areas      map[uint16]AreaConfig `json:"areas,omitempty"`
 	Hooks      *[]string             `json:"hooks,omitempty"`
+	// MigrateBytesPerSec: HeartbeatReply's.
+	MigrateBytesPerSec *int64 `json:"migrate_bytes_per_sec,omitempty"`
 }
 
 // HeartbeatLazy is Heartbeat with the reply's table left undecoded.

@@ -152,6 +152,10 @@ type HeartbeatReply struct {
 	// order they run (see KnownHooks). nil: the configserver never set
 	// them, so DefaultHooks apply; an empty list switches every hook off.
 	Hooks *[]string `json:"hooks,omitempty"`
+	// MigrateBytesPerSec caps each move's copy rate on every dataserver
+	// (0: no cap), over the node's own --migrate-bytes-per-sec. nil: the
+	// operator never set it (or reset it), so each node's own applies.
+	MigrateBytesPerSec *int64 `json:"migrate_bytes_per_sec,omitempty"`
 }
 
 // KnownHooks are the dataserver's built-in request hooks:
@@ -217,7 +221,10 @@ type NodeStatus struct {
 
 // MigrationStatus is the configserver's view of the migration plan.
 type MigrationStatus struct {
-	Paused    bool                `json:"paused"`
+	Paused bool `json:"paused"`
+	// Rate is the cluster-wide cap of each move's copy rate in bytes a
+	// second (0: none); nil: each dataserver's own applies.
+	Rate      *int64              `json:"rate,omitempty"`
 	Pending   []route.Move        `json:"pending"`
 	Running   []MigrationProgress `json:"running"`
 	Completed int                 `json:"completed"`
@@ -246,6 +253,9 @@ type AdminRequest struct {
 	Area   uint16     `json:"area,omitempty"`
 	Config AreaConfig `json:"config,omitempty"`
 	Hooks  []string   `json:"hooks,omitempty"`
+	// Rate is migrations-rate's cap in bytes a second (0: none); nil
+	// gives each dataserver its own --migrate-bytes-per-sec again.
+	Rate *int64 `json:"rate,omitempty"`
 }
 
 // ProxyBeat is a proxy's periodic hello to the leading configserver: the
