@@ -528,7 +528,8 @@ func (m *migration) digestSliceLocked(c *chunker, w *bucketWalk, queue []walkNam
 	}
 	var h xxhash.Digest
 	count := 0
-	for *qpos < len(queue) && *qpos-start < walkSliceNames && c.bytes < walkSliceBytes {
+	begun := time.Now()
+	for *qpos < len(queue) && sliceOpen(c, start, *qpos, begun) {
 		n := queue[*qpos]
 		*qpos++
 		sum, held, big, size, err := s.nameDigest(&h, b, n, true)

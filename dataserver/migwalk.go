@@ -458,6 +458,28 @@ type pieceState struct {
 	prefix  bool
 	after   []byte
 	afterID ds.StreamID
+	// skeys is a pkey's piece size after the first (0: pieceElems),
+	// halved while a piece takes longer than walkSliceTime to read and
+	// send and doubled back while it takes less than half: a store read
+	// of 2,000 skeys took 15-25 ms on a loaded ldb, and back-to-back
+	// holds that long made an event loop's batch of writes wait for
+	// several (120 ms).
+	skeys int
+}
+
+// pieceSkeysMin is the least a pkey's piece shrinks to.
+const pieceSkeysMin = 64
+
+// nextPieceSkeys is the size of a pkey's next piece after one of limit
+// skeys took d to read and send.
+func nextPieceSkeys(limit int, d time.Duration) int {
+	switch {
+	case d > walkSliceTime:
+		return max(limit/2, min(pieceSkeysMin, pieceElems))
+	case d < walkSliceTime/2:
+		return min(limit*2, pieceElems)
+	}
+	return limit
 }
 
 // startPiecesLocked makes e (of name n) its first piece and notes the
@@ -695,17 +717,19 @@ func (s *Server) continuePiecesLocked(c *chunker, b route.BucketID, w *bucketWal
 // last one sent, to c as a merged record.
 func (s *Server) continuePkeyLocked(c *chunker, k engines.Key, w *bucketWalk) error {
 	p := w.inflight
+	begun := time.Now()
+	limit := cmp.Or(p.skeys, pieceElems)
 	// The range starts at the last skey sent, inclusive.
-	kvs, err := s.eng.PrefixRange(k, engines.RangeOptions{Start: p.after, Limit: pieceElems + 2})
+	kvs, err := s.eng.PrefixRange(k, engines.RangeOptions{Start: p.after, Limit: limit + 2})
 	if err != nil && !errors.Is(err, errs.ErrNotFound) {
 		return err
 	}
 	if len(kvs) > 0 && string(kvs[0].Key) == string(p.after) {
 		kvs = kvs[1:]
 	}
-	more := len(kvs) > pieceElems
+	more := len(kvs) > limit
 	if more {
-		kvs = kvs[:pieceElems]
+		kvs = kvs[:limit]
 	}
 	if len(kvs) > 0 {
 		p.after = slices.Clone(kvs[len(kvs)-1].Key)
@@ -713,6 +737,7 @@ func (s *Server) continuePkeyLocked(c *chunker, k engines.Key, w *bucketWalk) er
 			return err
 		}
 	}
+	p.skeys = nextPieceSkeys(limit, time.Since(begun))
 	if !more {
 		w.endPiecesLocked()
 	}
@@ -748,6 +773,20 @@ var walkWindow = 32
 
 // walkSliceNames bounds the names of one slice (a variable for the tests).
 var walkSliceNames = 1024
+
+// walkSliceTime bounds the time of one slice, whatever its names: on ldb
+// a name costs a read of the store (some 30 us), so 1,024 of them held
+// the lock for 25-37 ms, and an event loop whose batch held writes to
+// the bucket for four connections waited out four such holds in a row
+// (140 ms) before it answered any of them.
+const walkSliceTime = 5 * time.Millisecond
+
+// sliceOpen reports whether a slice begun at start (names queue[start:]
+// at begun) takes the name at qpos: its first always, the next ones while
+// the slice's bounds of names, bytes and time hold.
+func sliceOpen(c *chunker, start, qpos int, begun time.Time) bool {
+	return qpos == start || qpos-start < walkSliceNames && c.bytes < walkSliceBytes && time.Since(begun) < walkSliceTime
+}
 
 // dirtySorted returns w's dirty names, sorted.
 func (w *bucketWalk) dirtySorted() []walkName {
@@ -813,6 +852,9 @@ func (m *migration) walkBucket(st *stream, w *bucketWalk) (recs, digested int, e
 		if d := int64(time.Since(held)); d > s.walkMaxHold.Load() {
 			s.walkMaxHold.Store(d) // the walks of one node: racy max, for the benchmark
 		}
+		if d := time.Since(held); d > 20*time.Millisecond {
+			m.log.Debug("long walk hold", "held", d, "at", held.Format("15:04:05.000"), "done", done, "names", cur.qpos, "queue", len(cur.queue), "listed", cur.listed)
+		}
 		bk.unlock()
 		s.bulkMu.Unlock()
 		digested += n
@@ -863,7 +905,8 @@ func (m *migration) walkHoldLocked(c *chunker, w *bucketWalk, cur *walkCursor) (
 		digested = n
 		cur.tail = cur.qpos == len(cur.queue)
 	default:
-		for start := cur.qpos; cur.qpos < len(cur.queue) && (final || cur.qpos-start < walkSliceNames && c.bytes < walkSliceBytes); {
+		begun := time.Now()
+		for start := cur.qpos; cur.qpos < len(cur.queue) && (final || sliceOpen(c, start, cur.qpos, begun)); {
 			n := cur.queue[cur.qpos]
 			_, d := w.dirty[n]
 			cur.qpos++

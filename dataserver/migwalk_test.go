@@ -142,6 +142,9 @@ func runBigKeyMove(t *testing.T, eng string, rate int64, fields int) (longest, t
 		c := testConfig(cs.addr())
 		c.Engine = eng
 		c.Dir = t.TempDir()
+		if v := os.Getenv("TAIR_BENCH_SYNC"); v != "" {
+			c.Sync = engines.SyncPolicy(v) // the three nodes share this machine's disk
+		}
 		c.ReplicationMode = ReplicationStrict
 		c.ReplicationTimeout = 3 * time.Second
 		if rate > 0 {
@@ -1146,5 +1149,47 @@ func TestMigSnapBadInput(t *testing.T) {
 	}
 	if got := c.do("PING"); got != "+PONG" {
 		t.Fatalf("PING after bad TAIR.MIGSNAPs = %q", got)
+	}
+}
+
+// A walk's slice ends at its bounds of names, bytes or time, but always
+// takes its first name; a pkey's pieces shrink while one takes longer
+// than the slice's time and grow back while one takes less than half.
+func TestWalkSliceAndPieceBounds(t *testing.T) {
+	c := &chunker{}
+	now := time.Now()
+	for _, tc := range []struct {
+		start, qpos int
+		begun       time.Time
+		bytes       int
+		want        bool
+	}{
+		{0, 0, now.Add(-time.Second), walkSliceBytes, true}, // the first name, whatever the bounds
+		{0, 1, now, 0, true},
+		{0, 1, now.Add(-walkSliceTime - time.Millisecond), 0, false},
+		{0, walkSliceNames, now, 0, false},
+		{3, 4, now, walkSliceBytes, false},
+	} {
+		c.bytes = tc.bytes
+		if got := sliceOpen(c, tc.start, tc.qpos, tc.begun); got != tc.want {
+			t.Errorf("sliceOpen(start %d, qpos %d, %v ago, %d bytes) = %v, want %v",
+				tc.start, tc.qpos, time.Since(tc.begun).Round(time.Millisecond), tc.bytes, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		limit int
+		took  time.Duration
+		want  int
+	}{
+		{pieceElems, walkSliceTime + time.Millisecond, pieceElems / 2},
+		{100, 20 * time.Millisecond, pieceSkeysMin},
+		{pieceSkeysMin, time.Second, pieceSkeysMin},
+		{500, walkSliceTime / 4, 1000},
+		{pieceElems, 0, pieceElems},
+		{500, walkSliceTime * 3 / 4, 500},
+	} {
+		if got := nextPieceSkeys(tc.limit, tc.took); got != tc.want {
+			t.Errorf("nextPieceSkeys(%d, %v) = %d, want %d", tc.limit, tc.took, got, tc.want)
+		}
 	}
 }
