@@ -9,23 +9,35 @@ import (
 	"github.com/tairkv/tair/internal/wire"
 )
 
-func getHooks(t *testing.T, s *Server) wire.HooksStatus {
+// apiGet GETs path from s and decodes it as a T.
+func apiGet[T any](t *testing.T, s *Server, path string) T {
 	t.Helper()
-	var st wire.HooksStatus
-	if err := wire.NewClient(s.Addr()).Get(context.Background(), "/v1/hooks", &st); err != nil {
+	var v T
+	if err := wire.NewClient(s.Addr()).Get(context.Background(), path, &v); err != nil {
 		t.Fatal(err)
 	}
-	return st
+	return v
 }
 
-// heartbeatHooks sends one heartbeat and returns the hooks of the reply.
-func heartbeatHooks(t *testing.T, s *Server) *[]string {
+func getHooks(t *testing.T, s *Server) wire.HooksStatus {
+	t.Helper()
+	return apiGet[wire.HooksStatus](t, s, "/v1/hooks")
+}
+
+// heartbeat sends one heartbeat of a dataserver and returns the reply.
+func heartbeat(t *testing.T, s *Server) *wire.HeartbeatReply {
 	t.Helper()
 	reply, err := wire.NewClient(s.Addr()).Heartbeat(context.Background(), &wire.Heartbeat{Addr: dsAddrs[0], Incarnation: 1, Engine: "mdb"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return reply.Hooks
+	return reply
+}
+
+// heartbeatHooks sends one heartbeat and returns the hooks of the reply.
+func heartbeatHooks(t *testing.T, s *Server) *[]string {
+	t.Helper()
+	return heartbeat(t, s).Hooks
 }
 
 // The hooks admin ops: unknown names refused, set/on/off, an empty list

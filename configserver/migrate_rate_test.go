@@ -1,7 +1,6 @@
 package configserver
 
 import (
-	"context"
 	"testing"
 
 	"github.com/tairkv/tair/internal/wire"
@@ -11,20 +10,12 @@ import (
 // reply.
 func heartbeatRate(t *testing.T, s *Server) *int64 {
 	t.Helper()
-	reply, err := wire.NewClient(s.Addr()).Heartbeat(context.Background(), &wire.Heartbeat{Addr: dsAddrs[0], Incarnation: 1, Engine: "mdb"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reply.MigrateBytesPerSec
+	return heartbeat(t, s).MigrateBytesPerSec
 }
 
 func migrationsRate(t *testing.T, s *Server) *int64 {
 	t.Helper()
-	var st wire.MigrationStatus
-	if err := wire.NewClient(s.Addr()).Get(context.Background(), "/v1/migrations", &st); err != nil {
-		t.Fatal(err)
-	}
-	return st.Rate
+	return apiGet[wire.MigrationStatus](t, s, "/v1/migrations").Rate
 }
 
 // The cluster-wide copy-rate cap (migrations-rate): absent until set, a
