@@ -592,16 +592,10 @@ func (s *Server) fetchTableFrom(peer string) {
 	}
 	go func() {
 		defer s.fetching.Store(false)
-		c, err := s.pool.get(peer)
+		raw, err := s.pool.roundTrip(peer, resp.AppendCommand(nil, []byte("TAIR.TABLE")), time.Second)
 		if err != nil {
 			return
 		}
-		raw, err := c.roundTrip(resp.AppendCommand(nil, []byte("TAIR.TABLE")), time.Second)
-		if err != nil {
-			_ = c.Close()
-			return
-		}
-		s.pool.put(peer, c)
 		body, ok := bulkBody(raw)
 		if !ok {
 			return

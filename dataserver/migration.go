@@ -351,16 +351,10 @@ func (m *migration) verifyOffFreeze(st *stream) (done bool, err error) {
 		return false, nil
 	}
 	defer snap.Close()
-	c, err := s.pool.get(m.move.To)
+	raw, err := s.pool.roundTrip(m.move.To, resp.AppendCommand(nil, []byte("TAIR.MIGSNAP"), strconv.AppendUint(nil, uint64(m.move.Bucket), 10)), 10*time.Second)
 	if err != nil {
 		return false, nil
 	}
-	raw, err := c.roundTrip(resp.AppendCommand(nil, []byte("TAIR.MIGSNAP"), strconv.AppendUint(nil, uint64(m.move.Bucket), 10)), 10*time.Second)
-	if err != nil {
-		_ = c.Close()
-		return false, nil
-	}
-	s.pool.put(m.move.To, c)
 	id, ok := bytes.CutPrefix(bytes.TrimSpace(raw), []byte("+"))
 	if !ok {
 		// A destination without snapshots (or of an earlier version).

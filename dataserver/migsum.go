@@ -310,22 +310,12 @@ func (m *migration) verifyWith(forEach func(uint32, func(*engines.Record) error)
 	}
 	ch := make(chan reply, 1)
 	go func() {
-		c, err := s.pool.get(m.move.To)
-		if err != nil {
-			ch <- reply{err: err}
-			return
-		}
 		cmd := [][]byte{[]byte("TAIR.MIGSUM"), strconv.AppendUint(nil, uint64(b), 10), strconv.AppendInt(nil, cutoff, 10)}
 		timeout := 10 * time.Second // the bucket is frozen meanwhile
 		if snapID != nil {
 			cmd, timeout = append(cmd, snapID), time.Minute
 		}
-		raw, err := c.roundTrip(resp.AppendCommand(nil, cmd...), timeout)
-		if err != nil {
-			_ = c.Close()
-		} else {
-			s.pool.put(m.move.To, c)
-		}
+		raw, err := s.pool.roundTrip(m.move.To, resp.AppendCommand(nil, cmd...), timeout)
 		ch <- reply{raw, err}
 	}()
 	n, sum, err := bucketSumPaced(forEach, b, cutoff, snapID != nil)

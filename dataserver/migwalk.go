@@ -849,10 +849,11 @@ func (m *migration) walkBucket(st *stream, w *bucketWalk) (recs, digested int, e
 		bk.lock()
 		held := time.Now()
 		done, n, err := m.walkHoldLocked(c, w, cur)
-		if d := int64(time.Since(held)); d > s.walkMaxHold.Load() {
-			s.walkMaxHold.Store(d) // the walks of one node: racy max, for the benchmark
+		d := time.Since(held)
+		if int64(d) > s.walkMaxHold.Load() {
+			s.walkMaxHold.Store(int64(d)) // the walks of one node: racy max, for the benchmark
 		}
-		if d := time.Since(held); d > 20*time.Millisecond {
+		if d > 20*time.Millisecond {
 			m.log.Debug("long walk hold", "held", d, "at", held.Format("15:04:05.000"), "done", done, "names", cur.qpos, "queue", len(cur.queue), "listed", cur.listed)
 		}
 		bk.unlock()

@@ -149,6 +149,24 @@ func (p *connPool) put(addr string, c *peerConn) {
 	p.idle[addr] = append(p.idle[addr], c)
 }
 
+// roundTrip sends req to addr on a pooled connection and returns the
+// reply; a connection that failed is closed, not pooled again. (forward
+// gets and puts its own: it tells a request never sent from one that
+// may have run.)
+func (p *connPool) roundTrip(addr string, req []byte, timeout time.Duration) ([]byte, error) {
+	c, err := p.get(addr)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := c.roundTrip(req, timeout)
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	p.put(addr, c)
+	return raw, nil
+}
+
 func (p *connPool) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()

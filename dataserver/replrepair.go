@@ -334,21 +334,15 @@ func (s *Server) repairAfterRefusal(b route.BucketID, names []walkName) {
 
 // askRepair asks master for its records of names of bucket b (TAIR.REPAIR).
 func (s *Server) askRepair(master string, b route.BucketID, names []walkName) bool {
-	c, err := s.pool.get(master)
-	if err != nil {
-		return false
-	}
 	args := make([][]byte, 0, 3+2*len(names))
 	args = append(args, []byte("TAIR.REPAIR"), strconv.AppendUint(nil, uint64(b), 10), []byte(s.addr))
 	for _, n := range names {
 		args = append(args, strconv.AppendUint(nil, uint64(n.area), 10), []byte(n.key))
 	}
-	raw, err := c.roundTrip(resp.AppendCommand(nil, args...), time.Second)
+	raw, err := s.pool.roundTrip(master, resp.AppendCommand(nil, args...), time.Second)
 	if err != nil {
-		_ = c.Close()
 		return false
 	}
-	s.pool.put(master, c)
 	return len(raw) > 0 && raw[0] == '+'
 }
 

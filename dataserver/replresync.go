@@ -144,17 +144,11 @@ func slaveCopyMoving(t *route.Table, b route.BucketID, slave string) bool {
 }
 
 func (s *Server) askResync(master string, b route.BucketID) bool {
-	c, err := s.pool.get(master)
-	if err != nil {
-		return false
-	}
-	raw, err := c.roundTrip(resp.AppendCommand(nil, []byte("TAIR.RESYNC"),
+	raw, err := s.pool.roundTrip(master, resp.AppendCommand(nil, []byte("TAIR.RESYNC"),
 		strconv.AppendUint(nil, uint64(b), 10), []byte(s.addr)), time.Second)
 	if err != nil {
-		_ = c.Close()
 		return false
 	}
-	s.pool.put(master, c)
 	return len(raw) > 0 && raw[0] == '+'
 }
 
