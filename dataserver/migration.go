@@ -323,7 +323,7 @@ func (m *migration) copied(st *stream, t *route.Table, n int64, start time.Time)
 		if err != nil {
 			return err
 		}
-	} else if err := m.verifyMove(); err != nil {
+	} else if err := m.verifyMove(s.eng.ForEach, nil); err != nil {
 		return err
 	}
 	m.verifyTook = time.Since(verifyStart)
@@ -370,7 +370,7 @@ func (m *migration) verifyOffFreeze(st *stream) (done bool, err error) {
 	if testHookOffFreeze != nil {
 		testHookOffFreeze(m)
 	}
-	if err := m.verifyWith(snap.ForEach, id); err != nil {
+	if err := m.verifyMove(snap.ForEach, id); err != nil {
 		return true, err
 	}
 	s.m.migOffFreeze.Inc()

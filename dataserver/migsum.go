@@ -147,21 +147,16 @@ func (s *Server) migSnapRequest(out []byte, args [][]byte) []byte {
 // to be digested.
 const sumCutoffAhead = 5 * time.Second
 
-// bucketSum digests bucket b's records that live past cutoff (unix ms).
-func (s *Server) bucketSum(b route.BucketID, cutoff int64) (n int64, sum uint64, err error) {
-	return bucketSumPaced(s.eng.ForEach, b, cutoff, false)
-}
-
 // snapSumSlice is how long a paced digest reads before it rests as long.
 const snapSumSlice = 5 * time.Millisecond
 
-// bucketSumPaced is bucketSum over forEach (the engine's, or a
-// snapshot's); paced, it rests as long as it read, a
-// snapSumSlice at a time: a snapshot's digest runs while the node
+// bucketSum digests bucket b's records that live past cutoff (unix ms),
+// read by forEach (the engine's, or a snapshot's). Paced, it rests as
+// long as it read, a snapSumSlice at a time: a snapshot's digest runs while the node
 // serves, writes to the moving bucket among them (synchronously to the
 // destination, which digests too), and a digest of a million records
 // taking a core for seconds made them wait.
-func bucketSumPaced(forEach func(uint32, func(*engines.Record) error) error, b route.BucketID, cutoff int64, paced bool) (n int64, sum uint64, err error) {
+func bucketSum(forEach func(uint32, func(*engines.Record) error) error, b route.BucketID, cutoff int64, paced bool) (n int64, sum uint64, err error) {
 	var d xxhash.Digest
 	one := func(area uint16, key, skey []byte, e *engines.Entry) {
 		if e.ExpireAt != 0 && e.ExpireAt <= cutoff {
@@ -272,7 +267,7 @@ func (s *Server) migSumRequest(out []byte, args [][]byte) []byte {
 	if own := s.clock().Add(sumCutoffAhead).UnixMilli(); own-cutoff >= sumCutoffAhead.Milliseconds()/2 {
 		used = own
 	}
-	n, sum, err := bucketSumPaced(forEach, route.BucketID(b), used, len(args) == 4)
+	n, sum, err := bucketSum(forEach, route.BucketID(b), used, len(args) == 4)
 	if err != nil {
 		return resp.AppendErr(out, err)
 	}
@@ -293,15 +288,11 @@ func (s *Server) clock() time.Time {
 // errCopyDiffers: the checksums of a move's two copies differ.
 var errCopyDiffers = errors.New("the moved copy differs")
 
-// verifyMove compares the bucket's digest here and at the destination;
-// the bucket is frozen and the destination applied everything sent.
-func (m *migration) verifyMove() error {
-	return m.verifyWith(m.s.eng.ForEach, nil)
-}
-
-// verifyWith compares the digest of forEach's bucket with the
-// destination's, of its engine or (snapID not nil) of that snapshot.
-func (m *migration) verifyWith(forEach func(uint32, func(*engines.Record) error) error, snapID []byte) error {
+// verifyMove compares the digest of forEach's bucket (this engine's,
+// frozen, or a snapshot's) with the destination's, of its engine or
+// (snapID not nil) of that snapshot; the destination applied everything
+// sent before the freeze (or the snapshots).
+func (m *migration) verifyMove(forEach func(uint32, func(*engines.Record) error) error, snapID []byte) error {
 	s, b := m.s, m.move.Bucket
 	cutoff := s.clock().Add(sumCutoffAhead).UnixMilli()
 	type reply struct {
@@ -318,7 +309,7 @@ func (m *migration) verifyWith(forEach func(uint32, func(*engines.Record) error)
 		raw, err := s.pool.roundTrip(m.move.To, resp.AppendCommand(nil, cmd...), timeout)
 		ch <- reply{raw, err}
 	}()
-	n, sum, err := bucketSumPaced(forEach, b, cutoff, snapID != nil)
+	n, sum, err := bucketSum(forEach, b, cutoff, snapID != nil)
 	r := <-ch
 	if err != nil {
 		return fmt.Errorf("checksum: %w", err)
@@ -338,7 +329,7 @@ func (m *migration) verifyWith(forEach func(uint32, func(*engines.Record) error)
 		if !ok || later < cutoff {
 			return fmt.Errorf("checksum at the destination: bad reply %q", got)
 		}
-		if n, sum, err = bucketSumPaced(forEach, b, later, snapID != nil); err != nil {
+		if n, sum, err = bucketSum(forEach, b, later, snapID != nil); err != nil {
 			return fmt.Errorf("checksum: %w", err)
 		}
 		m.log.Info("the destination's clock is ahead: checksummed from its cutoff", "ahead_ms", later-cutoff)
