@@ -3,7 +3,8 @@
 # run, each as its own `tair up` default cluster (3 dataservers, copy
 # count 2), compared with bench/anchors/compare.sh (interleaved rounds, the
 # median of the per-round ratios A/B). Knobs: ROUNDS (3), TESTS ("SET
-# GET"), DATASERVERS (3), COPIES (2), and compare.sh's own.
+# GET"), DATASERVERS (3), COPIES (2), UP_ARGS (more `tair up` flags,
+# e.g. "--engine ldb --sync none"), and compare.sh's own.
 #
 #   git worktree add /tmp/base REV && (cd /tmp/base && go build -o /tmp/tair-base ./cmd/tair)
 #   bash bench/ab-cluster.sh bin/tair /tmp/tair-base
@@ -21,7 +22,8 @@ PB=$(free_port)
 for side in A B; do
   bin=$A port=$PA
   [ "$side" = B ] && bin=$B port=$PB
-  "$bin" up --port "$port" --dataservers "${DATASERVERS:-3}" --copies "${COPIES:-2}" --log-level warn >"$TMP/$side.log" 2>&1 &
+  # shellcheck disable=SC2086
+  "$bin" up --port "$port" --dataservers "${DATASERVERS:-3}" --copies "${COPIES:-2}" ${UP_ARGS:-} --log-level warn >"$TMP/$side.log" 2>&1 &
   PIDS+=($!)
 done
 wait_ping "$PA" && wait_ping "$PB" || { cat "$TMP"/*.log; exit 1; }

@@ -62,10 +62,28 @@ import (
 const Name = "ldb"
 
 // Memory per engine: pebble's block cache and memtable size.
-const (
-	blockCacheSize = 64 << 20
-	memTableSize   = 32 << 20
-)
+var defaultSizes = pebbleSizes{blockCache: 64 << 20, memTable: 32 << 20}
+
+// pebbleSizes are the memory an engine gives pebble (tests shrink them).
+type pebbleSizes struct {
+	// blockCache is what the block cache keeps for blocks whatever the
+	// memtables hold.
+	blockCache int64
+	// memTable is the largest memtable.
+	memTable int64
+}
+
+// cacheBytes is the capacity to give pebble's cache. Pebble charges every
+// memtable, from its creation until its last reader lets go of it after
+// the flush, to the block cache (Cache.Reserve), so a cache of blockCache
+// alone held no block at all while a full memtable and the one being
+// flushed were alive: every read of a flushed key went to the file and
+// decompressed its filter, index and data blocks again. Room for the
+// memtables pebble lets queue before it stops writes, plus the one
+// flushing readers may still hold, comes on top.
+func (z pebbleSizes) cacheBytes(stopWritesThreshold int) int64 {
+	return z.blockCache + int64(stopWritesThreshold+1)*z.memTable
+}
 
 func init() {
 	engines.Register(Name, func(o engines.Options) (engines.Engine, error) { return Open(o) })
@@ -81,7 +99,7 @@ func OpenFS(o engines.Options, fs vfs.FS) (*generic.Engine, error) {
 	if o.Dir == "" && fs == vfs.Default {
 		return nil, errors.New("ldb: Options.Dir is required")
 	}
-	be, err := openPebble(o, fs)
+	be, err := openPebble(o, fs, defaultSizes)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +167,7 @@ type store struct {
 	group *groupSync // SyncGroup only
 }
 
-func openPebble(o engines.Options, fs vfs.FS) (*store, error) {
+func openPebble(o engines.Options, fs vfs.FS, sizes pebbleSizes) (*store, error) {
 	po := &pebble.Options{
 		FS:     fs,
 		Merger: countersMerger,
@@ -159,7 +177,7 @@ func openPebble(o engines.Options, fs vfs.FS) (*store, error) {
 		// 32 MiB a NoSync put went from 29 to 19 µs in the benchmark.
 		// Pebble starts small and grows memtables up to this size, so
 		// an idle engine does not hold it.
-		MemTableSize: memTableSize,
+		MemTableSize: uint64(sizes.memTable),
 	}
 	// Bloom filters make a Get of a missing key (every first put) skip the
 	// sstables that cannot hold it.
@@ -178,8 +196,8 @@ func openPebble(o engines.Options, fs vfs.FS) (*store, error) {
 	po.EnsureDefaults()
 	// pebble's 8 MiB default block cache misses on random reads of even
 	// the 100k-key benchmark (22 µs per Get, mostly pread); 64 MiB holds
-	// its blocks, index and filters.
-	cache := pebble.NewCache(blockCacheSize)
+	// its blocks, index and filters, beside the memtables' share.
+	cache := pebble.NewCache(sizes.cacheBytes(po.MemTableStopWritesThreshold))
 	defer cache.Unref() // pebble holds its own reference while open
 	po.Cache = cache
 	db, err := pebble.Open(o.Dir, po)
