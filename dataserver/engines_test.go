@@ -1,9 +1,12 @@
 package dataserver
 
 import (
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -182,5 +185,70 @@ func TestUnsyncedDataAfterCrashCountsAsLost(t *testing.T) {
 	}
 	if kept, keys := run(engines.SyncNone, false, false); kept || keys != 0 {
 		t.Fatalf("--sync none after a crash: kept %v, %d keys; want false, 0", kept, keys)
+	}
+}
+
+// TestBlockCacheMetrics: an ldb node exports its block cache at /metrics
+// (hits counting the reads it served from the cache, its capacity, the
+// memtables' reservation); an in-memory engine, which has no block
+// cache, exports none of those series.
+func TestBlockCacheMetrics(t *testing.T) {
+	cs := newFakeCS(t)
+	c := testConfig(cs.addr())
+	c.Engine = "ldb"
+	c.Dir = t.TempDir()
+	ldbNode := startNode(t, c)
+	rdbNode := startNode(t, testConfig(cs.addr()))
+	cs.setTable(ringTable(1, q, 1, ldbNode.Addr()))
+	waitVersion(t, 1, ldbNode)
+
+	metric := func(s *Server, name string) (float64, bool) {
+		t.Helper()
+		r, err := http.Get("http://" + s.HTTPAddr() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		for _, ln := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(ln, name+" "); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					t.Fatalf("%s: %q", name, ln)
+				}
+				return f, true
+			}
+		}
+		return 0, false
+	}
+	ca := dial(t, ldbNode.Addr())
+	key := keyIn("cache", 0, q, 0)
+	if got := ca.do(x(1, "SET", key, "v")...); got != "+OK" {
+		t.Fatalf("SET: %q", got)
+	}
+	// The write goes to an sstable, so that reads go through the cache.
+	if err := ldbNode.eng.(interface{ Compact() error }).Compact(); err != nil {
+		t.Fatal(err)
+	}
+	hits0, _ := metric(ldbNode, "tair_dataserver_block_cache_hits_total")
+	for i := 0; i < 10; i++ {
+		if got := ca.do(x(1, "GET", key)...); got != "$1\r\nv" {
+			t.Fatalf("GET: %q", got)
+		}
+	}
+	hits, ok := metric(ldbNode, "tair_dataserver_block_cache_hits_total")
+	if !ok || hits < hits0+9 {
+		t.Fatalf("block cache hits %v (exported %v) after 10 GETs of a flushed key, from %v; want at least 9 more", hits, ok, hits0)
+	}
+	if capacity, _ := metric(ldbNode, "tair_dataserver_block_cache_capacity_bytes"); capacity <= 0 {
+		t.Fatalf("block cache capacity %v", capacity)
+	}
+	if mem, ok := metric(ldbNode, "tair_dataserver_memtable_bytes"); !ok || mem <= 0 {
+		t.Fatalf("memtable bytes %v (exported %v); pebble always has a memtable", mem, ok)
+	}
+	for _, name := range []string{"tair_dataserver_block_cache_hits_total", "tair_dataserver_block_cache_capacity_bytes"} {
+		if v, ok := metric(rdbNode, name); ok {
+			t.Fatalf("rdb exports %s = %v; it has no block cache", name, v)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tairkv/tair/engines"
 	"github.com/tairkv/tair/internal/route"
 )
 
@@ -40,12 +41,20 @@ var (
 	descBehind       = dsDesc("tair_dataserver_slaves_behind", "Slaves of this node's buckets the table marks behind this master (they may lack acknowledged writes and will not be promoted).")
 	descMigRunning   = dsDesc("tair_dataserver_migrations_running", "Bucket moves this node is the source of, in progress.")
 	descMigKeys      = dsDesc("tair_dataserver_migration_keys", "Records the destinations of this node's running moves have acknowledged so far.")
+
+	// A persistent engine's block cache (ldb), absent for the others.
+	descCacheHits     = dsDesc("tair_dataserver_block_cache_hits_total", "Block cache lookups that found their block (ldb: pebble's block cache).")
+	descCacheMisses   = dsDesc("tair_dataserver_block_cache_misses_total", "Block cache lookups that read the block from its file.")
+	descCacheBytes    = dsDesc("tair_dataserver_block_cache_bytes", "Bytes of blocks the block cache holds.")
+	descCacheCapacity = dsDesc("tair_dataserver_block_cache_capacity_bytes", "The block cache's capacity, the memtables' share included.")
+	descMemtableBytes = dsDesc("tair_dataserver_memtable_bytes", "Bytes the engine's memtables hold reserved in the block cache (what is left of the capacity is the blocks' room).")
 )
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descUp, descUptime, descHits, descMisses, descExpired, descEvicted,
 		descMemUsed, descMemMax, descDBKeys, descTableVersion, descBuckets, descAreaBytes, descAreaQuota,
-		descReplPending, descReplLag, descReplUnreach, descBehind, descMigRunning, descMigKeys} {
+		descReplPending, descReplLag, descReplUnreach, descBehind, descMigRunning, descMigKeys,
+		descCacheHits, descCacheMisses, descCacheBytes, descCacheCapacity, descMemtableBytes} {
 		ch <- d
 	}
 }
@@ -88,6 +97,13 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if ec, ok := eng.(interface{ ExpiredKeys() int64 }); ok {
 			expired = ec.ExpiredKeys()
+		}
+		if cs, ok := engines.CacheStatsOf(eng); ok {
+			counter(descCacheHits, float64(cs.Hits))
+			counter(descCacheMisses, float64(cs.Misses))
+			gauge(descCacheBytes, float64(cs.CachedBytes))
+			gauge(descCacheCapacity, float64(cs.CapacityBytes))
+			gauge(descMemtableBytes, float64(cs.MemtableBytes))
 		}
 	}
 	counter(descHits, float64(hits))

@@ -639,3 +639,23 @@ func AccessOf(e Engine) AccessTracker {
 	}
 	return nil
 }
+
+// CacheStats are a persistent engine's read cache and write buffers, as
+// its metrics report them (ldb: pebble's block cache and the memtables
+// pebble charges to it). A cache whose hits stop while its misses climb
+// is starved; the dataserver exports these so that shows on a dashboard.
+type CacheStats struct {
+	Hits, Misses  int64 // block lookups since the engine opened
+	CachedBytes   int64 // bytes of blocks the cache holds now
+	CapacityBytes int64 // the cache's capacity, the memtables' share included
+	MemtableBytes int64 // bytes the memtables hold reserved in the cache
+}
+
+// CacheStatsOf returns e's cache figures; ok is false for an engine
+// without a block cache (the in-memory engines, kdb's mmap).
+func CacheStatsOf(e Engine) (s CacheStats, ok bool) {
+	if c, is := e.(interface{ CacheStats() (CacheStats, bool) }); is {
+		return c.CacheStats()
+	}
+	return CacheStats{}, false
+}

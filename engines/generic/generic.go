@@ -93,6 +93,9 @@ type Config struct {
 	// GroupCommit, when set, makes writes durable only at its
 	// WaitDurable (engines.GroupCommitter).
 	GroupCommit engines.GroupCommitter
+	// CacheStats, when set, reports the store's block cache
+	// (engines.CacheStatsOf).
+	CacheStats func() engines.CacheStats
 }
 
 // Engine implements engines.Engine on a Store.
@@ -102,6 +105,7 @@ type Engine struct {
 	st         Store
 	o          engines.Options
 	group      engines.GroupCommitter
+	cacheStats func() engines.CacheStats
 	closed     atomic.Bool
 	stats      [MaxArea + 1][statStripes]counters
 	// expired counts the expired plain keys a write reclaimed or replaced
@@ -137,7 +141,8 @@ var _ engines.Engine = (*Engine)(nil)
 func New(c Config) *Engine {
 	c.Options.Adjust()
 	vc, ok := c.Store.(ValueCopier)
-	return &Engine{name: c.Name, persistent: c.Persistent, st: c.Store, o: c.Options, group: c.GroupCommit, copies: ok && vc.CopiesValues()}
+	return &Engine{name: c.Name, persistent: c.Persistent, st: c.Store, o: c.Options, group: c.GroupCommit,
+		cacheStats: c.CacheStats, copies: ok && vc.CopiesValues()}
 }
 
 // GroupCommit returns the engine's group committer (nil when writes are
@@ -1054,6 +1059,15 @@ func (e *Engine) Evictions() int64 {
 		n += ev
 	}
 	return n
+}
+
+// CacheStats returns the store's block cache figures (engines.CacheStatsOf);
+// ok is false when the store has no block cache or the engine is closed.
+func (e *Engine) CacheStats() (engines.CacheStats, bool) {
+	if e.cacheStats == nil || e.closed.Load() {
+		return engines.CacheStats{}, false
+	}
+	return e.cacheStats(), true
 }
 
 // ExpiredKeys returns how many expired records were reclaimed: by writes

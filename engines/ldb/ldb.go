@@ -107,7 +107,7 @@ func OpenFS(o engines.Options, fs vfs.FS) (*generic.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := generic.Config{Name: Name, Persistent: true, Store: st, Options: o}
+	c := generic.Config{Name: Name, Persistent: true, Store: st, Options: o, CacheStats: be.cacheStats}
 	if be.group != nil {
 		c.GroupCommit = be.group
 	}
@@ -165,6 +165,8 @@ type store struct {
 	db    *pebble.DB
 	wo    *pebble.WriteOptions
 	group *groupSync // SyncGroup only
+	// cacheCapacity is the block cache's size, memtables' share included.
+	cacheCapacity int64
 }
 
 func openPebble(o engines.Options, fs vfs.FS, sizes pebbleSizes) (*store, error) {
@@ -197,18 +199,29 @@ func openPebble(o engines.Options, fs vfs.FS, sizes pebbleSizes) (*store, error)
 	// pebble's 8 MiB default block cache misses on random reads of even
 	// the 100k-key benchmark (22 µs per Get, mostly pread); 64 MiB holds
 	// its blocks, index and filters, beside the memtables' share.
-	cache := pebble.NewCache(sizes.cacheBytes(po.MemTableStopWritesThreshold))
+	capacity := sizes.cacheBytes(po.MemTableStopWritesThreshold)
+	cache := pebble.NewCache(capacity)
 	defer cache.Unref() // pebble holds its own reference while open
 	po.Cache = cache
 	db, err := pebble.Open(o.Dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("ldb: open %s: %w", o.Dir, err)
 	}
-	st := &store{db: db, wo: wo}
+	st := &store{db: db, wo: wo, cacheCapacity: capacity}
 	if o.Sync == engines.SyncGroup {
 		st.group = newGroupSync(func() error { return db.LogData(nil, pebble.Sync) })
 	}
 	return st, nil
+}
+
+// cacheStats reads pebble's block cache and memtable figures.
+func (s *store) cacheStats() engines.CacheStats {
+	m := s.db.Metrics()
+	return engines.CacheStats{
+		Hits: m.BlockCache.Hits, Misses: m.BlockCache.Misses,
+		CachedBytes: m.BlockCache.Size, CapacityBytes: s.cacheCapacity,
+		MemtableBytes: int64(m.MemTable.Size + m.MemTable.ZombieSize),
+	}
 }
 
 func (s *store) Get(key []byte) ([]byte, bool, error) {
