@@ -18,12 +18,14 @@ gmp=${TAIR_GOMAXPROCS-1}
 CS=$(free_port); CSH=$(free_port)
 "$BIN" configserver --listen "127.0.0.1:$CS" --http "127.0.0.1:$CSH" --copies 1 --log-level warn >"$TMP/cs.log" 2>&1 &
 PIDS+=($!)
+PROCS="configserver=$!"
 sleep 1
 for i in 1 2; do
   p=$(free_port); h=$(free_port)
   env ${gmp:+GOMAXPROCS=$gmp} "$BIN" dataserver --listen "127.0.0.1:$p" --http "127.0.0.1:$h" --configserver "127.0.0.1:$CS" \
     --engine rdb --log-level warn >"$TMP/ds$i.log" 2>&1 &
   PIDS+=($!)
+  PROCS="$PROCS,dataserver$i=$!"
 done
 for _ in $(seq 1 200); do
   up=$("$BIN" ctl --configserver "127.0.0.1:$CS" nodes 2>/dev/null | grep -c true)
@@ -39,6 +41,7 @@ for i in 1 2 3 4; do
   env ${gmp:+GOMAXPROCS=$gmp} "$BIN" proxy --listen "127.0.0.1:$p" --http "127.0.0.1:$h" --configserver "127.0.0.1:$CS" \
     $extra --log-level warn >"$TMP/proxy$i.log" 2>&1 &
   PIDS+=($!)
+  if [ "$i" -gt 2 ]; then PROCS="$PROCS,proxy$i (cache on)=$!"; else PROCS="$PROCS,proxy$i (cache off)=$!"; fi
 done
 for a in "${OFF[@]}" "${ON[@]}"; do
   for _ in $(seq 1 300); do
@@ -53,7 +56,7 @@ new_report hotkey-push
   echo "configserver + 2 dataservers (rdb, copy count 1) + 4 proxies, separate processes, GOMAXPROCS=${gmp:-default} each;"
   echo "proxies ${OFF[*]} without the hot-key cache, ${ON[*]} with --hot-cache-ttl 1m (invalidations pushed by the dataservers)."
   echo
-  go run ./bench/hotkey -off "$(IFS=,; echo "${OFF[*]}")" -on "$(IFS=,; echo "${ON[*]}")" \
+  go run ./bench/hotkey -pids "$PROCS" -off "$(IFS=,; echo "${OFF[*]}")" -on "$(IFS=,; echo "${ON[*]}")" \
     -keys "${KEYS:-100000}" -conns "${CONNS:-16}" -pipeline "${PIPELINE:-16}" -time "${SECS:-3}s" -rounds "${ROUNDS:-3}"
   rc=$?
   if [ $rc -ne 0 ]; then tail -n 30 "$TMP"/*.log; fi

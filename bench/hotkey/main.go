@@ -44,7 +44,9 @@ func main() {
 	warm := flag.Duration("warm", 1500*time.Millisecond, "unmeasured load before each measurement (the detector's window)")
 	rounds := flag.Int("rounds", 3, "rounds (each: off, then on)")
 	aim := flag.Float64("aim", 3, "the aim: the hot key's rate with the cache over without")
+	pidsFlag := flag.String("pids", "", "name=pid,... of the cluster's processes: each side's CPU by process is printed (Linux /proc)")
 	flag.Parse()
+	procs := parseProcs(*pidsFlag)
 	offs, ons := split(*off), split(*on)
 	if len(offs) == 0 || len(ons) == 0 {
 		fail("-off and -on are needed")
@@ -64,6 +66,7 @@ func main() {
 	fmt.Println("| round | side | hot key GET/s | other GET/s | all GET/s | hot key's share |")
 	fmt.Println("|---|---|---:|---:|---:|---:|")
 	var hotOff, hotOn []float64
+	cpuBySide := map[string]map[string]float64{} // side -> process -> cores, summed over rounds
 	for r := 1; r <= *rounds; r++ {
 		for _, side := range []struct {
 			name  string
@@ -71,7 +74,15 @@ func main() {
 			hot   *[]float64
 		}{{"cache off", offs, &hotOff}, {"cache on", ons, &hotOn}} {
 			run(side.addrs, *keys, *conns, *pipeline, *warm) // warm-up
+			before, t0 := cpuTimes(procs), time.Now()
 			hot, other := run(side.addrs, *keys, *conns, *pipeline, *dur)
+			after, el := cpuTimes(procs), time.Since(t0).Seconds()
+			if cpuBySide[side.name] == nil {
+				cpuBySide[side.name] = map[string]float64{}
+			}
+			for name, t := range after {
+				cpuBySide[side.name][name] += (t - before[name]) / el / float64(*rounds)
+			}
 			*side.hot = append(*side.hot, hot)
 			fmt.Printf("| %d | %s | %.0f | %.0f | %.0f | %.0f %% |\n", r, side.name, hot, other, hot+other, 100*hot/(hot+other))
 		}
@@ -85,6 +96,9 @@ func main() {
 	fmt.Println("| aim | bound | measured | |")
 	fmt.Println("|---|---|---|---|")
 	fmt.Printf("| hot key's GET rate, cache on / off (medians %.0f / %.0f) | at least %gx | %.2f | %s |\n", median(hotOn), median(hotOff), *aim, ratio, verdict)
+	if len(procs) > 0 {
+		printCPU(procs, cpuBySide)
+	}
 	fmt.Println()
 	for _, a := range ons {
 		fmt.Printf("%s (cache on): %s\n", a, cacheStats(a))
@@ -205,6 +219,70 @@ func cacheStats(addr string) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// proc is a process whose CPU time the driver reads.
+type proc struct {
+	name string
+	pid  int
+}
+
+// parseProcs reads -pids; the driver itself is added as "driver".
+func parseProcs(s string) []proc {
+	if s == "" {
+		return nil
+	}
+	var out []proc
+	for _, kv := range split(s) {
+		name, pid, ok := strings.Cut(kv, "=")
+		n, err := strconv.Atoi(pid)
+		if !ok || err != nil {
+			fail("-pids: %q is not name=pid", kv)
+		}
+		out = append(out, proc{name, n})
+	}
+	return append(out, proc{"driver (the load)", os.Getpid()})
+}
+
+// cpuTimes returns each process's CPU seconds so far (user + system, from
+// /proc/PID/stat), or nothing on a system without /proc.
+func cpuTimes(procs []proc) map[string]float64 {
+	out := map[string]float64{}
+	for _, p := range procs {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
+		if err != nil {
+			continue
+		}
+		// The fields after the command's closing parenthesis: state is
+		// the first, utime and stime the 12th and 13th (man 5 proc).
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		ut, _ := strconv.ParseFloat(f[11], 64)
+		st, _ := strconv.ParseFloat(f[12], 64)
+		out[p.name] = (ut + st) / clockTicks
+	}
+	return out
+}
+
+// clockTicks is the kernel's USER_HZ, 100 on every Linux Go supports.
+const clockTicks = 100
+
+// printCPU prints the cores each process used during the measured time,
+// by side (the mean over rounds): whether a side was bound by the CPU of
+// the machine, and by whose.
+func printCPU(procs []proc, bySide map[string]map[string]float64) {
+	fmt.Println()
+	fmt.Println("| process | cores, cache off | cores, cache on |")
+	fmt.Println("|---|---:|---:|")
+	var off, on float64
+	for _, p := range procs {
+		fmt.Printf("| %s | %.2f | %.2f |\n", p.name, bySide["cache off"][p.name], bySide["cache on"][p.name])
+		off += bySide["cache off"][p.name]
+		on += bySide["cache on"][p.name]
+	}
+	fmt.Printf("| all | %.2f | %.2f |\n", off, on)
 }
 
 func median(v []float64) float64 {
