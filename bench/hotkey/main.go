@@ -30,6 +30,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tairkv/tair/bench/internal/benchload"
+	"github.com/tairkv/tair/bench/internal/proccpu"
 )
 
 const hotKey = "hot:key"
@@ -74,9 +75,9 @@ func main() {
 			hot   *[]float64
 		}{{"cache off", offs, &hotOff}, {"cache on", ons, &hotOn}} {
 			run(side.addrs, *keys, *conns, *pipeline, *warm) // warm-up
-			before, t0 := cpuTimes(procs), time.Now()
+			before, t0 := proccpu.Seconds(procs), time.Now()
 			hot, other := run(side.addrs, *keys, *conns, *pipeline, *dur)
-			after, el := cpuTimes(procs), time.Since(t0).Seconds()
+			after, el := proccpu.Seconds(procs), time.Since(t0).Seconds()
 			if cpuBySide[side.name] == nil {
 				cpuBySide[side.name] = map[string]float64{}
 			}
@@ -221,66 +222,26 @@ func cacheStats(addr string) string {
 	return strings.Join(out, " ")
 }
 
-// proc is a process whose CPU time the driver reads.
-type proc struct {
-	name string
-	pid  int
-}
-
-// parseProcs reads -pids; the driver itself is added as "driver".
-func parseProcs(s string) []proc {
+// parseProcs reads -pids; the driver itself is added last.
+func parseProcs(s string) []proccpu.Proc {
 	if s == "" {
 		return nil
 	}
-	var out []proc
-	for _, kv := range split(s) {
-		name, pid, ok := strings.Cut(kv, "=")
-		n, err := strconv.Atoi(pid)
-		if !ok || err != nil {
-			fail("-pids: %q is not name=pid", kv)
-		}
-		out = append(out, proc{name, n})
-	}
-	return append(out, proc{"driver (the load)", os.Getpid()})
+	return append(proccpu.Parse(s), proccpu.Proc{Name: "driver (the load)", PID: os.Getpid()})
 }
-
-// cpuTimes returns each process's CPU seconds so far (user + system, from
-// /proc/PID/stat), or nothing on a system without /proc.
-func cpuTimes(procs []proc) map[string]float64 {
-	out := map[string]float64{}
-	for _, p := range procs {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
-		if err != nil {
-			continue
-		}
-		// The fields after the command's closing parenthesis: state is
-		// the first, utime and stime the 12th and 13th (man 5 proc).
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(f) < 13 {
-			continue
-		}
-		ut, _ := strconv.ParseFloat(f[11], 64)
-		st, _ := strconv.ParseFloat(f[12], 64)
-		out[p.name] = (ut + st) / clockTicks
-	}
-	return out
-}
-
-// clockTicks is the kernel's USER_HZ, 100 on every Linux Go supports.
-const clockTicks = 100
 
 // printCPU prints the cores each process used during the measured time,
 // by side (the mean over rounds): whether a side was bound by the CPU of
 // the machine, and by whose.
-func printCPU(procs []proc, bySide map[string]map[string]float64) {
+func printCPU(procs []proccpu.Proc, bySide map[string]map[string]float64) {
 	fmt.Println()
 	fmt.Println("| process | cores, cache off | cores, cache on |")
 	fmt.Println("|---|---:|---:|")
 	var off, on float64
 	for _, p := range procs {
-		fmt.Printf("| %s | %.2f | %.2f |\n", p.name, bySide["cache off"][p.name], bySide["cache on"][p.name])
-		off += bySide["cache off"][p.name]
-		on += bySide["cache on"][p.name]
+		fmt.Printf("| %s | %.2f | %.2f |\n", p.Name, bySide["cache off"][p.Name], bySide["cache on"][p.Name])
+		off += bySide["cache off"][p.Name]
+		on += bySide["cache on"][p.Name]
 	}
 	fmt.Printf("| all | %.2f | %.2f |\n", off, on)
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tairkv/tair/bench/internal/benchload"
+	"github.com/tairkv/tair/bench/internal/proccpu"
 	"github.com/tairkv/tair/internal/route"
 	"github.com/tairkv/tair/internal/wire"
 )
@@ -127,9 +128,9 @@ func main() {
 	time.Sleep(time.Second) // warm up
 	procs := cpuProcs(nodes, victim, *pidsFlag)
 	phases.next("before")
-	cpuB := cpuTimes(procs)
+	cpuB := proccpu.Seconds(procs)
 	time.Sleep(*before)
-	cpuB1 := cpuTimes(procs)
+	cpuB1 := proccpu.Seconds(procs)
 
 	// 3. Kill the victim; follow the table and the gauge.
 	hasGauge := false
@@ -140,7 +141,7 @@ func main() {
 	if err != nil {
 		fail("table: %v", err)
 	}
-	cpu0 := cpuTimes(procs)
+	cpu0 := proccpu.Seconds(procs)
 	copy0 := copySeconds(ctx, nodes, victim)
 	hb0 := metricsWith(ctx, *csHTTP, "tair_configserver_heartbeats_total")[""]
 	retries0 := metricsWith(ctx, *proxyHTTP, "tair_proxy_retries_total")
@@ -241,7 +242,7 @@ func main() {
 	}
 	phases.next("after")
 	during := phases.span("")
-	cpu1 := cpuTimes(procs)
+	cpu1 := proccpu.Seconds(procs)
 	copy1 := copySeconds(ctx, nodes, victim)
 	hb1 := metricsWith(ctx, *csHTTP, "tair_configserver_heartbeats_total")[""]
 	if *profDir != "" {
@@ -291,11 +292,11 @@ func main() {
 	var cpuParts []string
 	var cpuSum, baseSum float64
 	for _, p := range procs {
-		d := cpu1[p.name] - cpu0[p.name]
-		base := (cpuB1[p.name] - cpuB[p.name]) / before.Seconds() // CPU seconds a second before the kill
+		d := cpu1[p.Name] - cpu0[p.Name]
+		base := (cpuB1[p.Name] - cpuB[p.Name]) / before.Seconds() // CPU seconds a second before the kill
 		cpuSum += d
 		baseSum += base
-		cpuParts = append(cpuParts, fmt.Sprintf("%s %.2f (before: %.2f/s)", p.name, d, base))
+		cpuParts = append(cpuParts, fmt.Sprintf("%s %.2f (before: %.2f/s)", p.Name, d, base))
 	}
 	var cparts []string
 	for _, nd := range nodes {
@@ -513,50 +514,17 @@ func save(url, name string) error {
 	return nil
 }
 
-type proc struct {
-	name string
-	pid  int
-}
-
 // cpuProcs lists the surviving dataservers, the processes of --pids and
 // this one.
-func cpuProcs(nodes []node, victim node, pids string) []proc {
-	var out []proc
+func cpuProcs(nodes []node, victim node, pids string) []proccpu.Proc {
+	var out []proccpu.Proc
 	for _, nd := range nodes {
 		if nd.addr != victim.addr {
-			out = append(out, proc{"ds " + nd.addr, nd.pid})
+			out = append(out, proccpu.Proc{Name: "ds " + nd.addr, PID: nd.pid})
 		}
 	}
-	for _, f := range strings.Split(pids, ",") {
-		if name, v, ok := strings.Cut(f, "="); ok {
-			if pid, err := strconv.Atoi(v); err == nil {
-				out = append(out, proc{name, pid})
-			}
-		}
-	}
-	return append(out, proc{"bench client", os.Getpid()})
-}
-
-// cpuTimes reads each process's user+system CPU seconds (/proc/<pid>/stat).
-func cpuTimes(procs []proc) map[string]float64 {
-	out := map[string]float64{}
-	for _, p := range procs {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
-		if err != nil {
-			continue
-		}
-		// Fields after the command (in parentheses): utime and stime
-		// are the 12th and 13th, in clock ticks (100 a second).
-		i := strings.LastIndexByte(string(b), ')')
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 13 {
-			continue
-		}
-		u, _ := strconv.ParseFloat(f[11], 64)
-		st, _ := strconv.ParseFloat(f[12], 64)
-		out[p.name] = (u + st) / 100
-	}
-	return out
+	out = append(out, proccpu.Parse(pids)...)
+	return append(out, proccpu.Proc{Name: "bench client", PID: os.Getpid()})
 }
 
 // tableWatch follows the table versions after the kill.
