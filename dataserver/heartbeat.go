@@ -532,7 +532,7 @@ func (s *Server) closeUnusedStreams(rt *routing) {
 	for node, st := range s.mu.streams {
 		if !used[st] {
 			delete(s.mu.streams, node)
-			s.mu.retired[node] = st.session
+			s.mu.retired[node] = st.successorSupersedes()
 			go st.close(s.cfg.ReplicationTimeout)
 		}
 	}

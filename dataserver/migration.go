@@ -207,7 +207,7 @@ func (m *migration) attempt() error {
 	bk := s.bucket(b)
 	m.detach()
 	start := time.Now()
-	st := s.newStream(m.move.To, true, "")
+	st := s.newStream(m.move.To, true, nil)
 
 	if lockedSnapshot {
 		return m.attemptLocked(st, start)

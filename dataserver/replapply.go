@@ -56,18 +56,18 @@ func (s *Server) recvStateFor(session string) *recvState {
 	return rs
 }
 
-// replHello: TAIR.REPLHELLO <from> <session> <acked> [<superseded-session>]
+// replHello: TAIR.REPLHELLO <from> <session> <acked> [<superseded-session>...]
 // -> :<last applied seq>. A superseded session is refused from then on.
 func (s *Server) replHello(out []byte, args [][]byte) []byte {
-	if len(args) != 4 && len(args) != 5 {
+	if len(args) < 4 {
 		return resp.AppendError(out, "ERR wrong number of arguments for 'tair.replhello' command")
 	}
 	acked, err := strconv.ParseUint(string(args[3]), 10, 64)
 	if err != nil {
 		return resp.AppendError(out, "ERR bad sequence number")
 	}
-	if len(args) == 5 {
-		old := s.recvStateFor(string(args[4]))
+	for _, superseded := range args[4:] {
+		old := s.recvStateFor(string(superseded))
 		old.mu.Lock() // waits for a batch of it being applied
 		old.dead = true
 		old.mu.Unlock()

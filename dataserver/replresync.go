@@ -268,7 +268,7 @@ func (s *Server) replaceStream(old *stream) {
 		s.mu.Unlock()
 		return
 	}
-	st := s.newStream(old.to, false, old.session)
+	st := s.newStream(old.to, false, old.successorSupersedes())
 	st.setUnreachable(true) // until it has caught up
 	s.mu.streams[old.to] = st
 	s.mu.Unlock()

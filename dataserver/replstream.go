@@ -32,9 +32,11 @@ import (
 //
 // Wire forms (RESP arrays of bulk strings):
 //
-//	TAIR.REPLHELLO <from> <session> <acked>         -> :<last applied seq>
+//	TAIR.REPLHELLO <from> <session> <acked> [<superseded>...]
+//	                                                -> :<last applied seq>
 //	    (a receiver that knows less than <acked> lost its state: it
-//	    restarted; it replies what it knew and continues from <acked>)
+//	    restarted; it replies what it knew and continues from <acked>;
+//	    it refuses the superseded sessions from then on)
 //	TAIR.REPL <table-version> <from> <session> <item>...
 //	                                                -> +ACK <last seq> <stale 0|1> <refused seqs, comma-separated or -> [<reports>]
 //
@@ -168,9 +170,14 @@ type stream struct {
 	session string
 	mig     bool // migration stream (adaptive batches, no backlog cap)
 	log     *slog.Logger
-	// supersedes is the session of the stream this one replaced (given
-	// up): the receiver refuses the old one from the first hello on.
-	supersedes string
+	// supersedes are the sessions of the streams this one replaced (given
+	// up, or closed): the receiver refuses them from the first hello on.
+	// More than one when a replaced stream never said its own hello: the
+	// one before it may still have a batch in flight (successorSupersedes).
+	supersedes []string
+	// greeted is set once a hello of this stream was answered: the
+	// receiver then refuses the sessions it supersedes.
+	greeted atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -272,9 +279,9 @@ func (st *stream) inSync() bool {
 // reported in sync (inSync): a third of the takeover window.
 const inSyncMaxLag = takeoverWindow / 3
 
-// newStream starts a stream to node to; supersedes names an earlier
-// session to the same node that the receiver must refuse from now on.
-func (s *Server) newStream(to string, mig bool, supersedes string) *stream {
+// newStream starts a stream to node to; supersedes names earlier
+// sessions to the same node that the receiver must refuse from now on.
+func (s *Server) newStream(to string, mig bool, supersedes []string) *stream {
 	kind := "repl"
 	if mig {
 		kind = "mig"
@@ -779,6 +786,21 @@ func (st *stream) adapt(rtt time.Duration, recs int) {
 	}
 }
 
+// successorSupersedes returns the sessions a stream replacing st must
+// supersede: st's own, and, when st never had a hello answered, those st
+// was to supersede. Without them a chain of replacements faster than
+// the connections (A given up, B connects and sends a full copy, B given
+// up, C given up before it connects, D) would retire only C at D's hello,
+// and B's copy, still waiting at the receiver for the bucket's lock,
+// could be applied after D's and empty or roll back the bucket (a CI
+// run of TestSlaveTooFarBehindIsResynced lost its writes so).
+func (st *stream) successorSupersedes() []string {
+	if st.greeted.Load() {
+		return []string{st.session}
+	}
+	return append(slices.Clone(st.supersedes), st.session)
+}
+
 func (st *stream) connect() (*peerConn, error) {
 	c, err := dialPeer(st.to, st.s.cfg.ReplicationTimeout)
 	if err != nil {
@@ -788,8 +810,8 @@ func (st *stream) connect() (*peerConn, error) {
 	acked := st.mu.acked
 	st.mu.Unlock()
 	hello := [][]byte{[]byte("TAIR.REPLHELLO"), []byte(st.s.Addr()), []byte(st.session), strconv.AppendUint(nil, acked, 10)}
-	if st.supersedes != "" {
-		hello = append(hello, []byte(st.supersedes))
+	for _, old := range st.supersedes {
+		hello = append(hello, []byte(old))
 	}
 	raw, err := c.roundTrip(resp.AppendCommand(nil, hello...), st.timeout())
 	if err != nil {
@@ -801,6 +823,7 @@ func (st *stream) connect() (*peerConn, error) {
 		_ = c.Close()
 		return nil, err
 	}
+	st.greeted.Store(true)
 	if uint64(last) < acked {
 		// The receiver forgot our session: it restarted.
 		st.receiverLost.Store(true)
