@@ -31,11 +31,7 @@ for i in $(seq 1 "$N"); do
   ROLE[$!]=dataserver$i
   DS_HTTP+=("$h")
 done
-for _ in $(seq 1 200); do
-  up=$("$BIN" ctl --configserver "127.0.0.1:$CS" nodes 2>/dev/null | grep -c true)
-  [ "${up:-0}" -ge "$N" ] && "$BIN" ctl --configserver "127.0.0.1:$CS" table >/dev/null 2>&1 && break
-  sleep 0.1
-done
+wait_nodes "$N"
 PX=$(free_port); PXH=$(free_port)
 "$BIN" proxy --listen "127.0.0.1:$PX" --http "127.0.0.1:$PXH" --configserver "127.0.0.1:$CS" \
   --log-level warn >"$TMP/proxy.log" 2>&1 &

@@ -27,11 +27,7 @@ for i in 1 2; do
   PIDS+=($!)
   PROCS="$PROCS,dataserver$i=$!"
 done
-for _ in $(seq 1 200); do
-  up=$("$BIN" ctl --configserver "127.0.0.1:$CS" nodes 2>/dev/null | grep -c true)
-  [ "${up:-0}" -ge 2 ] && "$BIN" ctl --configserver "127.0.0.1:$CS" table >/dev/null 2>&1 && break
-  sleep 0.1
-done
+wait_nodes 2
 OFF=() ON=()
 for i in 1 2 3 4; do
   p=$(free_port); h=$(free_port)

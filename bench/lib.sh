@@ -83,6 +83,18 @@ start_tair_split() {
   return 1
 }
 
+# wait_nodes N: waits (20 s at most) until the configserver at 127.0.0.1:$CS
+# has N live dataservers and serves a table.
+wait_nodes() {
+  local up
+  for _ in $(seq 1 200); do
+    up=$("$BIN" ctl --configserver "127.0.0.1:$CS" nodes 2>/dev/null | grep -c true)
+    [ "${up:-0}" -ge "$1" ] && "$BIN" ctl --configserver "127.0.0.1:$CS" table >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 # start_rdb_cluster N DS_ENV DS_ARGS [CONFIGSERVER_FLAG...]: as separate
 # processes, a configserver (copy count 2, 1023 buckets, its etcd in TMP)
 # with the flags given, N dataservers of the rdb engine (environment
@@ -108,11 +120,7 @@ start_rdb_cluster() {
     NODES="$NODES${NODES:+,}127.0.0.1:$p=$!=127.0.0.1:$h"
   done
   # The proxy starts once the first table names every dataserver.
-  for _ in $(seq 1 200); do
-    up=$("$BIN" ctl --configserver "127.0.0.1:$CS" nodes 2>/dev/null | grep -c true)
-    [ "${up:-0}" -ge "$n" ] && "$BIN" ctl --configserver "127.0.0.1:$CS" table >/dev/null 2>&1 && break
-    sleep 0.1
-  done
+  wait_nodes "$n"
   PX=$(free_port); PX_HTTP=$(free_port)
   "$BIN" proxy --listen "127.0.0.1:$PX" --http "127.0.0.1:$PX_HTTP" --configserver "127.0.0.1:$CS" \
     --log-level warn >"$TMP/proxy.log" 2>&1 &
