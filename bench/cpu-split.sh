@@ -17,27 +17,16 @@ cd "$(dirname "$0")/.."
 COPIES=${COPIES:-2} N=${DATASERVERS:-3} ENGINE=${ENGINE:-rdb} SYNC=${SYNC:-group}
 TEST=${TEST:-set} P=${P:-16} KEYSPACE=${KEYSPACE:-100000} SECS=${SECS:-8}
 
-CS=$(free_port); CSH=$(free_port)
-"$BIN" configserver --listen "127.0.0.1:$CS" --http "127.0.0.1:$CSH" --copies "$COPIES" \
-  --etcd-dir "$TMP/etcd" --log-level warn >"$TMP/cs.log" 2>&1 &
-PIDS+=($!)
-declare -A ROLE=([$!]=configserver)
+CLUSTER_ENGINE=$ENGINE start_cluster "$N" "" "--sync $SYNC" --copies "$COPIES" || exit 1
+declare -A ROLE=([$CS_PID]=configserver [$PX_PID]=proxy)
 DS_HTTP=()
-for i in $(seq 1 "$N"); do
-  p=$(free_port); h=$(free_port)
-  "$BIN" dataserver --listen "127.0.0.1:$p" --http "127.0.0.1:$h" --configserver "127.0.0.1:$CS" \
-    --engine "$ENGINE" --sync "$SYNC" --dir "$TMP/ds$i" --log-level warn >"$TMP/ds$i.log" 2>&1 &
-  PIDS+=($!)
-  ROLE[$!]=dataserver$i
-  DS_HTTP+=("$h")
+i=0
+for nd in ${NODES//,/ }; do # addr=pid=http
+  i=$((i + 1))
+  rest=${nd#*=}
+  ROLE[${rest%%=*}]=dataserver$i
+  DS_HTTP+=("${rest#*=}")
 done
-wait_nodes "$N"
-PX=$(free_port); PXH=$(free_port)
-"$BIN" proxy --listen "127.0.0.1:$PX" --http "127.0.0.1:$PXH" --configserver "127.0.0.1:$CS" \
-  --log-level warn >"$TMP/proxy.log" 2>&1 &
-PIDS+=($!)
-ROLE[$!]=proxy
-wait_ping "$PX" || { tail -n 20 "$TMP"/*.log; exit 1; }
 sleep 2 # the table settles
 
 redis-benchmark -p "$PX" -c 50 -P "$P" -t "$TEST" -r "$KEYSPACE" -n 2000000000 -q >/dev/null 2>&1 &
@@ -53,9 +42,9 @@ n0=$(served); t0=$(date +%s.%N)
 if [ -n "${PROFILE:-}" ]; then
   new_report cpu-split
   for h in "${DS_HTTP[@]}"; do
-    curl -s -o "$OUT/cpu-split-$STAMP-ds-$h.pb" "http://127.0.0.1:$h/debug/pprof/profile?seconds=8" &
+    curl -s -o "$OUT/cpu-split-$STAMP-ds-${h##*:}.pb" "http://$h/debug/pprof/profile?seconds=8" &
   done
-  curl -s -o "$OUT/cpu-split-$STAMP-proxy.pb" "http://127.0.0.1:$PXH/debug/pprof/profile?seconds=8" &
+  curl -s -o "$OUT/cpu-split-$STAMP-proxy.pb" "http://127.0.0.1:$PX_HTTP/debug/pprof/profile?seconds=8" &
 fi
 sleep "$SECS"
 for p in "${!ROLE[@]}"; do C1[$p]=$(cpu_ticks "$p"); done

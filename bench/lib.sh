@@ -2,7 +2,7 @@
 # project root): BIN built when missing, free_port, processes in PIDS
 # (stop_all) and the scratch directory TMP cleaned up at exit, wait_ping
 # PORT, new_report NAME, the steady load's knobs, and starting tair as
-# separate processes (start_tair_split, start_rdb_cluster).
+# separate processes (start_tair_split, start_cluster).
 BIN=${BIN:-$PWD/bin/tair}
 [ -x "$BIN" ] || go build -o "$BIN" ./cmd/tair
 
@@ -95,15 +95,15 @@ wait_nodes() {
   return 1
 }
 
-# start_rdb_cluster N DS_ENV DS_ARGS [CONFIGSERVER_FLAG...]: as separate
+# start_cluster N DS_ENV DS_ARGS [CONFIGSERVER_FLAG...]: as separate
 # processes, a configserver (copy count 2, 1023 buckets, its etcd in TMP)
-# with the flags given, N dataservers of the rdb engine (environment
-# DS_ENV, more flags DS_ARGS, both split on spaces) and, once the first
-# table names them all, a proxy. Sets CS, CS_HTTP, CS_PID, NODES
-# (addr=pid=http,...), PX, PX_HTTP and PX_PID; logs in TMP (cs.log,
-# ds1.log..., proxy.log).
-start_rdb_cluster() {
-  local n=$1 ds_env=$2 ds_args=$3 i p h up
+# with the flags given, N dataservers of the engine $CLUSTER_ENGINE
+# (default rdb; data in TMP/ds<i>; environment DS_ENV, more flags DS_ARGS,
+# both split on spaces) and, once the first table names them all, a
+# proxy. Sets CS, CS_HTTP, CS_PID, NODES (addr=pid=http,...), PX, PX_HTTP
+# and PX_PID; logs in TMP (cs.log, ds1.log..., proxy.log).
+start_cluster() {
+  local n=$1 ds_env=$2 ds_args=$3 i p h
   shift 3
   CS=$(free_port); CS_HTTP=$(free_port)
   "$BIN" configserver --listen "127.0.0.1:$CS" --http "127.0.0.1:$CS_HTTP" --copies 2 --buckets 1023 \
@@ -115,7 +115,7 @@ start_rdb_cluster() {
     p=$(free_port); h=$(free_port)
     # shellcheck disable=SC2086
     env $ds_env "$BIN" dataserver --listen "127.0.0.1:$p" --http "127.0.0.1:$h" --configserver "127.0.0.1:$CS" \
-      --engine rdb --log-level warn $ds_args >"$TMP/ds$i.log" 2>&1 &
+      --engine "${CLUSTER_ENGINE:-rdb}" --dir "$TMP/ds$i" --log-level warn $ds_args >"$TMP/ds$i.log" 2>&1 &
     PIDS+=($!)
     NODES="$NODES${NODES:+,}127.0.0.1:$p=$!=127.0.0.1:$h"
   done

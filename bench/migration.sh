@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 . bench/lib.sh
 steady_load_knobs
 
-start_rdb_cluster 3 "" "" ${MOVES_PER_NODE:+--moves-per-node $MOVES_PER_NODE} || exit 1
+start_cluster 3 "" "" ${MOVES_PER_NODE:+--moves-per-node $MOVES_PER_NODE} || exit 1
 
 DS4=$(free_port); DS4_HTTP=$(free_port)
 new_report migration

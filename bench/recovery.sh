@@ -31,7 +31,7 @@ MAX_MOVES=${MAX_MOVES:-}
 HANDOFF=${HANDOFF--1s}
 
 # shellcheck disable=SC2086
-start_rdb_cluster 4 "${DS_ENV:-}" "${DS_ARGS:-}" ${MOVES_PER_NODE:+--moves-per-node $MOVES_PER_NODE} \
+start_cluster 4 "${DS_ENV:-}" "${DS_ARGS:-}" ${MOVES_PER_NODE:+--moves-per-node $MOVES_PER_NODE} \
   ${RECOVERY_MOVES_PER_NODE:+--recovery-moves-per-node $RECOVERY_MOVES_PER_NODE} \
   ${MAX_MOVES:+--max-moves $MAX_MOVES} ${HANDOFF:+--handoff-window=$HANDOFF} ${CS_ARGS:-} || exit 1
 
