@@ -32,22 +32,37 @@ func TestReplHelloRetiresEverySupersededSession(t *testing.T) {
 }
 
 // TestSuccessorSupersedesTheUngreetedChain: a stream replaced before any
-// hello of it was answered passes on the sessions it was to supersede,
-// with its own; once greeted, its own alone.
+// hello of it was answered passes on the streams it was to supersede that
+// may have sent something (greeted, or not stopped), with itself; once
+// greeted, itself alone.
 func TestSuccessorSupersedesTheUngreetedChain(t *testing.T) {
-	b := &stream{session: "repl-B", supersedes: []string{"repl-A"}}
-	if got, want := b.successorSupersedes(), []string{"repl-A", "repl-B"}; !slices.Equal(got, want) {
-		t.Fatalf("B never greeted: its successor supersedes %q, want %q", got, want)
+	newTestStream := func(session string, supersedes []*stream) *stream {
+		return &stream{session: session, supersedes: supersedes, stopped: make(chan struct{})}
 	}
-	c := &stream{session: "repl-C", supersedes: b.successorSupersedes()}
-	if got, want := c.successorSupersedes(), []string{"repl-A", "repl-B", "repl-C"}; !slices.Equal(got, want) {
-		t.Fatalf("C never greeted: %q, want %q", got, want)
+	sessions := func(ss []*stream) []string {
+		var out []string
+		for _, x := range ss {
+			out = append(out, x.session)
+		}
+		return out
+	}
+	a := newTestStream("repl-A", nil)
+	a.greeted.Store(true)
+	close(a.stopped)
+	b := newTestStream("repl-B", []*stream{a})
+	if got, want := sessions(b.successorSupersedes()), []string{"repl-B", "repl-A"}; !slices.Equal(got, want) {
+		t.Fatalf("B never greeted: its successor supersedes %q, want %q (A had a hello answered: it may have sent)", got, want)
+	}
+	c := newTestStream("repl-C", b.successorSupersedes())
+	if got, want := sessions(c.successorSupersedes()), []string{"repl-C", "repl-B", "repl-A"}; !slices.Equal(got, want) {
+		t.Fatalf("C never greeted, B still running: %q, want %q", got, want)
+	}
+	close(b.stopped) // B stopped without a hello answered: it sent nothing
+	if got, want := sessions(c.successorSupersedes()), []string{"repl-C", "repl-A"}; !slices.Equal(got, want) {
+		t.Fatalf("C never greeted, B stopped silent: %q, want %q", got, want)
 	}
 	c.greeted.Store(true)
-	if got, want := c.successorSupersedes(), []string{"repl-C"}; !slices.Equal(got, want) {
+	if got, want := sessions(c.successorSupersedes()), []string{"repl-C"}; !slices.Equal(got, want) {
 		t.Fatalf("C greeted: %q, want %q", got, want)
-	}
-	if got := b.supersedes; !slices.Equal(got, []string{"repl-A"}) {
-		t.Fatalf("B's own list changed to %q", got)
 	}
 }

@@ -170,11 +170,12 @@ type stream struct {
 	session string
 	mig     bool // migration stream (adaptive batches, no backlog cap)
 	log     *slog.Logger
-	// supersedes are the sessions of the streams this one replaced (given
-	// up, or closed): the receiver refuses them from the first hello on.
-	// More than one when a replaced stream never said its own hello: the
-	// one before it may still have a batch in flight (successorSupersedes).
-	supersedes []string
+	// supersedes are the streams this one replaced (given up, or
+	// closed): the receiver refuses their sessions from the first hello
+	// on. More than one when a replaced stream never said its own hello:
+	// the one before it may still have a batch in flight
+	// (successorSupersedes).
+	supersedes []*stream
 	// greeted is set once a hello of this stream was answered: the
 	// receiver then refuses the sessions it supersedes.
 	greeted atomic.Bool
@@ -281,7 +282,7 @@ const inSyncMaxLag = takeoverWindow / 3
 
 // newStream starts a stream to node to; supersedes names earlier
 // sessions to the same node that the receiver must refuse from now on.
-func (s *Server) newStream(to string, mig bool, supersedes []string) *stream {
+func (s *Server) newStream(to string, mig bool, supersedes []*stream) *stream {
 	kind := "repl"
 	if mig {
 		kind = "mig"
@@ -786,19 +787,39 @@ func (st *stream) adapt(rtt time.Duration, recs int) {
 	}
 }
 
-// successorSupersedes returns the sessions a stream replacing st must
-// supersede: st's own, and, when st never had a hello answered, those st
-// was to supersede. Without them a chain of replacements faster than
-// the connections (A given up, B connects and sends a full copy, B given
-// up, C given up before it connects, D) would retire only C at D's hello,
-// and B's copy, still waiting at the receiver for the bucket's lock,
-// could be applied after D's and empty or roll back the bucket (a CI
-// run of TestSlaveTooFarBehindIsResynced lost its writes so).
-func (st *stream) successorSupersedes() []string {
+// successorSupersedes returns the streams whose sessions a stream
+// replacing st must supersede: st, and, when st never had a hello
+// answered, those st was to supersede that may still have sent
+// something (they had a hello answered, or their sender has not stopped;
+// a sender sends only after its hello). Without them a chain of
+// replacements faster than the connections (A given up, B connects and
+// sends a full copy, B given up, C given up before it connects, D) would
+// retire only C at D's hello, and B's copy, still waiting at the receiver
+// for the bucket's lock, could be applied after D's and empty or roll
+// back the bucket (a CI run of TestSlaveTooFarBehindIsResynced lost its
+// writes so). Dropping the stopped silent ones keeps the chain short
+// while a slave stays away and its streams are replaced again and again.
+func (st *stream) successorSupersedes() []*stream {
+	out := []*stream{st}
 	if st.greeted.Load() {
-		return []string{st.session}
+		return out
 	}
-	return append(slices.Clone(st.supersedes), st.session)
+	for _, x := range st.supersedes {
+		if x.greeted.Load() || !x.hasStopped() {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// hasStopped reports whether st's sender has returned.
+func (st *stream) hasStopped() bool {
+	select {
+	case <-st.stopped:
+		return true
+	default:
+		return false
+	}
 }
 
 func (st *stream) connect() (*peerConn, error) {
@@ -811,7 +832,7 @@ func (st *stream) connect() (*peerConn, error) {
 	st.mu.Unlock()
 	hello := [][]byte{[]byte("TAIR.REPLHELLO"), []byte(st.s.Addr()), []byte(st.session), strconv.AppendUint(nil, acked, 10)}
 	for _, old := range st.supersedes {
-		hello = append(hello, []byte(old))
+		hello = append(hello, []byte(old.session))
 	}
 	raw, err := c.roundTrip(resp.AppendCommand(nil, hello...), st.timeout())
 	if err != nil {

@@ -143,7 +143,7 @@ type Server struct {
 		migs    map[route.BucketID]*migration
 		recv    map[string]*recvState
 		drops   map[route.BucketID]time.Time // buckets to delete after their grace
-		retired map[string][]string          // node -> sessions a new stream to it supersedes (its last closed one's successorSupersedes)
+		retired map[string][]*stream         // node -> streams a new stream to it supersedes (its last closed one's successorSupersedes)
 		started bool
 		closed  bool
 		// recvSwept: when recv was last swept of idle sessions.
@@ -313,7 +313,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	s.mu.streams = map[string]*stream{}
 	s.mu.migs = map[route.BucketID]*migration{}
 	s.mu.recv = map[string]*recvState{}
-	s.mu.retired = map[string][]string{}
+	s.mu.retired = map[string][]*stream{}
 	s.areas.Store(&areaTable{})
 	s.m = newMetrics()
 	s.track = newTracker(cfg.TrackingMaxKeys)
